@@ -1,0 +1,224 @@
+"""The facade the UI, CLI and benchmarks use: cached candidates, then pure fusion, then rerank.
+
+Caches, each keyed by what determines its content:
+- sources (a built BM25 index, a dense searcher): (collection, version, source, parameters);
+- candidates: (collection, version, source, parameters, query), reused for any depth up to the
+  depth fetched, so moving the depth slider down never re-queries;
+- rerank scores: (reranker, query, doc id), in `rerank.RerankCache`.
+Everything after candidates (`fuse`) is a pure function of them and the config.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import SearchConfig
+from .fusion import fuse
+from .sources.base import Source, run_source
+from .store import Store, embedding_text
+from .types import FusionOutcome, RerankedResult, SourceResult
+
+KNOWN_SOURCES = ("bm25", "dense")
+
+
+class LRU:
+    """A small thread-safe least-recently-used mapping."""
+
+    def __init__(self, maxsize: int):
+        self.maxsize = maxsize
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, default=None):
+        with self._lock:
+            if key not in self._data:
+                return default
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@dataclass
+class CandidateSet:
+    """Per-source candidates for one query on one collection version, plus their documents."""
+
+    collection: str
+    version: int
+    query: str
+    depth: int
+    sources: dict[str, SourceResult]
+    documents: dict[str, dict[str, Any]]  # every candidate's row (no vector)
+    seconds: dict[str, float] = field(default_factory=dict)  # retrieval time per source
+    from_cache: bool = False
+
+
+@dataclass
+class SearchResult:
+    query: str
+    config: SearchConfig
+    candidates: CandidateSet
+    outcome: FusionOutcome
+    reranked: list[RerankedResult] | None = None
+    reranker_name: str | None = None
+    reranker_kind: str | None = None
+
+    @property
+    def documents(self) -> dict[str, dict[str, Any]]:
+        return self.candidates.documents
+
+
+def tie_values(documents: dict[str, dict[str, Any]], field_name: str | None) -> dict[str, float]:
+    """The numeric metadata field used to break ties, for the candidates that have it."""
+    if not field_name:
+        return {}
+    values = {}
+    for doc_id, row in documents.items():
+        value = row.get("metadata", {}).get(field_name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            values[doc_id] = float(value)
+    return values
+
+
+class Workbench:
+    def __init__(self, store: Store | None = None, candidate_cache_size: int = 4096):
+        from .rerank import RerankCache
+
+        self.store = store or Store()
+        self._sources = LRU(32)
+        self._candidates = LRU(candidate_cache_size)
+        self.rerank_cache = RerankCache()
+        self._build_lock = threading.Lock()
+
+    # ---- sources ---------------------------------------------------------------------------
+    def source(self, collection: str, version: int, name: str, config: SearchConfig) -> Source:
+        """The built source for a collection version (built once, then cached)."""
+        key = (collection, version, name) + self._source_params(name, config)
+        built = self._sources.get(key)
+        if built is None:
+            with self._build_lock:
+                built = self._sources.get(key)
+                if built is None:
+                    built = self._build_source(collection, name, config)
+                    self._sources.put(key, built)
+        return built
+
+    @staticmethod
+    def _source_params(name: str, config: SearchConfig) -> tuple:
+        if name == "bm25":
+            if config.bm25_backend == "lancedb":
+                return ("lancedb",)
+            return ("rank_bm25", config.bm25_k1, config.bm25_b)
+        return ()
+
+    def _build_source(self, collection: str, name: str, config: SearchConfig) -> Source:
+        if name == "bm25":
+            from .sources.bm25 import LanceFTSSource, RankBM25Source
+
+            if config.bm25_backend == "lancedb":
+                return LanceFTSSource(self.store.table(collection))
+            rows = self.store.column(collection, ["id", "tokens"])
+            token_lists = [t.split() for t in rows.column("tokens").to_pylist()]
+            return RankBM25Source(rows.column("id").to_pylist(), token_lists, config.bm25_k1, config.bm25_b)
+        if name == "dense":
+            from .embed import load_encoder
+            from .sources.dense import DenseSource
+
+            return DenseSource(self.store.table(collection), load_encoder(self.store.info(collection).model))
+        raise KeyError(name)
+
+    # ---- candidates ------------------------------------------------------------------------
+    def candidates(self, collection: str, query: str, config: SearchConfig) -> CandidateSet:
+        """Each configured source's top `config.depth` hits, retrieved once and then cached."""
+        version = self.store.version(collection)
+        results: dict[str, SourceResult] = {}
+        seconds: dict[str, float] = {}
+        all_cached = True
+        for name in config.sources:
+            key = (collection, version, name) + self._source_params(name, config) + (query,)
+            cached = self._candidates.get(key)
+            if cached is not None and cached[0] >= config.depth:
+                fetched_depth, result = cached
+                results[name] = _truncate(result, config.depth)
+                continue
+            all_cached = False
+            if name not in KNOWN_SOURCES:
+                results[name] = SourceResult(name, (), error=f"unknown source {name!r}; known: {', '.join(KNOWN_SOURCES)}")
+                continue
+            started = time.perf_counter()
+            try:
+                source = self.source(collection, version, name, config)
+            except Exception as exc:  # a source that cannot even be built is reported, not fatal
+                results[name] = SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
+                continue
+            result = run_source(source, query, config.depth)
+            seconds[name] = time.perf_counter() - started
+            if result.error is None:
+                self._candidates.put(key, (config.depth, result))
+            results[name] = result
+        doc_ids = {h.doc_id for r in results.values() for h in r.hits}
+        documents = self._documents(collection, version, doc_ids)
+        return CandidateSet(collection, version, query, config.depth, results, documents, seconds, all_cached)
+
+    def _documents(self, collection: str, version: int, ids: set[str]) -> dict[str, dict[str, Any]]:
+        key = (collection, version, "documents")
+        cache = self._candidates.get(key)
+        if cache is None:
+            cache = {}
+            self._candidates.put(key, cache)
+        missing = [i for i in ids if i not in cache]
+        if missing:
+            cache.update(self.store.documents(collection, missing))
+        return {i: cache[i] for i in ids if i in cache}
+
+    # ---- fusion and rerank -----------------------------------------------------------------
+    @staticmethod
+    def fuse(candidates: CandidateSet, config: SearchConfig) -> FusionOutcome:
+        """Pure and fast: what every slider move runs."""
+        return fuse(candidates.sources, config, tie_values(candidates.documents, config.tie_field))
+
+    def search(self, collection: str, query: str, config: SearchConfig) -> SearchResult:
+        candidates = self.candidates(collection, query, config)
+        outcome = self.fuse(candidates, config)
+        result = SearchResult(query, config, candidates, outcome)
+        if config.rerank:
+            self.apply_rerank(result)
+        return result
+
+    def apply_rerank(self, result: SearchResult) -> None:
+        """Re-score the top-N fused results with the configured reranker (scores cached)."""
+        from .rerank import get_reranker, rerank
+
+        reranker = get_reranker(result.config.reranker)
+        texts = {doc_id: embedding_text_of(row) for doc_id, row in result.documents.items()}
+        outcome = result.outcome
+        # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.
+        eligible = outcome.ranked[: len(outcome.results) + outcome.removed.get("top-k", 0)]
+        result.reranked = rerank(result.query, eligible, texts, reranker,
+                                 result.config.rerank_top_n, self.rerank_cache)
+        result.reranker_name, result.reranker_kind = reranker.name, reranker.kind
+
+
+def embedding_text_of(row: dict[str, Any]) -> str:
+    """Title and text of a stored row, joined as at ingest."""
+    from .types import Document
+
+    return embedding_text(Document(id=row["id"], text=row["text"], title=row.get("title") or ""))
+
+
+def _truncate(result: SourceResult, depth: int) -> SourceResult:
+    if len(result.hits) <= depth:
+        return result
+    return SourceResult(result.source, result.hits[:depth], result.error, result.notes)
