@@ -131,6 +131,7 @@ class Store:
         # Interval 0: every read sees the latest committed version, also another process's.
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
         self._locks: dict[str, threading.Lock] = {}
+        self._handles: dict[str, Any] = {}
         self._locks_guard = threading.Lock()
 
     # ---- catalogue -------------------------------------------------------------------------
@@ -148,8 +149,11 @@ class Store:
             if not token:
                 return names
 
+    def _has_table(self, name: str) -> bool:
+        return name in self._table_names()
+
     def _catalogue(self):
-        if self.db.table_exists(CATALOGUE_TABLE):
+        if self._has_table(CATALOGUE_TABLE):
             return self.db.open_table(CATALOGUE_TABLE)
         return self.db.create_table(CATALOGUE_TABLE, schema=_CATALOGUE_SCHEMA, exist_ok=True)
 
@@ -159,7 +163,7 @@ class Store:
         cat.add(pa.Table.from_pylist([asdict(info)], schema=_CATALOGUE_SCHEMA))
 
     def list_collections(self) -> list[CollectionInfo]:
-        if not self.db.table_exists(CATALOGUE_TABLE):
+        if not self._has_table(CATALOGUE_TABLE):
             return []
         rows = self._catalogue().search().limit(None).to_arrow().to_pylist()
         existing = set(self._table_names())
@@ -168,8 +172,8 @@ class Store:
     def info(self, name: str) -> CollectionInfo:
         validate_collection_name(name)
         rows = (self._catalogue().search().where(f"name = {sql_string(name)}").limit(1)
-                .to_arrow().to_pylist()) if self.db.table_exists(CATALOGUE_TABLE) else []
-        if not rows or not self.db.table_exists(name):
+                .to_arrow().to_pylist()) if self._has_table(CATALOGUE_TABLE) else []
+        if not rows or not self._has_table(name):
             known = ", ".join(i.name for i in self.list_collections()) or "none yet"
             raise RetrievalError(f"No collection named {name!r} (collections: {known})")
         return CollectionInfo(**rows[0])
@@ -182,8 +186,14 @@ class Store:
             return False
 
     def table(self, name: str):
-        self.info(name)
-        return self.db.open_table(name)
+        """An open handle (kept per collection: with consistency interval 0 it stays current)."""
+        validate_collection_name(name)
+        handle = self._handles.get(name)
+        if handle is None:
+            if not self._has_table(name):
+                self.info(name)  # raises the readable "no collection named …" error
+            handle = self._handles[name] = self.db.open_table(name)
+        return handle
 
     def version(self, name: str) -> int:
         """The collection's LanceDB table version: bumps on every write; caches key on it."""
@@ -203,7 +213,7 @@ class Store:
 
         validate_collection_name(name)
         with self._lock(name):
-            if self.db.table_exists(name):
+            if self._has_table(name):
                 raise RetrievalError(f"Collection {name!r} already exists: add to it, or delete it first")
             _check_documents(corpus.documents)
             language = corpus_language(embedding_text(d) for d in corpus.documents)
@@ -261,6 +271,7 @@ class Store:
     def delete(self, name: str) -> None:
         with self._lock(name):
             self.info(name)
+            self._handles.pop(name, None)
             self.db.drop_table(name)
             self._catalogue().delete(f"name = {sql_string(name)}")
 

@@ -1,0 +1,9 @@
+"""Hybrid retrieval core of the search relevance workbench: ingest, tokenise, store (LanceDB),
+per-source retrieval, explained fusion, thresholds, rerank and evaluation. No Streamlit here."""
+
+import os
+
+# No machine of this project reaches a model hub: fail fast instead of trying to download.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("LANCEDB_LOG", "error")

@@ -1,0 +1,235 @@
+"""Command line: `python -m retrieval {ingest,search,evaluate,collections} …`.
+
+Results and JSON go to stdout; progress and messages go to stderr. Every command takes the
+fusion config as options (or a saved config with `--config FILE.json`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .config import BM25_BACKENDS, FUSION_METHODS, NORMALIZATIONS, SearchConfig, parse_weights
+from .types import RetrievalError
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _progress(stage: str, done: int, total: int) -> None:
+    if done == total or done % 1000 < 32:
+        _log(f"  {stage} {done}/{total}")
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("search config")
+    g.add_argument("--config", type=Path, help="a saved SearchConfig JSON; options below override it")
+    g.add_argument("--fusion", choices=FUSION_METHODS)
+    g.add_argument("--k", type=float, dest="rrf_k", help="RRF k (≥ 1)")
+    g.add_argument("--weights", help="per-source weights, e.g. bm25=0.4,dense=0.6")
+    g.add_argument("--norm", choices=NORMALIZATIONS, dest="normalization")
+    g.add_argument("--depth", type=int, help="candidates per source")
+    g.add_argument("--top-k", type=int, dest="top_k")
+    g.add_argument("--min-score", type=float, dest="min_score")
+    g.add_argument("--min-display-score", type=float, dest="min_display_score")
+    g.add_argument("--min-raw", dest="min_raw", help="per-source minimum raw score, e.g. bm25=2.5")
+    g.add_argument("--tie-field", dest="tie_field", help="numeric metadata field that breaks ties")
+    g.add_argument("--bm25-backend", choices=BM25_BACKENDS, dest="bm25_backend")
+    g.add_argument("--k1", type=float, dest="bm25_k1")
+    g.add_argument("--b", type=float, dest="bm25_b")
+    g.add_argument("--rerank", action="store_true", default=None, help="rerank the top-N fused results")
+    g.add_argument("--rerank-top-n", type=int, dest="rerank_top_n")
+    g.add_argument("--reranker", help="'e5' (offline default) or a CrossEncoder folder / id")
+
+
+def config_from_args(args: argparse.Namespace) -> SearchConfig:
+    data = SearchConfig.from_json(args.config.read_text(encoding="utf-8")).to_dict() if args.config else {}
+    for name in ("fusion", "rrf_k", "normalization", "depth", "top_k", "min_score", "min_display_score",
+                 "tie_field", "bm25_backend", "bm25_k1", "bm25_b", "rerank", "rerank_top_n", "reranker"):
+        value = getattr(args, name)
+        if value is not None:
+            data[name] = value
+    if args.weights:
+        data["weights"] = parse_weights(args.weights)
+    if args.min_raw:
+        data["min_raw"] = parse_weights(args.min_raw)
+    return SearchConfig.from_dict(data)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m retrieval", description=__doc__)
+    parser.add_argument("--db", help="LanceDB location (default $WORKBENCH_DB or ./data/lancedb)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="parse a file or folder and store it as a collection")
+    p.add_argument("path", type=Path)
+    p.add_argument("--collection", required=True)
+    p.add_argument("--model", help="embedding model alias, folder or id (default: by corpus language)")
+    p.add_argument("--add", action="store_true", help="add to an existing collection")
+    p.add_argument("--id-column")
+    p.add_argument("--title-column")
+    p.add_argument("--text-column")
+    p.add_argument("--text-mode", choices=("paragraphs", "file"), default="paragraphs")
+    p.add_argument("--max-chunk-chars", type=int, default=1500)
+
+    p = sub.add_parser("search", help="search a collection and explain each result")
+    p.add_argument("collection")
+    p.add_argument("query")
+    p.add_argument("--json", action="store_true")
+    add_config_options(p)
+
+    p = sub.add_parser("evaluate", help="evaluate on a BEIR folder (ingested once into a cache collection)")
+    p.add_argument("beir_dir", type=Path)
+    p.add_argument("--model", help="embedding model (default: by corpus language)")
+    p.add_argument("--max-queries", type=int, help="evaluate only the first N judged queries")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_config_options(p)
+
+    p = sub.add_parser("collections", help="list, show stats, delete or clear collections")
+    p.add_argument("action", choices=("list", "stats", "delete", "clear"), nargs="?", default="list")
+    p.add_argument("name", nargs="?")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except RetrievalError as exc:
+        _log(f"error: {exc}")
+        return 2
+
+
+def _workbench(args):
+    from .store import Store
+    from .workbench import Workbench
+
+    return Workbench(Store(args.db))
+
+
+def cmd_ingest(args) -> int:
+    from .ingest import ColumnMapping, ParseOptions, parse_path
+
+    options = ParseOptions(
+        mapping=ColumnMapping(id=args.id_column, title=args.title_column, text=args.text_column),
+        text_mode=args.text_mode, markdown_max_chars=args.max_chunk_chars,
+    )
+    corpus = parse_path(args.path, options)
+    _log(f"parsed {len(corpus.documents)} documents ({corpus.format}, encoding {corpus.encoding})")
+    for note in corpus.notes:
+        _log(f"  note: {note}")
+    store = _workbench(args).store
+    started = time.perf_counter()
+    if args.add:
+        info = store.add(args.collection, corpus, progress=_progress)
+    else:
+        info = store.create(args.collection, corpus, model=args.model, progress=_progress)
+    seconds = time.perf_counter() - started
+    _log(f"collection {info.name}: {info.doc_count} documents, model {info.model} ({info.dim}-d), "
+         f"language {info.language}, {len(corpus.documents) / seconds:.0f} docs/s")
+    return 0
+
+
+def search_json(result) -> dict:
+    """The CLI's JSON for one search: per result the fused and display scores and a `_meta`
+    object with overall rank, per-source rank and raw score, and the RRF k (seed 001 §4.4)."""
+    config = result.config
+    shown = result.reranked[: config.top_k] if result.reranked is not None else None
+    fused = [r.fused for r in shown] if shown is not None else result.outcome.results
+    items = []
+    for position, fused_result in enumerate(fused, start=1):
+        row = result.documents.get(fused_result.doc_id, {})
+        meta = {"rank": position, "fused_rank": fused_result.rank, "rrf_k": config.rrf_k}
+        for source, c in fused_result.sources.items():
+            meta[f"{source}_rank"] = c.rank
+            meta[f"{source}_score"] = c.raw_score
+            meta[f"{source}_normalized"] = c.normalized
+            meta[f"{source}_contribution"] = c.contribution
+        if shown is not None:
+            meta["rerank_score"] = shown[position - 1].rerank_score
+        items.append({"id": fused_result.doc_id, "title": row.get("title", ""), "text": row.get("text", ""),
+                      "score": fused_result.score, "display_score": fused_result.display_score, "_meta": meta})
+    return {
+        "query": result.query,
+        "collection": result.candidates.collection,
+        "config": config.to_dict(),
+        "n_candidates": result.outcome.n_candidates,
+        "removed": result.outcome.removed,
+        "notes": result.outcome.notes,
+        "reranker": result.reranker_kind,
+        "results": items,
+    }
+
+
+def cmd_search(args) -> int:
+    config = config_from_args(args)
+    result = _workbench(args).search(args.collection, args.query, config)
+    data = search_json(result)
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+        return 0
+    for note in data["notes"]:
+        _log(f"note: {note}")
+    print(f"{data['n_candidates']} candidates; removed: "
+          + ", ".join(f"{k} {v}" for k, v in data["removed"].items()))
+    for item in data["results"]:
+        meta = item["_meta"]
+        parts = [f"{s}#{meta[f'{s}_rank'] or '-'}" for s in config.sources]
+        print(f"{meta['rank']:>3}. {item['display_score']:.3f} ({item['score']:.5f}) [{' '.join(parts)}] "
+              f"{item['id']}  {(item['title'] or item['text'])[:70]}")
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from .evaluate import ensure_beir_collection, evaluate_collection
+
+    config = config_from_args(args)
+    workbench = _workbench(args)
+    name, corpus = ensure_beir_collection(workbench.store, args.beir_dir, args.model, _log, _progress)
+    qrels = corpus.qrels
+    if args.max_queries:
+        qrels = dict(list(qrels.items())[: args.max_queries])
+    started = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 100 == 0:
+            _log(f"  queries {done}/{total} ({time.perf_counter() - started:.0f} s)")
+
+    report = evaluate_collection(workbench, name, corpus.queries, qrels, config, progress=progress)
+    if args.json:
+        print(json.dumps(report.to_json_dict(), ensure_ascii=False))
+        return 0
+    metric_names = list(next(iter(report.metrics.values())))
+    print(f"{report.n_queries} queries on {args.beir_dir}")
+    print(f"{'system':<8} " + " ".join(f"{m:>12}" for m in metric_names))
+    for system, values in report.metrics.items():
+        print(f"{system:<8} " + " ".join(f"{values[m]:>12.4f}" for m in metric_names))
+    return 0
+
+
+def cmd_collections(args) -> int:
+    store = _workbench(args).store
+    if args.action == "list":
+        for info in store.list_collections():
+            print(f"{info.name}\t{info.doc_count} docs\t{info.model}\t{info.language}\t{info.created}")
+        return 0
+    if not args.name:
+        raise RetrievalError(f"'collections {args.action}' needs a collection name")
+    if args.action == "stats":
+        stats = store.stats(args.name)
+        print(json.dumps({"info": stats.info.__dict__, **{k: v for k, v in stats.__dict__.items() if k != "info"}},
+                         ensure_ascii=False, indent=2))
+    elif args.action == "delete":
+        store.delete(args.name)
+        _log(f"deleted {args.name}")
+    else:
+        store.clear(args.name)
+        _log(f"cleared {args.name}")
+    return 0
+
+
+COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "evaluate": cmd_evaluate, "collections": cmd_collections}

@@ -1,0 +1,109 @@
+"""Store integration: real files, real bundled models, a LanceDB folder per test module."""
+
+import pytest
+
+from retrieval.ingest import parse_bytes
+from retrieval.store import Store, validate_collection_name
+from retrieval.types import IngestError, RetrievalError
+
+PETS_CSV = """id,title,text,category,quality
+p1,Dogs,Dogs are loyal animals that love long walks in the park.,pets,4.5
+p2,Cats,Cats sleep most of the day and hunt mice at night.,pets,3.0
+p3,Parrots,Parrots can imitate human speech and live for decades.,birds,4.0
+p4,Goldfish,A goldfish needs a clean tank and a filter.,fish,2.5
+"""
+
+# The same kind of table, GBK-encoded, as Chinese spreadsheets are often saved.
+TEA_CSV_GBK = """编号,标题,正文
+t1,龙井茶,龙井茶产于浙江杭州西湖，是著名的绿茶。
+t2,普洱茶,普洱茶产于云南，是一种发酵茶，越陈越香。
+t3,铁观音,铁观音是福建安溪出产的乌龙茶。
+""".encode("gbk")
+
+HISTORY_MD = """# 三国战役
+
+## 赤壁之战
+公元208年，孙权与刘备联军在赤壁以火攻大败曹操。
+
+## 官渡之战
+公元200年，曹操在官渡击败袁绍，奠定统一北方的基础。
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return Store(str(tmp_path_factory.mktemp("lancedb")))
+
+
+@pytest.fixture(scope="module")
+def pets(store):
+    store.create("pets", parse_bytes(PETS_CSV.encode(), "pets.csv"))
+    return "pets"
+
+
+def test_collection_names_are_validated():
+    assert validate_collection_name("nf-corpus_2") == "nf-corpus_2"
+    for bad in ("", "Upper", "../etc", "a b", "_catalogue", "x" * 65, "a.b"):
+        with pytest.raises(RetrievalError, match="Invalid collection name"):
+            validate_collection_name(bad)
+
+
+def test_create_records_catalogue_and_stats(store, pets):
+    info = store.info(pets)
+    assert (info.model, info.dim, info.language, info.doc_count) == ("all-MiniLM-L6-v2", 384, "en", 4)
+    assert info.tokenizer == "jieba+snowball-english/v1"
+    assert [i.name for i in store.list_collections()] == ["pets"]
+    stats = store.stats(pets)
+    assert stats.doc_count == 4 and stats.language_mix == {"en": 4, "zh": 0}
+    assert stats.metadata_fields == ["category", "quality"]
+    row = store.documents(pets, ["p1"])["p1"]
+    assert row["metadata"] == {"category": "pets", "quality": 4.5}
+    # title and text are tokenised together; stopwords dropped, stems kept
+    assert row["tokens"] == "dog dog loyal anim love long walk park"
+
+
+def test_rejected_add_leaves_collection_exactly_as_it_was(store, pets):
+    before_version, before_count = store.version(pets), store.info(pets).doc_count
+    clash = parse_bytes(b"id,text\np9,A new hamster\np2,Duplicate of the cats row\n", "more.csv")
+    with pytest.raises(IngestError, match="already exist") as err:
+        store.add(pets, clash)
+    assert "id 'p2' is already in the collection" in err.value.problems
+    assert store.version(pets) == before_version
+    assert store.info(pets).doc_count == before_count
+    assert "p9" not in store.documents(pets, ["p9"])
+
+
+def test_add_then_clear_then_delete(store, tmp_path):
+    name = "scratch"
+    store.create(name, parse_bytes(b"id,text\na,first text\n", "a.csv"))
+    with pytest.raises(RetrievalError, match="already exists"):
+        store.create(name, parse_bytes(b"id,text\nb,second\n", "b.csv"))
+    info = store.add(name, parse_bytes(b"id,text\nb,second text\n", "b.csv"))
+    assert info.doc_count == 2
+    assert store.clear(name).doc_count == 0
+    assert store.stats(name).doc_count == 0
+    store.delete(name)
+    assert not store.exists(name)
+    with pytest.raises(RetrievalError, match="No collection named 'scratch'"):
+        store.info(name)
+
+
+def test_gbk_csv_chooses_multilingual_model_and_keeps_chinese(store):
+    corpus = parse_bytes(TEA_CSV_GBK, "tea.csv")
+    assert corpus.encoding == "gbk"
+    info = store.create("tea", corpus)
+    assert (info.model, info.language) == ("multilingual-e5-small", "zh")
+    row = store.documents("tea", ["t2"])["t2"]
+    assert row["text"] == "普洱茶产于云南，是一种发酵茶，越陈越香。"
+    assert row["tokens"].split()[:3] == ["普洱茶", "普洱茶", "产于"]
+
+
+def test_markdown_chunks_keep_positions(store):
+    corpus = parse_bytes(HISTORY_MD.encode(), "battles.md")
+    store.create("battles", corpus)
+    rows = store.documents("battles", [d.id for d in corpus.documents])
+    chibi = next(r for r in rows.values() if r["title"] == "赤壁之战")
+    assert chibi["parent_id"] == "battles"
+    # the heading is line 3; the chunk text is exactly line 4
+    assert (chibi["start_line"], chibi["end_line"]) == (4, 4)
+    assert chibi["text"] == "公元208年，孙权与刘备联军在赤壁以火攻大败曹操。"

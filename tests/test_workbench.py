@@ -1,0 +1,141 @@
+"""Search through the workbench on a small real corpus with the real bundled models."""
+
+import math
+
+import pytest
+
+from retrieval.config import SearchConfig
+from retrieval.ingest import parse_bytes
+from retrieval.sources.base import run_source
+from retrieval.sources.bm25 import RankBM25Source
+from retrieval.store import Store
+from retrieval.types import Hit
+from retrieval.workbench import Workbench
+
+ANIMALS = """id,title,text,quality
+cat,Cats,"Cats are small felines that sleep most of the day and hunt mice at night.",3
+dog,Dogs,"Dogs are loyal companions that need daily walks and enjoy playing fetch.",5
+owl,Owls,"Owls are nocturnal birds of prey with silent flight and excellent night vision.",4
+bee,Bees,"Bees pollinate flowers and produce honey in their hives.",2
+fox,Foxes,"Foxes are clever wild canines that hunt small animals such as mice and rabbits.",1
+cow,Cows,"Cows graze on grass and give milk on dairy farms.",3
+"""
+
+
+@pytest.fixture(scope="module")
+def workbench(tmp_path_factory):
+    wb = Workbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
+    wb.store.create("animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    return wb
+
+
+def test_rank_bm25_matches_hand_computed_formula():
+    # N = 3; "mice" is in one document: idf = ln(1 + (3 − 1 + 0.5)/(1 + 0.5)) = ln(8/3)
+    docs = [["cat", "mice", "mice"], ["dog", "walk"], ["owl", "night", "sky", "tree"]]
+    source = RankBM25Source(["a", "b", "c"], docs, k1=1.2, b=0.75)
+    avgdl = 9 / 3
+    tf, dl = 2, 3
+    expected = math.log(8 / 3) * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * dl / avgdl))
+    hits = source.search("mice", 10)
+    assert hits == [Hit("a", pytest.approx(expected, abs=1e-12), 1)]
+    assert source.search("the of", 10) == []  # only stopwords: nothing to score
+
+
+def test_both_bm25_backends_agree_at_lancedb_parameters(workbench):
+    query = "which animals hunt mice at night"
+    by_backend = {}
+    for backend in ("rank_bm25", "lancedb"):
+        config = SearchConfig(bm25_backend=backend, bm25_k1=1.2, bm25_b=0.75, weights={"bm25": 1.0})
+        hits = workbench.candidates("animals", query, config).sources["bm25"].hits
+        by_backend[backend] = [(h.doc_id, h.raw_score) for h in hits]
+    assert [d for d, _ in by_backend["rank_bm25"]] == [d for d, _ in by_backend["lancedb"]]
+    for (_, a), (_, b) in zip(by_backend["rank_bm25"], by_backend["lancedb"]):
+        assert a == pytest.approx(b, rel=1e-5)  # LanceDB scores in float32
+
+
+def test_dense_finds_paraphrase_and_reports_cosine_similarity(workbench):
+    # no word of the query occurs in the bees row: only meaning connects them
+    result = workbench.search("animals", "insects making something sweet", SearchConfig(weights={"dense": 1.0}))
+    top = result.outcome.results[0]
+    assert top.doc_id == "bee"
+    similarity = top.sources["dense"].raw_score
+    assert 0.0 < similarity < 1.0
+
+
+def test_hybrid_explains_every_result(workbench):
+    config = SearchConfig(fusion="rrf", rrf_k=60, weights={"bm25": 0.5, "dense": 0.5}, top_k=3)
+    result = workbench.search("animals", "night hunters", config)
+    assert len(result.outcome.results) == 3
+    for fused in result.outcome.results:
+        parts = fused.sources
+        assert set(parts) == {"bm25", "dense"}
+        assert sum(p.contribution for p in parts.values()) == pytest.approx(fused.score)
+        for p in parts.values():
+            if p.rank is not None:
+                assert p.contribution == pytest.approx(0.5 / (60 + p.rank))
+        assert fused.doc_id in result.documents
+
+
+def test_candidates_are_retrieved_once_and_sliders_only_refuse(workbench):
+    query = "honey and flowers"
+    first = workbench.candidates("animals", query, SearchConfig(depth=5))
+    assert not first.from_cache and set(first.seconds) == {"bm25", "dense"}
+    for k, fusion in ((1, "rrf"), (200, "rrf"), (60, "weighted")):
+        again = workbench.candidates("animals", query, SearchConfig(depth=5, rrf_k=k, fusion=fusion))
+        assert again.from_cache and again.seconds == {}
+    shallower = workbench.candidates("animals", query, SearchConfig(depth=2))
+    assert shallower.from_cache and all(len(r.hits) <= 2 for r in shallower.sources.values())
+    assert workbench.candidates("animals", query, SearchConfig(depth=50)).from_cache is False
+    # a BM25 parameter is a source parameter: only bm25 re-runs
+    tuned = workbench.candidates("animals", query, SearchConfig(depth=50, bm25_k1=2.0))
+    assert set(tuned.seconds) == {"bm25"}
+
+
+def test_a_write_bumps_the_version_and_invalidates_candidates(tmp_path):
+    wb = Workbench(Store(str(tmp_path / "db")))
+    wb.store.create("notes", parse_bytes(b"id,text\na,apples are red\n", "n.csv"))
+    config = SearchConfig(weights={"bm25": 1.0})
+    assert [h.doc_id for h in wb.candidates("notes", "apples", config).sources["bm25"].hits] == ["a"]
+    wb.store.add("notes", parse_bytes(b"id,text\nb,green apples and red apples\n", "m.csv"))
+    after = wb.candidates("notes", "apples", config)
+    assert not after.from_cache
+    assert [h.doc_id for h in after.sources["bm25"].hits] == ["b", "a"]
+
+
+def test_tie_field_from_metadata(workbench):
+    # A query no document matches lexically: dense alone, with weight 0 → every score is 0,
+    # so the quality field orders everything.
+    config = SearchConfig(weights={"dense": 0.0, "bm25": 1.0}, tie_field="quality", top_k=6, depth=6)
+    result = workbench.search("animals", "zzzz", config)
+    assert [r.doc_id for r in result.outcome.ranked] == ["dog", "owl", "cat", "cow", "bee", "fox"]
+    assert [r.tie_value for r in result.outcome.ranked][:2] == [5.0, 4.0]
+
+
+class _Broken:
+    name = "graph"
+
+    def search(self, query, depth):
+        raise RuntimeError("graph store offline")
+
+
+class _NaNs:
+    name = "weird"
+
+    def search(self, query, depth):
+        return [Hit("a", float("nan"), 1), Hit("b", 0.5, 2), Hit("c", float("inf"), 3), Hit("d", 0.1, 4)]
+
+
+def test_run_source_turns_failures_and_non_finite_scores_into_notes():
+    broken = run_source(_Broken(), "q", 10)
+    assert broken.hits == () and broken.error == "RuntimeError: graph store offline"
+    weird = run_source(_NaNs(), "q", 10)
+    assert weird.hits == (Hit("b", 0.5, 1), Hit("d", 0.1, 2))
+    assert weird.notes == ("2 hit(s) with NaN or infinite scores dropped",)
+
+
+def test_unknown_source_is_reported_and_others_still_fused(workbench):
+    config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0, "graph": 1.0})
+    result = workbench.search("animals", "milk", config)
+    assert result.outcome.results[0].doc_id == "cow"
+    assert result.candidates.sources["graph"].error.startswith("unknown source 'graph'")
+    assert any(n.startswith("graph failed") for n in result.outcome.notes)
