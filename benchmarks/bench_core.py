@@ -1,0 +1,94 @@
+"""Core speed benchmark; prints a table. Run: .venv/bin/python benchmarks/bench_core.py [BEIR_DIR]
+
+Rows:
+- fuse + explain over cached candidates: three real candidate lists of 100 (BM25 via rank-bm25,
+  BM25 via LanceDB's index under another name, dense) for each of 50 queries; target median ≤ 5 ms;
+- search, first time vs cached (same query again, then a slider move = new rrf_k);
+- ingest throughput (parse → tokenise → embed → LanceDB write + index) vs the encoder alone.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from retrieval.config import SearchConfig  # noqa: E402
+from retrieval.embed import load_encoder  # noqa: E402
+from retrieval.evaluate import ensure_beir_collection  # noqa: E402
+from retrieval.fusion import fuse  # noqa: E402
+from retrieval.sources.base import run_source  # noqa: E402
+from retrieval.sources.bm25 import LanceFTSSource  # noqa: E402
+from retrieval.store import Store, embedding_text  # noqa: E402
+from retrieval.types import ParsedCorpus  # noqa: E402
+from retrieval.workbench import Workbench  # noqa: E402
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def main() -> None:
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "eval" / "nfcorpus"
+    store = Store()
+    name, corpus = ensure_beir_collection(store, folder, log=lambda m: print(m, file=sys.stderr))
+    wb = Workbench(store)
+    queries = list(corpus.queries.values())[:50]
+    rows: list[tuple[str, str, str]] = []
+
+    config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0}, depth=100, top_k=10)
+    three = SearchConfig(weights={"bm25": 1.0, "dense": 1.0, "fts": 1.0}, depth=100, top_k=10)
+    fts = LanceFTSSource(store.table(name))
+    first, cached, fuse_times, slider = [], [], [], []
+    for query in queries:
+        started = time.perf_counter()
+        candidates = wb.candidates(name, query, config)
+        first.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        wb.candidates(name, query, config)
+        cached.append(time.perf_counter() - started)
+        candidates.sources["fts"] = run_source(fts, query, 100)
+        for _ in range(20):
+            started = time.perf_counter()
+            fuse(candidates.sources, three)
+            fuse_times.append(time.perf_counter() - started)
+        moved = SearchConfig.from_dict({**config.to_dict(), "rrf_k": 10.0})
+        started = time.perf_counter()
+        wb.fuse(wb.candidates(name, query, moved), moved)
+        slider.append(time.perf_counter() - started)
+    n_lists = statistics.mean(len(s.hits) for s in candidates.sources.values())
+    rows.append(("fuse + explain, 3 sources × ~100 (median)", ms(statistics.median(fuse_times)),
+                 f"p95 {ms(sorted(fuse_times)[int(len(fuse_times) * 0.95)])}, lists ~{n_lists:.0f}"))
+    rows.append(("search, first time: bm25 + dense candidates (median)", ms(statistics.median(first)),
+                 f"{len(queries)} queries, {corpus.documents.__len__()} docs"))
+    rows.append(("search, same query again: cache hit (median)", ms(statistics.median(cached)), "version check + lookup"))
+    rows.append(("slider move: cached candidates + re-fuse (median)", ms(statistics.median(slider)), "rrf_k 60 → 10"))
+
+    sample = ParsedCorpus(documents=corpus.documents[:300], format="beir")
+    texts = [embedding_text(d) for d in sample.documents]
+    encoder = load_encoder(store.info(name).model)
+    encoder.encode_passages(texts[:8])  # warm up
+    started = time.perf_counter()
+    encoder.encode_passages(texts)
+    encode_rate = len(texts) / (time.perf_counter() - started)
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Store(tmp)
+        started = time.perf_counter()
+        scratch.create("bench", sample, model=encoder.spec.name)
+        ingest_rate = len(texts) / (time.perf_counter() - started)
+    rows.append(("ingest (tokenise + embed + write + index)", f"{ingest_rate:.1f} docs/s", f"{len(texts)} docs, {encoder.spec.name}"))
+    rows.append(("encoder only", f"{encode_rate:.1f} docs/s", "same texts"))
+
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'measure':<{width}}  {'value':>14}  notes")
+    for label, value, note in rows:
+        print(f"{label:<{width}}  {value:>14}  {note}")
+
+
+if __name__ == "__main__":
+    main()
