@@ -1,0 +1,33 @@
+"""Home: what the workbench does, the collections, and the first-run sample ingest."""
+
+import streamlit as st
+
+from ui import corpus, page, state
+
+context = page.setup("Home")
+state.write_url("home")
+
+st.title("🔎 Search relevance workbench")
+st.markdown(
+    "Search a collection with **BM25** and **vector** retrieval and fuse both with RRF or a weighted sum.  \n"
+    "Every score is explained: per source its rank, raw score, normalised score and contribution.  \n"
+    "Move a slider and see at once how the fusion, thresholds and rerank change the ranking."
+)
+
+cols = st.columns(4)
+for col, (path, name, what) in zip(cols, [
+    ("pages/1_Search.py", "Search", "results, scores and why"),
+    ("pages/2_Compare.py", "Compare", "first stage vs rerank, config A vs B"),
+    ("pages/3_Distributions.py", "Distributions", "score histograms, RRF curves"),
+    ("pages/4_Corpus.py", "Corpus", "upload, ingest, manage collections"),
+]):
+    with col:
+        st.page_link(path, label=f"**{name}**", help=what)
+        st.caption(what)
+
+st.subheader("Collections")
+frame = corpus.collections_overview(context.workbench.store)
+if frame.empty:
+    st.info("No collection yet: upload files on the Corpus page.")
+else:
+    st.dataframe(frame, hide_index=True)

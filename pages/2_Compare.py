@@ -1,0 +1,32 @@
+"""Compare: first stage vs reranked, or config A vs config B, with rank changes, overlap@k and RBO."""
+
+import streamlit as st
+
+from ui import controls, page, results, state, views
+
+context = page.setup("Compare")
+collection = page.require_collection(context)
+st.title("Compare rankings")
+query = controls.query_box()
+mode = controls.compare_mode()
+config_a = controls.config_controls("a", title="Config A", rerank_always=mode == "rerank")
+if mode == "configs":
+    summary = st.container()
+    left, right, b_column = st.columns([2, 2, 1])
+    config_b = controls.config_controls("b", b_column, title="Config B")
+state.write_url("compare")
+
+if page.need_query(query):
+    if mode == "rerank":
+        result = page.search(context.workbench, collection, query, config_a, force_rerank=True)
+        if result is not None:
+            views.search_summary(result, results.final_rows(result))
+            first = results.first_stage_rows(result)
+            views.comparison(first, results.final_rows(result), ("First stage (fused)", "Reranked"),
+                             config_a.top_k)
+    else:
+        result_a = page.search(context.workbench, collection, query, config_a)
+        result_b = page.search(context.workbench, collection, query, config_b)
+        if result_a is not None and result_b is not None:
+            views.comparison(results.final_rows(result_a), results.final_rows(result_b),
+                             ("Config A", "Config B"), min(config_a.top_k, config_b.top_k), (left, right), summary)

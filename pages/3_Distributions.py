@@ -1,0 +1,25 @@
+"""Distributions: score histograms with thresholds, RRF curves for several k, BM25 vs vector ranks."""
+
+import streamlit as st
+
+from ui import controls, page, state, views
+
+context = page.setup("Distributions")
+collection = page.require_collection(context)
+st.title("Score distributions")
+query = controls.query_box()
+config = controls.config_controls("a", title="Fusion")
+ks = controls.rrf_ks()
+state.write_url("distributions")
+
+result = None
+if page.need_query(query):
+    result = page.search(context.workbench, collection, query, config, skip_rerank=True)
+if result is not None:
+    st.subheader("Scores over this query's candidates")
+    views.distributions(result)
+st.subheader("RRF contribution against rank")
+views.rrf_explainer(ks, config)
+if result is not None:
+    st.subheader("BM25 rank against vector rank")
+    views.rank_scatter(result)

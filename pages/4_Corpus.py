@@ -1,0 +1,16 @@
+"""Corpus: upload and ingest files, the collections with their stats, delete and clear."""
+
+import streamlit as st
+
+from ui import corpus_views, page, state
+
+context = page.setup("Corpus")
+state.write_url("corpus")
+st.title("Corpus")
+corpus_views.flash()
+st.subheader("Collections")
+corpus_views.collections_table(context.workbench.store)
+st.subheader("Add documents")
+corpus_views.upload_form(context.workbench.store)
+st.subheader("Delete or clear a collection")
+corpus_views.manage(context.workbench.store)

@@ -1,0 +1,208 @@
+"""The rerank stage: re-score the first top-N fused results with a second model and reorder them.
+
+Rerankers are pluggable (`Reranker`): the offline default re-scores with multilingual-e5-small
+(`E5Reranker`); with a local folder (or a hub id, where the network exists) a sentence-transformers
+`CrossEncoder` does it (`CrossEncoderReranker`). `get_reranker` picks one by name.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from .embed import E5, load_failure, looks_like_path, open_encoder
+from .types import FusedResult, RerankedResult, RetrievalError
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
+
+E5_RERANKER = "e5"
+_E5_MAX_TOKENS = 512  # the model's own limit: re-scoring reads as much text as E5 can
+
+
+class Reranker(Protocol):
+    """Scores (query, text) pairs; a higher score means more relevant.
+
+    `name` identifies the model (it keys the score cache); `kind` says in words what it is.
+    """
+
+    name: str
+    kind: str
+
+    def score(self, query: str, texts: list[str]) -> list[float]: ...
+
+
+class E5Reranker:
+    """Bi-encoder re-scoring with multilingual-e5-small, on its own model instance.
+
+    score = cos(E("query: " + query), E("passage: " + text)), text truncated at 512 tokens.
+    Pass the document's full text (title + "\\n" + text).
+    """
+
+    name = E5_RERANKER
+    kind = f"bi-encoder re-scoring ({E5}, full text)"
+
+    def __init__(self, batch_size: int = 16):
+        self.batch_size = batch_size
+        self.encoder = open_encoder(E5, max_seq_length=_E5_MAX_TOKENS)
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        if not texts:
+            return []
+        q = self.encoder.encode_queries([query])[0]
+        passages = self.encoder.encode_passages(texts, batch_size=self.batch_size)
+        return [float(s) for s in passages @ q]
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers CrossEncoder: score = model(query, text), one output per pair.
+
+    Pairs go through the model `batch_size` at a time. Calls are serialised: a fast tokenizer
+    raises "Already borrowed" when two threads use it at once.
+    """
+
+    def __init__(self, model: str, batch_size: int = 32):
+        self.name = model
+        self.kind = f"cross-encoder ({model})"
+        self.batch_size = batch_size
+        self.model = _load_cross_encoder(model)
+        self._lock = threading.Lock()
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        if not texts:
+            return []
+        with self._lock:
+            scores = self.model.predict(
+                [(query, t) for t in texts],
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        if scores.ndim != 1:
+            raise RetrievalError(
+                f"Cross-encoder {self.name!r} gives {scores.shape[-1]} outputs per pair; "
+                "a reranker needs a model with a single relevance score"
+            )
+        return [float(s) for s in scores]
+
+
+def _load_cross_encoder(model: str) -> CrossEncoder:
+    from sentence_transformers import CrossEncoder
+
+    source = str(Path(model).expanduser()) if looks_like_path(model) else model
+    try:
+        return CrossEncoder(source, device="cpu")
+    except Exception as exc:  # OSError, ValueError, HF hub errors … all mean "cannot load"
+        offline = f"a local CrossEncoder folder, or {E5_RERANKER!r} (E5 re-scoring)"
+        raise RetrievalError(load_failure("cross-encoder", model, exc, offline)) from exc
+
+
+_rerankers: dict[str, Reranker] = {}
+_rerankers_lock = threading.Lock()
+
+
+def get_reranker(name: str) -> Reranker:
+    """'e5' -> E5Reranker; anything else -> CrossEncoderReranker(name). One instance per process."""
+    with _rerankers_lock:
+        if name not in _rerankers:
+            _rerankers[name] = E5Reranker() if name == E5_RERANKER else CrossEncoderReranker(name)
+        return _rerankers[name]
+
+
+class RerankCache:
+    """Bounded LRU of rerank scores, thread-safe.
+
+    Keyed by (model name, query, doc id, hash of the text): the text is part of the key so that
+    a document whose text changed, or the same id in another collection, is scored afresh.
+    """
+
+    def __init__(self, max_entries: int = 50_000):
+        self.max_entries = max_entries
+        self._scores: OrderedDict[tuple[str, str, str, int], float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._scores)
+
+    def get_many(self, model: str, query: str, docs: dict[str, str]) -> dict[str, float]:
+        """Cached scores for those of `docs` (doc id -> text) that have one."""
+        found = {}
+        with self._lock:
+            for doc_id, text in docs.items():
+                key = (model, query, doc_id, hash(text))
+                if key in self._scores:
+                    self._scores.move_to_end(key)
+                    found[doc_id] = self._scores[key]
+        return found
+
+    def put_many(self, model: str, query: str, docs: dict[str, str], scores: dict[str, float]) -> None:
+        with self._lock:
+            for doc_id, score in scores.items():
+                key = (model, query, doc_id, hash(docs[doc_id]))
+                self._scores[key] = score
+                self._scores.move_to_end(key)
+            while len(self._scores) > self.max_entries:
+                self._scores.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._scores.clear()
+
+
+def rerank(
+    query: str,
+    fused: list[FusedResult],
+    texts: dict[str, str],
+    reranker: Reranker,
+    top_n: int,
+    cache: RerankCache | None = None,
+) -> list[RerankedResult]:
+    """Re-score the first `top_n` of `fused` (taken in list order, i.e. fused rank order).
+
+    rerank_score = reranker.score(query, texts[doc_id]); results are ordered by rerank_score
+    descending (NaN last), ties by first-stage rank ascending.
+    `rank` is the new 1-based position, `first_stage_rank` the fused rank. Results beyond
+    `top_n` are not returned (the caller shows them as not reranked). Only documents without a
+    cached score are sent to the model.
+    """
+    if top_n < 1:
+        raise RetrievalError(f"rerank top_n must be ≥ 1, got {top_n}")
+    head = fused[:top_n]
+    docs = _texts_for(head, texts)
+    scores = _scores(query, docs, reranker, cache)
+    ordered = sorted(head, key=lambda r: (_sort_score(scores[r.doc_id]), r.rank))
+    return [
+        RerankedResult(doc_id=r.doc_id, rank=i, first_stage_rank=r.rank, rerank_score=scores[r.doc_id], fused=r)
+        for i, r in enumerate(ordered, start=1)
+    ]
+
+
+def _texts_for(results: Iterable[FusedResult], texts: dict[str, str]) -> dict[str, str]:
+    missing = [r.doc_id for r in results if r.doc_id not in texts]
+    if missing:
+        raise RetrievalError(f"No text for document(s) to rerank: {', '.join(missing[:10])}")
+    return {r.doc_id: texts[r.doc_id] for r in results}
+
+
+def _scores(query: str, docs: dict[str, str], reranker: Reranker, cache: RerankCache | None) -> dict[str, float]:
+    """Cached scores plus fresh ones for the rest (stored back in the cache)."""
+    scores = cache.get_many(reranker.name, query, docs) if cache is not None else {}
+    todo = [d for d in docs if d not in scores]
+    if todo:
+        fresh = reranker.score(query, [docs[d] for d in todo])
+        if len(fresh) != len(todo):
+            raise RetrievalError(f"Reranker {reranker.name!r} returned {len(fresh)} scores for {len(todo)} texts")
+        fresh_scores = dict(zip(todo, map(float, fresh)))
+        if cache is not None:
+            cache.put_many(reranker.name, query, docs, fresh_scores)
+        scores.update(fresh_scores)
+    return scores
+
+
+def _sort_score(score: float) -> float:
+    """Sort key for descending score with NaN last."""
+    return -score if not math.isnan(score) else math.inf

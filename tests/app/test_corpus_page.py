@@ -1,0 +1,132 @@
+"""Corpus page: upload → preview → map → ingest, errors that change nothing, delete/clear
+behind a confirmation, and the ingest step as a plain function."""
+
+import pytest
+
+from conftest import open_page, plain
+
+from retrieval.ingest import ParseOptions
+from retrieval.store import Store
+from retrieval.types import IngestError, RetrievalError
+from ui import corpus
+
+CORPUS = "pages/4_Corpus.py"
+NOTES_CSV = (
+    "key,heading,body,stars\n"
+    "n1,Tea,Green tea is steamed or pan-fired soon after picking.,4\n"
+    "n2,Coffee,Coffee beans are roasted seeds of the coffee plant.,5\n"
+    "n3,Cocoa,Cocoa beans are fermented and dried before roasting.,3\n"
+).encode()
+
+
+def snapshot(store: Store) -> dict:
+    return {i.name: (i.doc_count, store.version(i.name)) for i in store.list_collections()}
+
+
+def test_collections_table_lists_stats(app_db):
+    at = open_page(CORPUS)
+    frame = at.dataframe[0].value
+    row = frame[frame["collection"] == app_db.collection].iloc[0]
+    assert row["documents"] == app_db.n_docs
+    assert row["model"] == "multilingual-e5-small"
+    assert row["language mix"] == "en 9, zh 8"
+    assert row["language"] == "mixed"
+
+
+def test_upload_preview_map_and_ingest_creates_a_collection(workbench):
+    at = open_page(CORPUS)
+    at.file_uploader(key="corpus.files").set_value([("notes.csv", NOTES_CSV, "text/csv")]).run()
+    preview = at.dataframe[1].value  # [0] is the collections table
+    assert list(preview.columns) == ["key", "heading", "body", "stars"]
+    assert list(preview["key"]) == ["n1", "n2", "n3"]
+    assert at.selectbox(key="corpus.map_text").options == ["(detect)", "key", "heading", "body", "stars"]
+    at.selectbox(key="corpus.map_id").set_value("key")
+    at.selectbox(key="corpus.map_title").set_value("heading")
+    at.selectbox(key="corpus.map_text").set_value("body")
+    at.text_input(key="corpus.new_name").set_value("notes")
+    at.selectbox(key="corpus.model").set_value("all-MiniLM-L6-v2")
+    at.button(key="corpus.ingest").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert any("Ingested 3 documents" in s.value for s in at.success)
+    store = workbench.store
+    info = store.info("notes")
+    assert info.doc_count == 3 and info.model == "all-MiniLM-L6-v2"
+    row = store.documents("notes", ["n2"])["n2"]
+    assert row["title"] == "Coffee" and row["metadata"] == {"stars": 5}
+    assert at.selectbox(key="view.collection").value == "notes"  # the new collection is selected
+    frame = at.dataframe[0].value
+    assert "notes" in list(frame["collection"])
+
+    # adding the same ids again is refused and changes nothing
+    before = snapshot(store)
+    at.radio(key="corpus.target").set_value("existing collection").run()
+    at.selectbox(key="corpus.add_to").set_value("notes")
+    at.button(key="corpus.ingest").click().run()
+    assert any("already exist" in e.value for e in at.error)
+    assert snapshot(store) == before
+
+
+def test_a_bad_file_shows_an_error_and_changes_nothing(workbench):
+    store = workbench.store
+    before = snapshot(store)
+    at = open_page(CORPUS)
+    at.file_uploader(key="corpus.files").set_value([("bad.csv", b"a,b\n1,2\n", "text/csv")]).run()
+    at.text_input(key="corpus.new_name").set_value("bad-one")
+    at.button(key="corpus.ingest").click().run()
+    assert at.error, "a file without a text column is refused"
+    assert "text column" in at.error[0].value
+    assert not at.exception
+    assert snapshot(store) == before and not store.exists("bad-one")
+
+
+def test_an_unreadable_file_errors_in_its_preview():
+    at = open_page(CORPUS)
+    at.file_uploader(key="corpus.files").set_value([("empty.jsonl", b"   \n", "application/json")]).run()
+    assert any("empty" in e.value for e in at.error)
+
+
+def test_invalid_name_is_an_error(workbench):
+    before = snapshot(workbench.store)
+    at = open_page(CORPUS)
+    at.file_uploader(key="corpus.files").set_value([("notes.csv", NOTES_CSV, "text/csv")]).run()
+    at.text_input(key="corpus.new_name").set_value("Bad Name!")
+    at.button(key="corpus.ingest").click().run()
+    assert any("Invalid collection name" in e.value for e in at.error)
+    assert snapshot(workbench.store) == before
+
+
+def test_clear_and_delete_need_a_confirmation(workbench):
+    store = workbench.store
+    corpus.ingest(store, [("bye.txt", b"First paragraph.\n\nSecond paragraph.")], ParseOptions(), "to-remove",
+                  model="all-MiniLM-L6-v2")
+    at = open_page(CORPUS)
+    at.selectbox(key="corpus.manage").set_value("to-remove").run()
+    at.button(key="corpus.clear").click().run()
+    assert any("Really clear 'to-remove'" in w.value for w in at.warning)
+    assert store.info("to-remove").doc_count == 2  # nothing happened yet
+    at.button(key="corpus.cancel").click().run()
+    assert store.info("to-remove").doc_count == 2
+    at.button(key="corpus.clear").click().run()
+    at.button(key="corpus.confirm").click().run()
+    assert store.info("to-remove").doc_count == 0
+    assert any("Cleared 'to-remove'" in plain(s.value) for s in at.success)
+    at.selectbox(key="corpus.manage").set_value("to-remove").run()
+    at.button(key="corpus.delete").click().run()
+    assert store.exists("to-remove")
+    at.button(key="corpus.confirm").click().run()
+    assert not store.exists("to-remove")
+    assert "to-remove" not in at.selectbox(key="view.collection").options
+
+
+def test_ingest_step_is_a_plain_function(tmp_path):
+    store = Store(str(tmp_path))
+    options = corpus.parse_options("key", "heading", "body")
+    report = corpus.ingest(store, [("notes.csv", NOTES_CSV)], options, "fn-notes", model="all-MiniLM-L6-v2")
+    assert report.info.doc_count == 3 and not report.added
+    with pytest.raises(IngestError):
+        corpus.ingest(store, [("notes.csv", NOTES_CSV)], options, "fn-notes", add=True)
+    with pytest.raises(RetrievalError, match="already exists"):
+        corpus.ingest(store, [("notes.csv", NOTES_CSV)], options, "fn-notes")
+    with pytest.raises(RetrievalError, match="No collection named"):
+        corpus.ingest(store, [("notes.csv", NOTES_CSV)], options, "missing", add=True)
+    assert store.info("fn-notes").doc_count == 3

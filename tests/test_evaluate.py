@@ -1,0 +1,108 @@
+"""Metrics against hand-computed values, and evaluation of a small real BEIR folder."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from retrieval.cli import main
+from retrieval.evaluate import evaluate_run, run_from_rankings
+
+
+EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
+
+
+def test_run_from_rankings_keeps_our_order_even_for_ties():
+    assert run_from_rankings({"q": ["b", "a", "c", "a"]}) == {"q": {"b": 3.0, "a": 2.0, "c": 1.0}}
+
+
+def test_metrics_hand_computed():
+    qrels = {"q1": {"a": 2, "b": 1}, "q2": {"c": 1}, "q3": {"z": 1}}
+    run = run_from_rankings({"q1": ["x", "a", "b"], "q2": ["c"], "q3": []})
+    mean, per_query = evaluate_run(qrels, run, ["ndcg@10", "mrr@10", "recall@100", "precision@10", "map"])
+    # q1: DCG = 2/log2(3) + 1/log2(4); IDCG = 2/log2(2) + 1/log2(3)
+    dcg = 2 / math.log2(3) + 1 / 2
+    idcg = 2 + 1 / math.log2(3)
+    assert per_query["q1"]["ndcg@10"] == pytest.approx(dcg / idcg, abs=1e-9)
+    assert per_query["q1"]["mrr@10"] == pytest.approx(0.5)
+    assert per_query["q1"]["precision@10"] == pytest.approx(0.2)
+    assert per_query["q1"]["map"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert per_query["q2"] == {"ndcg@10": 1.0, "mrr@10": 1.0, "recall@100": 1.0, "precision@10": 0.1, "map": 1.0}
+    # a judged query with nothing retrieved counts, as 0
+    assert per_query["q3"]["ndcg@10"] == 0.0
+    assert mean["mrr@10"] == pytest.approx((0.5 + 1 + 0) / 3)
+
+
+@pytest.fixture(scope="module")
+def small_beir(tmp_path_factory):
+    """The first 30 xquad-en paragraphs with their questions: a real, small BEIR folder."""
+    source = EVAL_DIR / "xquad-en"
+    folder = tmp_path_factory.mktemp("beir") / "xquad-small"
+    (folder / "qrels").mkdir(parents=True)
+    docs = (source / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:30]
+    keep = {json.loads(d)["_id"] for d in docs}
+    qrel_lines = (source / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()
+    kept_qrels = [line for line in qrel_lines[1:] if line.split("\t")[1] in keep][:40]
+    kept_queries = {line.split("\t")[0] for line in kept_qrels}
+    queries = [q for q in (source / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+               if json.loads(q)["_id"] in kept_queries]
+    (folder / "corpus.jsonl").write_text("\n".join(docs) + "\n", encoding="utf-8")
+    (folder / "queries.jsonl").write_text("\n".join(queries) + "\n", encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("\n".join([qrel_lines[0], *kept_qrels]) + "\n", encoding="utf-8")
+    return folder
+
+
+class CliRun:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """`python -m retrieval …` in this process (no re-import of torch per call)."""
+
+    def run(*args, db):
+        capsys.readouterr()
+        code = main(["--db", str(db), *args])
+        out = capsys.readouterr()
+        return CliRun(code, out.out, out.err)
+
+    return run
+
+
+def test_cli_evaluate_prints_one_json_object_and_reuses_its_cache(small_beir, tmp_path, run_cli):
+    db = tmp_path / "db"
+    first = run_cli("evaluate", str(small_beir), "--json", "--fusion", "rrf", "--k", "60", db=db)
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)  # stdout is exactly one JSON object
+    assert report["n_queries"] == 40
+    assert set(report["metrics"]) == {"bm25", "dense", "hybrid"}
+    for values in report["metrics"].values():
+        assert set(values) == {"ndcg@10", "mrr@10", "recall@100"}
+        assert 0.5 < values["ndcg@10"] <= 1.0  # one relevant paragraph among 30: easy
+    assert report["config"]["rrf_k"] == 60.0
+    assert "ingesting 30 documents" in first.stderr
+    second = run_cli("evaluate", str(small_beir), "--json", "--weights", "bm25=0.3,dense=0.7", db=db)
+    assert second.returncode == 0, second.stderr
+    assert "reusing cached collection" in second.stderr
+    assert json.loads(second.stdout)["config"]["weights"] == {"bm25": 0.3, "dense": 0.7}
+
+
+def test_cli_search_json_has_meta_and_errors_are_readable(small_beir, tmp_path, run_cli):
+    db = tmp_path / "db"
+    assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
+    out = run_cli("search", "small", "How many points did the Panthers defense surrender?", "--json",
+                  "--k", "10", "--top-k", "3", db=db)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert len(data["results"]) == 3
+    meta = data["results"][0]["_meta"]
+    assert meta["rank"] == 1 and meta["rrf_k"] == 10.0
+    assert {"bm25_rank", "dense_rank", "bm25_score", "dense_score"} <= set(meta)
+    expected = sum(0.5 / (10 + meta[f"{s}_rank"]) for s in ("bm25", "dense") if meta[f"{s}_rank"])
+    assert data["results"][0]["score"] == pytest.approx(expected)
+    bad = run_cli("search", "nope", "x", db=db)
+    assert bad.returncode == 2 and "No collection named 'nope'" in bad.stderr
+    bad_k = run_cli("search", "small", "x", "--k", "0", db=db)
+    assert bad_k.returncode == 2 and "rrf_k must be ≥ 1" in bad_k.stderr

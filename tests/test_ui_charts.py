@@ -1,0 +1,50 @@
+"""Plotly figure builders and result data helpers (pure functions, no Streamlit)."""
+
+import pytest
+
+from ui import charts
+from ui.results import rrf_squeeze
+
+
+def test_contributions_stack_per_source_and_escape_labels():
+    fig = charts.contributions([("#1 <b>a</b>", {"bm25": 0.01, "dense": 0.005}), ("#2 b", {"dense": 0.008})],
+                               ["bm25", "dense"])
+    bm25, dense = fig.data
+    assert fig.layout.barmode == "stack"
+    assert list(bm25.x) == [0.01, 0.0] and list(dense.x) == [0.005, 0.008]
+    assert list(bm25.y) == ["#1 &lt;b&gt;a&lt;/b&gt;", "#2 b"]
+    assert (bm25.name, dense.name) == ("BM25", "vector")
+
+
+def test_histograms_draw_only_set_thresholds():
+    fig = charts.score_histograms({"bm25": [1.0, 5.0], "dense": [0.2, 0.9]},
+                                  {"bm25": [0.0, 1.0], "dense": [0.0, 1.0]}, {"bm25": 2.0, "dense": None}, "minmax")
+    lines = [s for s in fig.layout.shapes if s.line.dash == "dash"]
+    assert [(s.x0, s.x1) for s in lines] == [(2.0, 2.0)]
+    assert [t.name for t in fig.data] == ["BM25 raw", "BM25 normalised", "vector raw", "vector normalised"]
+
+
+def test_rrf_curves_are_the_formula():
+    fig = charts.rrf_curves([60], 10, current_k=2)
+    raw = {t.name: list(t.y) for t in fig.data if t.showlegend is not False}
+    assert raw["k = 60"] == [1 / (60 + r) for r in range(1, 11)]
+    assert raw["k = 2 (current)"][0] == 1 / 3
+    display = [t for t in fig.data if t.showlegend is False and t.name == "k = 60"][0]
+    assert display.y[0] == pytest.approx(1.0)
+
+
+def test_rank_scatter_places_missing_ranks_past_the_depth():
+    points = [{"id": "a", "title": "", "x": 1, "y": None, "fused_rank": 1},
+              {"id": "<i>", "title": "t", "x": None, "y": 3, "fused_rank": 2}]
+    fig = charts.rank_scatter(points, depth=10)
+    trace = fig.data[0]
+    assert list(trace.x) == [1, 11] and list(trace.y) == [11, 3]
+    assert list(trace.marker.color) == [1, 2]
+    assert trace.text[1] == "&lt;i&gt; t"
+
+
+def test_k60_squeeze_numbers():
+    s = rrf_squeeze(60, {"bm25": 0.5, "dense": 0.5})
+    assert s["hi"] == 1 / 61 and s["lo"] == 1 / 70
+    assert round(s["hi"], 3) == 0.016 and round(s["lo"], 3) == 0.014
+    assert s["display_hi"] == pytest.approx(1.0)

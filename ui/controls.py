@@ -1,0 +1,243 @@
+"""Shared controls: the collection picker, the query box and the SearchConfig controls.
+
+Every control is bound to the session's View (`state.bound`), so it keeps its value across
+pages and is mirrored in the URL. Each has a `help=` saying what it does to the scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from retrieval.config import BM25_BACKENDS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
+from retrieval.store import Store
+
+from . import resources, state
+from .results import label
+
+FUSION_LABELS = {"rrf": "RRF (reciprocal rank fusion)", "weighted": "Weighted sum of normalised scores"}
+NORMALIZATION_LABELS = {"minmax": "min-max", "zscore": "z-score", "none": "none (raw scores)"}
+MIN_RAW_RANGES = {"bm25": (0.0, 30.0, 0.1), "dense": (0.0, 1.0, 0.01)}
+
+
+def _clamp(value: float, low: float, high: float) -> float:
+    return min(max(value, low), high)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One config control: a widget, how to read its value from a config and write it back."""
+
+    key: str
+    label: str
+    help: str
+    widget: Callable[..., Any]
+    read: Callable[[SearchConfig], Any]
+    write: Callable[[SearchConfig, Any], None]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def _set(name: str, cast: Callable[[Any], Any] = lambda v: v) -> Callable[[SearchConfig, Any], None]:
+    return lambda config, value: setattr(config, name, cast(value))
+
+
+def _weight_knob(source: str, help_text: str) -> Knob:
+    def write(config: SearchConfig, value: float) -> None:
+        config.weights = {**config.weights, source: float(value)}
+
+    return Knob(f"w_{source}", f"{label(source)} weight", help_text, st.slider,
+                lambda c: _clamp(float(c.weights.get(source, 0.0)), 0.0, 1.0), write,
+                dict(min_value=0.0, max_value=1.0, step=0.05))
+
+
+def _min_raw_knob(source: str, help_text: str) -> Knob:
+    low, high, step = MIN_RAW_RANGES[source]
+
+    def write(config: SearchConfig, value: float) -> None:
+        rest = {k: v for k, v in config.min_raw.items() if k != source}
+        config.min_raw = {**rest, source: float(value)} if value > low else rest
+
+    return Knob(f"min_raw_{source}", f"Minimum {label(source)} raw score", help_text, st.slider,
+                lambda c: _clamp(float(c.min_raw.get(source, low)), low, high), write,
+                dict(min_value=low, max_value=high, step=step))
+
+
+MAIN_KNOBS: tuple[Knob, ...] = (
+    Knob("fusion", "Fusion method",
+         "How the two ranked lists become one score. RRF adds w/(k + rank) per source: only ranks count, "
+         "raw score values are ignored. Weighted sum adds w × normalised score: the score values count, "
+         "so the normalisation below matters.",
+         st.selectbox, lambda c: c.fusion, _set("fusion"),
+         dict(options=list(FUSION_METHODS), format_func=FUSION_LABELS.get)),
+    _weight_knob("bm25", "Multiplies BM25's part of the fused score: RRF adds w/(k + BM25 rank), weighted sum "
+                         "adds w × normalised BM25 score. 0 keeps BM25's ranks visible but makes it add nothing."),
+    _weight_knob("dense", "Multiplies the vector (embedding) part of the fused score: RRF adds w/(k + vector rank), "
+                          "weighted sum adds w × normalised cosine similarity. 0 makes it add nothing."),
+    Knob("rrf_k", "RRF k",
+         "RRF only: each source adds w/(k + rank). A small k makes rank 1 worth far more than rank 10 "
+         "(k=1: 1/2 vs 1/11); a large k flattens the curve (k=60: 1/61 vs 1/70), which squeezes raw "
+         "fused scores into 0.014–0.016. The display score rescales by (k + 1)/Σw so rank 1 everywhere reads 1.0.",
+         st.slider, lambda c: int(round(_clamp(c.rrf_k, 1, 200))), _set("rrf_k", float),
+         dict(min_value=1, max_value=200, step=1)),
+    Knob("normalization", "Score normalisation",
+         "Weighted sum: puts each source's raw scores on one scale before weighting, over this query's "
+         "candidates. min-max: (x − min)/(max − min) in [0, 1]; z-score: (x − mean)/std; none: raw values "
+         "(BM25's 0–30 would swamp cosine's 0–1). RRF ignores it; the normalised values are still shown.",
+         st.selectbox, lambda c: c.normalization, _set("normalization"),
+         dict(options=list(NORMALIZATIONS), format_func=NORMALIZATION_LABELS.get)),
+    Knob("min_display", "Minimum fused score (display scale)",
+         "Cuts results whose display score is below this (0 = off); ranks above the cut do not change. "
+         "The display score is the fused score rescaled so 1.0 is the best possible: RRF × (k + 1)/Σw, "
+         "weighted sum ÷ Σw. So 0.5 keeps results with at least half the best possible fused score.",
+         st.slider, lambda c: _clamp(c.min_display_score or 0.0, 0.0, 1.0),
+         _set("min_display_score", lambda v: float(v) if v > 0 else None),
+         dict(min_value=0.0, max_value=1.0, step=0.01)),
+    _min_raw_knob("bm25", "Drops BM25 hits whose raw BM25 score is below this before fusion (0 = off): they add "
+                          "nothing from BM25, the other BM25 hits keep their ranks, and normalisation is "
+                          "recomputed over the hits that remain."),
+    _min_raw_knob("dense", "Drops vector hits whose cosine similarity is below this before fusion (0 = off): they "
+                           "add nothing from the vector side, the others keep their ranks, and normalisation is "
+                           "recomputed over the hits that remain."),
+    Knob("top_k", "Top-K results",
+         "How many fused results are shown, after the thresholds. Cuts the tail only: no score changes.",
+         st.slider, lambda c: int(_clamp(c.top_k, 1, 100)), _set("top_k", int),
+         dict(min_value=1, max_value=100, step=1)),
+    Knob("depth", "Candidate depth (per source)",
+         "How many candidates each source retrieves. A document outside a source's depth adds 0 from that "
+         "source, and normalisation is computed over these candidates. Retrieved once per query and cached: "
+         "lowering it reuses the cache, raising it retrieves again.",
+         st.slider, lambda c: int(_clamp(c.depth, 1, 500)), _set("depth", int),
+         dict(min_value=1, max_value=500, step=1)),
+    Knob("rerank", "Rerank",
+         "Re-scores the first top-N fused results with a second model and reorders them by its score; "
+         "fused scores stay as they were and are still shown.",
+         st.toggle, lambda c: bool(c.rerank), _set("rerank", bool)),
+    Knob("rerank_top_n", "Rerank top-N",
+         "How many of the best fused results the reranker re-scores; results below them keep their fused "
+         "order (marked 'not reranked').",
+         st.slider, lambda c: int(_clamp(c.rerank_top_n, 1, 100)), _set("rerank_top_n", int),
+         dict(min_value=1, max_value=100, step=1)),
+)
+
+ADVANCED_KNOBS: tuple[Knob, ...] = (
+    Knob("min_score", "Minimum fused score (raw scale)",
+         "Cuts results whose fused score, before display rescaling, is below this; empty = off. RRF scores "
+         "are at most Σw/(k + 1), e.g. 0.0164 at k = 60.",
+         st.number_input, lambda c: c.min_score, _set("min_score", lambda v: None if v is None else float(v)),
+         dict(value=None, min_value=None, step=0.001, format="%.5f", placeholder="off")),
+    Knob("bm25_backend", "BM25 backend",
+         "Which BM25 implementation scores the text: rank_bm25 in memory with the k1 and b below, or "
+         "LanceDB's native full-text index (its own fixed k1 = 1.2, b = 0.75). Retrieves BM25 candidates again.",
+         st.selectbox, lambda c: c.bm25_backend, _set("bm25_backend"), dict(options=list(BM25_BACKENDS))),
+    Knob("bm25_k1", "BM25 k1",
+         "Term-frequency saturation (rank_bm25): a higher k1 lets repeated query terms keep adding score, "
+         "0 counts presence only. Retrieves BM25 candidates again.",
+         st.slider, lambda c: _clamp(c.bm25_k1, 0.0, 3.0), _set("bm25_k1", float),
+         dict(min_value=0.0, max_value=3.0, step=0.05)),
+    Knob("bm25_b", "BM25 b",
+         "Length normalisation (rank_bm25): 1 fully penalises long documents, 0 ignores length. "
+         "Retrieves BM25 candidates again.",
+         st.slider, lambda c: _clamp(c.bm25_b, 0.0, 1.0), _set("bm25_b", float),
+         dict(min_value=0.0, max_value=1.0, step=0.05)),
+    Knob("reranker", "Reranker",
+         "'e5' re-scores with multilingual-e5-small (offline); or a local CrossEncoder folder. Changes only "
+         "the rerank score and the reranked order.",
+         st.text_input, lambda c: c.reranker, _set("reranker", lambda v: (v or "").strip() or "e5")),
+)
+
+
+def _draw(knob: Knob, which: str, **extra: Any) -> Any:
+    key = f"{which}.{knob.key}"
+    return state.bound(knob.widget, knob.label, key,
+                       lambda: knob.read(state.view().config(which)),
+                       lambda value: knob.write(state.view().config(which), value),
+                       help=knob.help, **knob.kwargs, **extra)
+
+
+def config_controls(which: str = "a", container: Any = None, title: str | None = None,
+                    rerank_always: bool = False) -> SearchConfig:
+    """Draw every config control for config `which` ('a' or 'b') in `container` (default the
+    sidebar); return the View's config, which now holds exactly what the controls show.
+
+    `rerank_always`: the page reranks whatever the toggle says, so top-N stays enabled."""
+    container = container if container is not None else st.sidebar
+    config = state.view().config(which)
+    with container:
+        if title:
+            st.subheader(title)
+        for knob in MAIN_KNOBS:
+            if knob.key == "rrf_k" and config.fusion != "rrf":
+                _draw(knob, which, disabled=True)
+            elif knob.key == "rerank_top_n" and not (config.rerank or rerank_always):
+                _draw(knob, which, disabled=True)
+            else:
+                _draw(knob, which)
+        with st.expander("Advanced"):
+            for knob in ADVANCED_KNOBS:
+                _draw(knob, which)
+    return state.view().config(which)
+
+
+def collection_picker(store: Store) -> str | None:
+    """The sidebar collection picker shared by every page; None when there is no collection."""
+    view = state.view()
+    names = [info.name for info in store.list_collections()]
+    if not names:
+        view.collection = None
+        st.sidebar.info("No collection yet: add one on the Corpus page.")
+        return None
+    if view.collection not in names:
+        fallback = resources.default_collection(names)
+        if view.collection is not None:
+            view.notices.append(f"Collection {view.collection!r} does not exist (any more); showing {fallback!r}.")
+        view.collection = fallback
+
+    def write(value: str) -> None:
+        state.view().collection = value
+
+    return state.bound(st.sidebar.selectbox, "Collection", "view.collection", lambda: state.view().collection,
+                       write, options=names,
+                       help="The collection every page searches and charts (shared by all pages). "
+                            "Each collection has its own documents, BM25 index and embedding model.")
+
+
+def query_box() -> str:
+    """The query text box (bound to the View)."""
+    def write(value: str) -> None:
+        state.view().query = value or ""
+
+    return state.bound(st.text_input, "Query", "view.query", lambda: state.view().query, write,
+                       placeholder="Type a question or keywords and press Enter",
+                       help="BM25 matches its words after stemming (English) and jieba segmentation (Chinese); "
+                            "the vector source embeds the whole query. A new query retrieves new candidates "
+                            "(then cached); moving any slider only re-fuses them.")
+
+
+def compare_mode() -> str:
+    from .state import COMPARE_MODES
+
+    def write(value: str) -> None:
+        state.view().compare_mode = value
+
+    return state.bound(st.radio, "Compare", "view.compare_mode", lambda: state.view().compare_mode, write,
+                       options=list(COMPARE_MODES), horizontal=True,
+                       format_func={"rerank": "First stage vs reranked", "configs": "Config A vs config B"}.get,
+                       help="First stage vs reranked: config A's fused ranking against the same list after the "
+                            "reranker re-scored its top-N. Config A vs B: two fusion configs on the same query "
+                            "(B's controls are in the right-hand column).")
+
+
+def rrf_ks() -> list[int]:
+    from .state import RRF_K_CHOICES
+
+    def write(value: list[int]) -> None:
+        state.view().rrf_ks = sorted(value)
+
+    return state.bound(st.multiselect, "RRF k values to draw", "view.rrf_ks", lambda: list(state.view().rrf_ks),
+                       write, options=list(RRF_K_CHOICES),
+                       help="Curves of the RRF term 1/(k + rank) to compare; the sidebar's current k is always "
+                            "drawn (thicker). Smaller k: steeper curve, rank 1 dominates; larger k: flatter "
+                            "curve and raw scores squeezed together.")

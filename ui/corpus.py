@@ -1,0 +1,135 @@
+"""The Corpus page's steps as plain functions (no Streamlit): preview uploads, ingest them, and
+the collections table. The page only collects widget values and draws what these return.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+import pandas as pd
+
+from retrieval.embed import E5, MINILM
+from retrieval.ingest import ColumnMapping, ParseOptions, parse_files, preview
+from retrieval.store import CollectionInfo, Progress, Store, validate_collection_name
+from retrieval.types import ParsedCorpus, RetrievalError
+
+UPLOAD_TYPES = ["csv", "tsv", "json", "jsonl", "ndjson", "txt", "md", "markdown"]
+TABULAR = {".csv", ".tsv", ".json", ".jsonl", ".ndjson"}
+DETECT = "(detect)"
+MODEL_AUTO = "auto (by corpus language)"
+MODEL_PATH = "local folder…"
+MODEL_CHOICES = [MODEL_AUTO, MINILM, E5, MODEL_PATH]
+
+
+@dataclass
+class FilePreview:
+    name: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    tabular: bool
+    error: str | None = None
+
+
+def preview_files(files: list[tuple[str, bytes]], options: ParseOptions, n_rows: int = 5) -> list[FilePreview]:
+    """Columns and first rows of each file; a file that cannot be read carries its error."""
+    previews = []
+    for name, data in files:
+        tabular = PurePath(name).suffix.lower() in TABULAR
+        try:
+            columns, rows = preview(data, name, options, n_rows=n_rows)
+            previews.append(FilePreview(name, columns, rows, tabular))
+        except RetrievalError as exc:
+            previews.append(FilePreview(name, [], [], tabular, str(exc)))
+    return previews
+
+
+def mapping_columns(previews: list[FilePreview]) -> list[str]:
+    """Every column of the tabular files, in first-seen order (the choices for the mapping)."""
+    return list(dict.fromkeys(c for p in previews if p.tabular for c in p.columns))
+
+
+def parse_options(id_column: str = DETECT, title_column: str = DETECT, text_column: str = DETECT,
+                  text_mode: str = "paragraphs", markdown_max_chars: int = 1500) -> ParseOptions:
+    """ParseOptions from the page's choices: DETECT leaves a column to the parser's detection."""
+    def pick(value: str) -> str | None:
+        return None if value in (DETECT, "") else value
+
+    return ParseOptions(mapping=ColumnMapping(id=pick(id_column), title=pick(title_column), text=pick(text_column)),
+                        text_mode=text_mode, markdown_max_chars=int(markdown_max_chars))
+
+
+def model_name(choice: str, path: str = "") -> str | None:
+    """The embedding model for a new collection: None (by language), an alias, or a local path."""
+    if choice == MODEL_AUTO:
+        return None
+    if choice == MODEL_PATH:
+        if not path.strip():
+            raise RetrievalError("Give the folder of a local sentence-transformers model, or pick another model")
+        return path.strip()
+    return choice
+
+
+@dataclass
+class IngestReport:
+    info: CollectionInfo
+    corpus: ParsedCorpus
+    added: bool
+
+
+def ingest(store: Store, files: list[tuple[str, bytes]], options: ParseOptions, collection: str,
+           add: bool = False, model: str | None = None, progress: Progress | None = None) -> IngestReport:
+    """Parse the uploaded files and create the collection (or add to it). All or nothing: any
+    problem raises RetrievalError (IngestError for input problems) and nothing is written."""
+    collection = (collection or "").strip()
+    validate_collection_name(collection)
+    if not files:
+        raise RetrievalError("Upload at least one file first")
+    if add and not store.exists(collection):
+        raise RetrievalError(f"No collection named {collection!r} to add to")
+    corpus = parse_files(files, options)
+    if progress:
+        progress("parsed", len(corpus.documents), len(corpus.documents))
+    if add:
+        info = store.add(collection, corpus, progress=progress)
+    else:
+        info = store.create(collection, corpus, model=model, progress=progress)
+    return IngestReport(info, corpus, add)
+
+
+def collections_frame(store: Store) -> pd.DataFrame:
+    """One row per collection with its stats."""
+    rows = []
+    for info in store.list_collections():
+        try:
+            stats = store.stats(info.name)
+        except RetrievalError as exc:
+            rows.append({"collection": info.name, "model": info.model, "note": str(exc)})
+            continue
+        mix = ", ".join(f"{lang} {n}" for lang, n in stats.language_mix.items() if n)
+        rows.append({
+            "collection": info.name,
+            "documents": stats.doc_count,
+            "avg tokens": round(stats.avg_tokens, 1),
+            "avg chars": round(stats.avg_chars, 1),
+            "language mix": mix or "—",
+            "language": info.language,
+            "model": info.model,
+            "dim": info.dim,
+            "table version": stats.version,
+            "LanceDB": info.lancedb_version,
+            "chunked": stats.chunked_docs,
+            "metadata fields": ", ".join(stats.metadata_fields),
+            "updated": info.updated,
+        })
+    return pd.DataFrame(rows)
+
+
+def collections_overview(store: Store) -> pd.DataFrame:
+    """The catalogue only (cheap): name, documents, language, model, last update."""
+    return pd.DataFrame([
+        {"collection": i.name, "documents": i.doc_count, "language": i.language, "model": i.model,
+         "updated": i.updated, "description": i.description}
+        for i in store.list_collections()
+    ])

@@ -1,0 +1,156 @@
+"""The Corpus page's sections: upload → preview → map → ingest, and delete/clear with a
+confirmation. The work itself is done by `ui.corpus` (no Streamlit there)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from retrieval.store import Store
+
+from . import corpus, state, views
+
+FLASH_KEY = "corpus.flash"
+PENDING_KEY = "corpus.pending"
+
+
+def flash() -> None:
+    """Show (once) the message of the last successful write; writes end with st.rerun() so that
+    the sidebar picker and the table show the new state."""
+    message = st.session_state.pop(FLASH_KEY, None)
+    if message:
+        st.success(views.markdown_safe(message))
+
+
+def _done(message: str) -> None:
+    st.session_state[FLASH_KEY] = message
+    st.rerun()
+
+
+def collections_table(store: Store) -> None:
+    frame = corpus.collections_frame(store)
+    if frame.empty:
+        st.info("No collection yet.")
+    else:
+        st.dataframe(frame, hide_index=True, width="stretch")
+
+
+def upload_form(store: Store) -> None:
+    uploaded = st.file_uploader(
+        "Files (csv, tsv, json, jsonl, txt, md)", type=corpus.UPLOAD_TYPES, accept_multiple_files=True,
+        key="corpus.files",
+        help="One or many files; ids must be unique across them. Tables need a text column; every other "
+             "column becomes metadata. Text files split into paragraphs, Markdown into heading chunks.")
+    files = [(f.name, f.getvalue()) for f in uploaded or []]
+    c1, c2 = st.columns(2)
+    text_mode = c1.selectbox(
+        "Text files (.txt)", ["paragraphs", "file"], key="corpus.text_mode",
+        help="paragraphs: one document per blank-line-separated paragraph (finer BM25 and vector matches); "
+             "file: one document per file (one score for the whole file).")
+    max_chars = c2.number_input(
+        "Markdown chunk size (characters)", min_value=100, max_value=20000, value=1500, step=100,
+        key="corpus.md_chars",
+        help="Markdown is split at ## headings, then into chunks of at most this many characters: smaller "
+             "chunks give sharper scores but less context per result.")
+    if not files:
+        st.caption("Upload files to preview them, map their columns and ingest them.")
+        return
+    base = corpus.parse_options(text_mode=text_mode, markdown_max_chars=max_chars)
+    previews = corpus.preview_files(files, base)
+    for p in previews:
+        with st.expander(f"Preview of {p.name}", expanded=len(previews) == 1):
+            if p.error:
+                views.show_error(p.error)
+            else:
+                st.dataframe(p.rows, hide_index=True)
+    columns = corpus.mapping_columns(previews)
+    mapping = {"id": corpus.DETECT, "title": corpus.DETECT, "text": corpus.DETECT}
+    if columns:
+        st.markdown("**Columns** (detected by name unless you pick one)")
+        cols = st.columns(3)
+        for col, (name, what) in zip(cols, [
+            ("id", "the document id (default: file name and row number)"),
+            ("title", "the title, embedded and BM25-indexed together with the text"),
+            ("text", "the text that BM25 indexes and the model embeds"),
+        ]):
+            mapping[name] = col.selectbox(f"{name} column", [corpus.DETECT] + columns, key=f"corpus.map_{name}",
+                                          help=f"Which column holds {what}.")
+    _target_and_ingest(store, files, mapping, text_mode, max_chars)
+
+
+def _target_and_ingest(store: Store, files, mapping, text_mode, max_chars) -> None:
+    existing = [i.name for i in store.list_collections()]
+    target = st.radio("Into", ["new collection", "existing collection"], horizontal=True, key="corpus.target",
+                      help="A new collection gets its own BM25 index and embedding model; adding keeps the "
+                           "collection's model, so old and new documents are scored alike.")
+    add = target == "existing collection"
+    c1, c2 = st.columns(2)
+    if add:
+        if not existing:
+            st.info("There is no collection to add to yet.")
+            return
+        name = c1.selectbox("Collection", existing, key="corpus.add_to",
+                            help="The collection to add the documents to (ids must be new).")
+        c2.caption("Documents are embedded with the collection's own model.")
+        model_choice, model_path = corpus.MODEL_AUTO, ""
+    else:
+        name = c1.text_input("New collection name", key="corpus.new_name", placeholder="e.g. my-docs",
+                             help="1–64 characters: a–z, 0–9, '_' and '-'. Searching then uses its own index.")
+        model_choice = c2.selectbox(
+            "Embedding model", corpus.MODEL_CHOICES, key="corpus.model",
+            help="Decides the vector scores. auto: all-MiniLM-L6-v2 for English, multilingual-e5-small for "
+                 "Chinese or mixed text; or a local sentence-transformers folder.")
+        model_path = ""
+        if model_choice == corpus.MODEL_PATH:
+            model_path = c2.text_input("Model folder", key="corpus.model_path",
+                                       help="Path of a local sentence-transformers model folder.")
+    if st.button("Ingest", type="primary", key="corpus.ingest",
+                 help="Parse, tokenise and embed everything, then write it in one commit: on any error "
+                      "nothing is written."):
+        bar = st.progress(0.0, text="Parsing…")
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.progress(min(1.0, done / max(total, 1)), text=f"{stage.capitalize()} {done}/{total}")
+
+        try:
+            options = corpus.parse_options(mapping["id"], mapping["title"], mapping["text"], text_mode, max_chars)
+            report = corpus.ingest(store, files, options, name, add=add,
+                                   model=corpus.model_name(model_choice, model_path), progress=progress)
+        except Exception as exc:  # every core error is shown; the store wrote nothing
+            bar.empty()
+            views.show_error(exc)
+            return
+        state.view().collection = report.info.name
+        verb = "Added" if add else "Ingested"
+        _done(f"{verb} {len(report.corpus.documents)} documents: collection '{report.info.name}' now holds "
+              f"{report.info.doc_count} ({report.info.model}, language {report.info.language}).")
+
+
+def manage(store: Store) -> None:
+    names = [i.name for i in store.list_collections()]
+    if not names:
+        return
+    c1, c2, c3 = st.columns([2, 1, 1])
+    name = c1.selectbox("Collection", names, key="corpus.manage",
+                        help="The collection to clear (remove every document, keep its settings) or delete.")
+    if c2.button("Clear…", key="corpus.clear", help="Remove every document but keep the collection and its model."):
+        st.session_state[PENDING_KEY] = ("clear", name)
+    if c3.button("Delete…", key="corpus.delete", help="Remove the collection with its documents and indexes."):
+        st.session_state[PENDING_KEY] = ("delete", name)
+    pending = st.session_state.get(PENDING_KEY)
+    if not pending:
+        return
+    action, target = pending
+    st.warning(f"Really {action} '{target}'? This cannot be undone.")
+    y, n = st.columns(2)
+    if y.button(f"Yes, {action} '{target}'", key="corpus.confirm", type="primary",
+                help=f"{action.capitalize()} the collection now."):
+        del st.session_state[PENDING_KEY]
+        try:
+            store.delete(target) if action == "delete" else store.clear(target)
+        except Exception as exc:
+            views.show_error(exc)
+            return
+        _done(f"{'Deleted' if action == 'delete' else 'Cleared'} '{target}'.")
+    if n.button("Cancel", key="corpus.cancel", help="Keep the collection as it is."):
+        del st.session_state[PENDING_KEY]
+        st.rerun()

@@ -1,0 +1,100 @@
+"""What every page does first (`setup`), and the guarded search every search page runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import streamlit as st
+
+from retrieval.config import SearchConfig
+from retrieval.types import RetrievalError
+from retrieval.workbench import SearchResult, Workbench
+
+from . import controls, resources, state, views
+
+APP_TITLE = "Search relevance workbench"
+
+
+@dataclass
+class Context:
+    workbench: Workbench
+    view: state.View
+    collection: str | None
+
+
+def setup(title: str) -> Context:
+    """Page config, session View (read from the link on first load), the first-run sample
+    corpus, and the sidebar collection picker."""
+    st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon="🔎", layout="wide")
+    view = state.view()
+    workbench = resources.workbench()
+    if not view.sample_checked:
+        _ensure_sample(workbench)
+        view.sample_checked = True
+    collection = controls.collection_picker(workbench.store)
+    for notice in view.notices:
+        st.warning(views.markdown_safe(notice))
+    view.notices.clear()
+    return Context(workbench, view, collection)
+
+
+def _ensure_sample(workbench: Workbench) -> None:
+    """On the first run against an empty database, ingest the bundled sample with a progress bar."""
+    if not resources.needs_sample(workbench.store):
+        return
+    bar = st.progress(0.0, text="First run: ingesting the bundled sample corpus…")
+
+    def progress(stage: str, done: int, total: int) -> None:
+        bar.progress(min(1.0, done / max(total, 1)), text=f"First run: {stage} the sample corpus, {done}/{total}")
+
+    try:
+        if resources.ingest_sample(workbench.store, progress):
+            state.view().collection = resources.SAMPLE_COLLECTION
+            st.toast(f"Sample corpus ingested as '{resources.SAMPLE_COLLECTION}'")
+    except Exception as exc:  # the app must still open: say what failed
+        views.show_error(exc)
+    finally:
+        bar.empty()
+
+
+def require_collection(context: Context) -> str:
+    if context.collection is None:
+        st.info("There is no collection yet. Create one on the Corpus page.")
+        st.stop()
+    return context.collection
+
+
+def search(workbench: Workbench, collection: str, query: str, config: SearchConfig,
+           force_rerank: bool = False, skip_rerank: bool = False) -> SearchResult | None:
+    """Cached candidates (`Workbench.candidates`), then pure fusion (`Workbench.fuse`), then the
+    rerank when it is on. A slider move costs only the fusion: candidates and query embeddings
+    come from the cache. Errors are shown and give None.
+
+    `force_rerank` reranks whatever the config says (Compare's first stage vs reranked);
+    `skip_rerank` leaves it out (pages that only chart the fusion)."""
+    try:
+        if force_rerank or skip_rerank:
+            config = dataclasses.replace(config, rerank=force_rerank)
+        config.validate()
+        candidates = workbench.candidates(collection, query, config)
+        outcome = Workbench.fuse(candidates, config)
+        result = SearchResult(query, config, candidates, outcome)
+        if config.rerank:
+            with st.spinner("Reranking…"):
+                workbench.apply_rerank(result)
+        return result
+    except RetrievalError as exc:
+        views.show_error(exc)
+    except Exception as exc:  # a failing model or database: readable, and the page stays up
+        views.show_error(exc)
+    return None
+
+
+def need_query(query: str) -> bool:
+    """True when there is a query; otherwise a hint is shown."""
+    if query.strip():
+        return True
+    st.info("Type a query above to see results. With the sample corpus, try "
+            "“How many points did the Panthers defense surrender?” or “黑豹队的防守丢了多少分？”.")
+    return False

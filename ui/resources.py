@@ -1,0 +1,71 @@
+"""Process-wide resources: one Workbench (and its Store, LanceDB connection and caches) per
+database location, created once per process with `st.cache_resource`. Embedding and rerank
+models are loaded once per process by `retrieval.embed` / `retrieval.rerank` themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from retrieval.store import Progress, Store, default_db_uri
+from retrieval.workbench import Workbench
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+SAMPLE_COLLECTION = "sample-xquad"
+
+
+def sample_dir() -> Path:
+    """The bundled BEIR sample (`$WORKBENCH_SAMPLE` overrides it, e.g. for tests)."""
+    return Path(os.environ.get("WORKBENCH_SAMPLE") or REPO_DIR / "sample_data" / "xquad")
+
+
+@st.cache_resource(show_spinner="Opening the collection database…")
+def _workbench(uri: str) -> Workbench:
+    return Workbench(Store(uri))
+
+
+def workbench() -> Workbench:
+    """The Workbench for the current database location ($WORKBENCH_DB or data/lancedb)."""
+    return _workbench(default_db_uri())
+
+
+def is_eval_cache(name: str) -> bool:
+    """Collections `python -m retrieval evaluate` creates to cache BEIR corpora ('eval-…')."""
+    return name.startswith("eval-")
+
+
+def needs_sample(store: Store) -> bool:
+    """True on a first run: no collection yet, apart from evaluation caches."""
+    return all(is_eval_cache(info.name) for info in store.list_collections())
+
+
+def default_collection(names: list[str]) -> str:
+    """The collection a new session starts on: the sample, else the first that is not an
+    evaluation cache, else the first."""
+    if SAMPLE_COLLECTION in names:
+        return SAMPLE_COLLECTION
+    return next((n for n in names if not is_eval_cache(n)), names[0])
+
+
+def ingest_sample(store: Store, progress: Progress | None = None) -> bool:
+    """Create the sample collection on a first run (see `needs_sample`).
+
+    Returns True when it was created. Safe when two sessions race: the loser finds it exists.
+    """
+    from retrieval.ingest import parse_path
+    from retrieval.types import RetrievalError
+
+    if not needs_sample(store):
+        return False
+    corpus = parse_path(sample_dir())
+    try:
+        store.create(SAMPLE_COLLECTION, corpus, description="XQuAD sample (60 English + 60 Chinese paragraphs)",
+                     progress=progress)
+    except RetrievalError:
+        if store.exists(SAMPLE_COLLECTION):
+            return False
+        raise
+    return True

@@ -1,0 +1,200 @@
+"""Pure data for the pages: the final ranking of a search, table frames, score lists.
+
+No Streamlit here, so everything is testable on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from retrieval.compare import RankChange
+from retrieval.fusion import rrf_display_factor
+from retrieval.highlight import Span, match_spans, snippet
+from retrieval.types import FusedResult, FusionOutcome, RerankedResult
+from retrieval.workbench import CandidateSet, SearchResult
+
+SOURCE_LABELS = {"bm25": "BM25", "dense": "vector"}
+SNIPPET_WIDTH = 240
+
+
+def label(source: str) -> str:
+    return SOURCE_LABELS.get(source, source)
+
+
+@dataclass
+class ResultRow:
+    """One shown result: its final rank, the fused result, its rerank (None: not reranked)."""
+
+    rank: int
+    fused: FusedResult
+    reranked: RerankedResult | None
+    document: dict[str, Any]
+
+    @property
+    def doc_id(self) -> str:
+        return self.fused.doc_id
+
+    @property
+    def title(self) -> str:
+        return self.document.get("title") or ""
+
+    @property
+    def text(self) -> str:
+        return self.document.get("text") or ""
+
+
+def final_rows(result: SearchResult) -> list[ResultRow]:
+    """What the page shows, best first, at most top-K.
+
+    Without rerank: the thresholded fused results. With rerank: the reranked top-N, then (when
+    top-N < top-K) the next first-stage results, not reranked, in fused order.
+    """
+    docs = result.documents
+    outcome = result.outcome
+    if result.reranked is None:
+        return [ResultRow(r.rank, r, None, docs.get(r.doc_id, {})) for r in outcome.results]
+    eligible = outcome.ranked[: len(outcome.results) + outcome.removed.get("top-k", 0)]
+    reranked_ids = {r.doc_id for r in result.reranked}
+    tail = [r for r in eligible if r.doc_id not in reranked_ids]
+    ordered: list[tuple[FusedResult, RerankedResult | None]] = [(r.fused, r) for r in result.reranked]
+    ordered += [(r, None) for r in tail]
+    return [ResultRow(i, f, rr, docs.get(f.doc_id, {}))
+            for i, (f, rr) in enumerate(ordered[: result.config.top_k], start=1)]
+
+
+def first_stage_rows(result: SearchResult) -> list[ResultRow]:
+    """The fused (first-stage) results, before any rerank."""
+    return [ResultRow(r.rank, r, None, result.documents.get(r.doc_id, {})) for r in result.outcome.results]
+
+
+def text_spans(row: ResultRow, terms: Iterable[str]) -> tuple[list[Span], list[Span]]:
+    """Query-term spans in the title and in the text."""
+    terms = frozenset(terms)
+    return match_spans(row.title, terms), match_spans(row.text, terms)
+
+
+def results_frame(rows: Sequence[ResultRow], sources: Sequence[str], terms: Iterable[str],
+                  reranked: bool = False) -> pd.DataFrame:
+    """The results table: rank, (rerank columns), id, title, snippet, scores, per-source rank/raw."""
+    terms = frozenset(terms)
+    records = []
+    for row in rows:
+        cut = snippet(row.text, terms, SNIPPET_WIDTH)
+        record: dict[str, Any] = {"rank": row.rank}
+        if reranked:
+            record["first-stage rank"] = row.fused.rank
+            record["change"] = rerank_label(row)
+            record["rerank score"] = row.reranked.rerank_score if row.reranked else None
+        record.update({
+            "id": row.doc_id,
+            "title": row.title,
+            "snippet": cut.plain(len(row.text)),
+            "fused score": row.fused.score,
+            "display score": row.fused.display_score,
+        })
+        for source in sources:
+            c = row.fused.sources.get(source)
+            record[f"{label(source)} rank"] = c.rank if c else None
+            record[f"{label(source)} score"] = c.raw_score if c else None
+        records.append(record)
+    frame = pd.DataFrame.from_records(records, columns=results_columns(sources, reranked))
+    for column in frame.columns:
+        if column.endswith("rank"):
+            frame[column] = frame[column].astype("Int64")
+        elif column.endswith("score"):
+            frame[column] = frame[column].astype("float64")
+    return frame
+
+
+def results_columns(sources: Sequence[str], reranked: bool) -> list[str]:
+    columns = ["rank"]
+    if reranked:
+        columns += ["first-stage rank", "change", "rerank score"]
+    columns += ["id", "title", "snippet", "fused score", "display score"]
+    for source in sources:
+        columns += [f"{label(source)} rank", f"{label(source)} score"]
+    return columns
+
+
+def rerank_label(row: ResultRow) -> str:
+    if row.reranked is None:
+        return "not reranked"
+    return RankChange(row.doc_id, row.reranked.first_stage_rank, row.reranked.rank).label
+
+
+def ranking_frame(rows: Sequence[ResultRow], changes: Sequence[RankChange] | None = None) -> pd.DataFrame:
+    """A compact ranking for the Compare page: rank, change (vs the other list), id, title, scores."""
+    change_of = {c.doc_id: c.label for c in changes or () if c.after is not None}
+    records = []
+    for row in rows:
+        record: dict[str, Any] = {"rank": row.rank}
+        if changes is not None:
+            record["change"] = change_of.get(row.doc_id, "")
+        record.update({"id": row.doc_id, "title": row.title or row.text[:80],
+                       "display score": row.fused.display_score, "first-stage rank": row.fused.rank,
+                       "rerank score": row.reranked.rerank_score if row.reranked else None})
+        records.append(record)
+    columns = ["rank"] + (["change"] if changes is not None else []) + [
+        "id", "title", "display score", "first-stage rank", "rerank score"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def removed_summary(candidates: CandidateSet, outcome: FusionOutcome, shown: int) -> str:
+    """'37 candidates (BM25 20, vector 30) · min raw BM25 removed 3 · top-K removed 24 · 10 shown'."""
+    per_source = ", ".join(f"{label(s)} {len(r.hits)}" for s, r in candidates.sources.items())
+    parts = [f"{outcome.n_candidates} candidates ({per_source})"]
+    for name, count in outcome.removed.items():
+        parts.append(f"{threshold_label(name)} removed {count}")
+    parts.append(f"{shown} shown")
+    return " · ".join(parts)
+
+
+def threshold_label(name: str) -> str:
+    if name.startswith("min raw "):
+        return f"min raw {label(name[len('min raw '):])}"
+    return {"top-k": "top-K"}.get(name, name)
+
+
+def source_scores(candidates: CandidateSet, outcome: FusionOutcome, sources: Sequence[str]
+                  ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per source: the raw scores of every candidate it returned, and the normalised scores
+    fusion used (over the candidates that passed the source's minimum)."""
+    raw = {s: [h.raw_score for h in candidates.sources[s].hits] if s in candidates.sources else []
+           for s in sources}
+    normalized: dict[str, list[float]] = {s: [] for s in sources}
+    for result in outcome.ranked:
+        for s in sources:
+            c = result.sources.get(s)
+            if c is not None and c.normalized is not None:
+                normalized[s].append(c.normalized)
+    return raw, normalized
+
+
+def rank_points(outcome: FusionOutcome, documents: dict[str, dict[str, Any]], x_source: str = "bm25",
+                y_source: str = "dense") -> list[dict[str, Any]]:
+    """For the rank scatter: per fused candidate its rank in two sources (None: not used) and
+    its fused rank."""
+    points = []
+    for r in outcome.ranked:
+        cx, cy = r.sources.get(x_source), r.sources.get(y_source)
+        points.append({
+            "id": r.doc_id,
+            "title": (documents.get(r.doc_id, {}).get("title") or "")[:60],
+            "x": cx.rank if cx and cx.normalized is not None else None,
+            "y": cy.rank if cy and cy.normalized is not None else None,
+            "fused_rank": r.rank,
+        })
+    return points
+
+
+def rrf_squeeze(k: float, weights: dict[str, float], ranks: tuple[int, int] = (1, 10)) -> dict[str, float]:
+    """Raw and display RRF scores of a document ranked r in every source, for r in `ranks`."""
+    total = sum(weights.values())
+    first, last = ranks
+    hi, lo = total / (k + first), total / (k + last)
+    factor = rrf_display_factor(k, total) if total > 0 else 0.0
+    return {"hi": hi, "lo": lo, "display_hi": hi * factor, "display_lo": lo * factor, "spread": 1 - lo / hi}
