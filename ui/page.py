@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import streamlit as st
 
 from retrieval.config import SearchConfig
-from retrieval.types import RetrievalError
 from retrieval.workbench import SearchResult, Workbench
 
 from . import controls, resources, state, views
@@ -76,7 +75,6 @@ def search(workbench: Workbench, collection: str, query: str, config: SearchConf
     try:
         if force_rerank or skip_rerank:
             config = dataclasses.replace(config, rerank=force_rerank)
-        config.validate()
         candidates = workbench.candidates(collection, query, config)
         outcome = Workbench.fuse(candidates, config)
         result = SearchResult(query, config, candidates, outcome)
@@ -84,9 +82,7 @@ def search(workbench: Workbench, collection: str, query: str, config: SearchConf
             with st.spinner("Reranking…"):
                 workbench.apply_rerank(result)
         return result
-    except RetrievalError as exc:
-        views.show_error(exc)
-    except Exception as exc:  # a failing model or database: readable, and the page stays up
+    except Exception as exc:  # bad input, a failing model or database: readable, and the page stays up
         views.show_error(exc)
     return None
 
