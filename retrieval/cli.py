@@ -138,10 +138,8 @@ def search_json(result) -> dict:
     """The CLI's JSON for one search: per result the fused and display scores and a `_meta`
     object with overall rank, per-source rank and raw score, and the RRF k (seed 001 §4.4)."""
     config = result.config
-    shown = result.reranked[: config.top_k] if result.reranked is not None else None
-    fused = [r.fused for r in shown] if shown is not None else result.outcome.results
     items = []
-    for position, fused_result in enumerate(fused, start=1):
+    for position, (fused_result, reranked) in enumerate(result.final_ranking(), start=1):
         row = result.documents.get(fused_result.doc_id, {})
         meta = {"rank": position, "fused_rank": fused_result.rank, "rrf_k": config.rrf_k}
         for source, c in fused_result.sources.items():
@@ -149,8 +147,8 @@ def search_json(result) -> dict:
             meta[f"{source}_score"] = c.raw_score
             meta[f"{source}_normalized"] = c.normalized
             meta[f"{source}_contribution"] = c.contribution
-        if shown is not None:
-            meta["rerank_score"] = shown[position - 1].rerank_score
+        if result.reranked is not None:
+            meta["rerank_score"] = reranked.rerank_score if reranked else None
         items.append({"id": fused_result.doc_id, "title": row.get("title", ""), "text": row.get("text", ""),
                       "score": fused_result.score, "display_score": fused_result.display_score, "_meta": meta})
     return {

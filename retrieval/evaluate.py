@@ -112,13 +112,7 @@ def evaluate_collection(
         result = workbench.search(collection, queries[qid], eval_config)
         for source, source_result in result.candidates.sources.items():
             rankings[source][qid] = [h.doc_id for h in source_result.hits]
-        if result.reranked is not None:
-            head = [r.doc_id for r in result.reranked]
-            reranked_ids = set(head)
-            tail = [r.doc_id for r in result.outcome.ranked if r.doc_id not in reranked_ids]
-            rankings["hybrid"][qid] = (head + tail)[: config.depth]
-        else:
-            rankings["hybrid"][qid] = [r.doc_id for r in result.outcome.ranked[: config.depth]]
+        rankings["hybrid"][qid] = [fused.doc_id for fused, _ in result.final_ranking()]
         if progress:
             progress(i, len(judged))
     judged_qrels = {q: qrels[q] for q in judged}

@@ -20,11 +20,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .tokenize import tokenize
+from .tokenize import SEGMENT_RE, tokenize
 
-# The same split as retrieval.tokenize: runs of Han characters, and runs of other letters/digits.
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_WORD_RE = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>[^\W_{_HAN}]+)")
 _SPACE_RE = re.compile(r"\s")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&])")
 
@@ -71,7 +68,7 @@ def match_spans(text: str, query: str | Iterable[str]) -> list[Span]:
     if not terms or not text:
         return []
     spans: list[Span] = []
-    for match in _WORD_RE.finditer(text):
+    for match in SEGMENT_RE.finditer(text):
         if match.group("han") is not None:
             spans.extend(_han_spans(match.group("han"), match.start(), terms))
             continue

@@ -22,7 +22,8 @@ import snowballstemmer
 TOKENIZER_NAME = "jieba+snowball-english/v1"
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN_RE = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>[^\W_{_HAN}]+)")
+# Runs of Han characters (group "han") and runs of other letters/digits (group "word").
+SEGMENT_RE = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>[^\W_{_HAN}]+)")
 _HAN_RE = re.compile(f"[{_HAN}]")
 _LATIN_RE = re.compile(r"[A-Za-z]")
 
@@ -66,7 +67,7 @@ def _stem(word: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Split `text` into BM25 terms (see module docstring for the rules)."""
     tokens: list[str] = []
-    for match in _TOKEN_RE.finditer(unicodedata.normalize("NFKC", text)):
+    for match in SEGMENT_RE.finditer(unicodedata.normalize("NFKC", text)):
         han = match.group("han")
         if han is not None:
             _ensure_jieba()

@@ -20,7 +20,7 @@ from .config import SearchConfig
 from .fusion import fuse
 from .sources.base import Source, run_source
 from .store import Store, embedding_text
-from .types import FusionOutcome, RerankedResult, SourceResult
+from .types import FusedResult, FusionOutcome, RerankedResult, SourceResult
 
 KNOWN_SOURCES = ("bm25", "dense")
 
@@ -78,6 +78,21 @@ class SearchResult:
     @property
     def documents(self) -> dict[str, dict[str, Any]]:
         return self.candidates.documents
+
+    def eligible(self) -> list[FusedResult]:
+        """Fused results that passed the score thresholds, before the top-K cut: what rerank sees."""
+        outcome = self.outcome
+        return outcome.ranked[: len(outcome.results) + outcome.removed.get("top-k", 0)]
+
+    def final_ranking(self) -> list[tuple[FusedResult, RerankedResult | None]]:
+        """What is shown, best first, at most top-K: without rerank the fused results; with rerank
+        the reranked top-N, then (when N < K) the next first-stage results, not reranked."""
+        if self.reranked is None:
+            return [(r, None) for r in self.outcome.results]
+        reranked_ids = {r.doc_id for r in self.reranked}
+        ordered = [(r.fused, r) for r in self.reranked]
+        ordered += [(r, None) for r in self.eligible() if r.doc_id not in reranked_ids]
+        return ordered[: self.config.top_k]
 
 
 def tie_values(documents: dict[str, dict[str, Any]], field_name: str | None) -> dict[str, float]:
@@ -203,10 +218,8 @@ class Workbench:
 
         reranker = get_reranker(result.config.reranker)
         texts = {doc_id: embedding_text_of(row) for doc_id, row in result.documents.items()}
-        outcome = result.outcome
         # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.
-        eligible = outcome.ranked[: len(outcome.results) + outcome.removed.get("top-k", 0)]
-        result.reranked = rerank(result.query, eligible, texts, reranker,
+        result.reranked = rerank(result.query, result.eligible(), texts, reranker,
                                  result.config.rerank_top_n, self.rerank_cache)
         result.reranker_name, result.reranker_kind = reranker.name, reranker.kind
 

@@ -139,3 +139,21 @@ def test_unknown_source_is_reported_and_others_still_fused(workbench):
     assert result.outcome.results[0].doc_id == "cow"
     assert result.candidates.sources["graph"].error.startswith("unknown source 'graph'")
     assert any(n.startswith("graph failed") for n in result.outcome.notes)
+
+
+def test_rerank_top_n_then_first_stage_tail_cut_at_top_k(workbench):
+    config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5}, top_k=4, rerank=True, rerank_top_n=2)
+    result = workbench.search("animals", "which animal makes honey", config)
+    assert result.reranker_kind == "bi-encoder re-scoring (multilingual-e5-small, full text)"
+    fused_order = [r.doc_id for r in result.outcome.ranked]
+    assert sorted(r.first_stage_rank for r in result.reranked) == [1, 2]
+    assert [r.rerank_score for r in result.reranked] == sorted((r.rerank_score for r in result.reranked), reverse=True)
+    final = result.final_ranking()
+    assert len(final) == 4
+    assert [fused.doc_id for fused, _ in final[:2]] == [r.doc_id for r in result.reranked]
+    assert [fused.doc_id for fused, reranked in final[2:]] == fused_order[2:4]
+    assert all(reranked is None for _, reranked in final[2:])
+    # scores are cached per (model, query, doc): a slider move reranks nothing new
+    cached = len(workbench.rerank_cache)
+    workbench.search("animals", "which animal makes honey", SearchConfig.from_dict({**config.to_dict(), "rrf_k": 5.0}))
+    assert len(workbench.rerank_cache) == cached

@@ -75,6 +75,7 @@ def search(workbench: Workbench, collection: str, query: str, config: SearchConf
     try:
         if force_rerank or skip_rerank:
             config = dataclasses.replace(config, rerank=force_rerank)
+        config.validate()  # the controls set fields in place, which __post_init__ never saw
         candidates = workbench.candidates(collection, query, config)
         outcome = Workbench.fuse(candidates, config)
         result = SearchResult(query, config, candidates, outcome)

@@ -54,16 +54,8 @@ def final_rows(result: SearchResult) -> list[ResultRow]:
     top-N < top-K) the next first-stage results, not reranked, in fused order.
     """
     docs = result.documents
-    outcome = result.outcome
-    if result.reranked is None:
-        return [ResultRow(r.rank, r, None, docs.get(r.doc_id, {})) for r in outcome.results]
-    eligible = outcome.ranked[: len(outcome.results) + outcome.removed.get("top-k", 0)]
-    reranked_ids = {r.doc_id for r in result.reranked}
-    tail = [r for r in eligible if r.doc_id not in reranked_ids]
-    ordered: list[tuple[FusedResult, RerankedResult | None]] = [(r.fused, r) for r in result.reranked]
-    ordered += [(r, None) for r in tail]
-    return [ResultRow(i, f, rr, docs.get(f.doc_id, {}))
-            for i, (f, rr) in enumerate(ordered[: result.config.top_k], start=1)]
+    return [ResultRow(i, fused, reranked, docs.get(fused.doc_id, {}))
+            for i, (fused, reranked) in enumerate(result.final_ranking(), start=1)]
 
 
 def first_stage_rows(result: SearchResult) -> list[ResultRow]:
