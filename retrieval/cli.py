@@ -89,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     add_config_options(p)
 
-    p = sub.add_parser("collections", help="list, show stats, delete or clear collections")
-    p.add_argument("action", choices=("list", "stats", "delete", "clear"), nargs="?", default="list")
+    p = sub.add_parser("collections", help="list, show stats, build a vector index, delete or clear collections")
+    p.add_argument("action", choices=("list", "stats", "index", "delete", "clear"), nargs="?", default="list")
     p.add_argument("name", nargs="?")
     return parser
 
@@ -221,6 +221,9 @@ def cmd_collections(args) -> int:
         stats = store.stats(args.name)
         print(json.dumps({"info": stats.info.__dict__, **{k: v for k, v in stats.__dict__.items() if k != "info"}},
                          ensure_ascii=False, indent=2))
+    elif args.action == "index":
+        store.build_vector_index(args.name)
+        _log(f"built an IVF_PQ vector index on {args.name} (searches refine to exact similarities)")
     elif args.action == "delete":
         store.delete(args.name)
         _log(f"deleted {args.name}")

@@ -268,6 +268,19 @@ class Store:
                 raise
             return info
 
+    def build_vector_index(self, name: str, index_type: str = "IVF_PQ", num_partitions: int | None = None) -> None:
+        """An approximate vector index for large collections (exact search is fine below ~100k).
+
+        The dense source then asks LanceDB to re-score its shortlist with full vectors
+        (`refine_factor`), so reported similarities stay exact. Bumps the collection version.
+        """
+        with self._lock(name):
+            table = self.table(name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                table.create_index(metric="cosine", index_type=index_type, num_partitions=num_partitions,
+                                   vector_column_name="vector", replace=True)
+
     def delete(self, name: str) -> None:
         with self._lock(name):
             self.info(name)

@@ -157,3 +157,16 @@ def test_rerank_top_n_then_first_stage_tail_cut_at_top_k(workbench):
     cached = len(workbench.rerank_cache)
     workbench.search("animals", "which animal makes honey", SearchConfig.from_dict({**config.to_dict(), "rrf_k": 5.0}))
     assert len(workbench.rerank_cache) == cached
+
+
+def test_vector_index_keeps_similarities_exact(tmp_path):
+    wb = Workbench(Store(str(tmp_path / "db")))
+    wb.store.create("zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    config = SearchConfig(weights={"dense": 1.0}, depth=6)
+    exact = [(h.doc_id, h.raw_score) for h in wb.candidates("zoo", "night hunters", config).sources["dense"].hits]
+    wb.store.build_vector_index("zoo", index_type="IVF_FLAT", num_partitions=2)
+    source = wb.source("zoo", wb.store.version("zoo"), "dense", config)
+    assert source.has_index
+    indexed = [(h.doc_id, h.raw_score) for h in wb.candidates("zoo", "night hunters", config).sources["dense"].hits]
+    assert [d for d, _ in indexed] == [d for d, _ in exact]
+    assert [s for _, s in indexed] == pytest.approx([s for _, s in exact], abs=1e-6)

@@ -20,7 +20,8 @@ class DenseSource:
     def __init__(self, table, encoder, refine_factor: int = 10):
         self.table = table
         self.encoder = encoder
-        self.has_index = any(i.index_type.startswith("IVF") for i in table.list_indices())
+        # LanceDB names them IvfFlat, IvfPq, IvfHnswSq …: any index on the vector column.
+        self.has_index = any(i.columns == ["vector"] for i in table.list_indices())
         self.refine_factor = refine_factor
         self._embed = lru_cache(maxsize=1024)(self._embed_uncached)
 

@@ -1,0 +1,178 @@
+"""What the browser tests (conftest.py, test_browser.py) and benchmarks/bench_ui.py share: a tiny
+BEIR sample, starting `streamlit run app.py`, the no-outside-requests guard, and waits on the
+page's state (never fixed sleeps).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+REPO = Path(__file__).resolve().parents[2]
+XQUAD_EN = REPO.parent / "shared" / "eval" / "xquad-en" / "corpus.jsonl"
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+VIEWPORT = {"width": 1400, "height": 1000}
+SAMPLE_DOCS = 20
+SAMPLE_COLLECTION = "sample-xquad"  # ui.resources.SAMPLE_COLLECTION
+
+# The app root carries Streamlit's own run state (what Streamlit's e2e tests wait on).
+APP_IDLE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
+CARD_IDS_JS = """() => Array.from(document.querySelectorAll('.wb-card'))
+    .map(card => card.querySelector('span').textContent.split(' · ')[0])"""
+
+
+def make_sample(folder: Path, n: int = SAMPLE_DOCS) -> Path:
+    """A BEIR folder (corpus.jsonl) with the first `n` English XQuAD paragraphs as en-001…:
+    small enough that the app's first-run ingest takes seconds."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = XQUAD_EN.read_text(encoding="utf-8").splitlines()[:n]
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as out:
+        for i, line in enumerate(lines, start=1):
+            doc = json.loads(line)
+            out.write(json.dumps({"_id": f"en-{i:03d}", "title": doc.get("title") or "", "text": doc["text"]},
+                                 ensure_ascii=False) + "\n")
+    return folder
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(db: Path, sample: Path, log_path: Path, timeout: float = 60) -> tuple[subprocess.Popen, str]:
+    """`streamlit run app.py` on a free loopback port with its own database and sample; returns
+    (process, url) once /_stcore/health answers. Raises RuntimeError (with the log) otherwise."""
+    port = free_port()
+    env = {**os.environ, "WORKBENCH_DB": str(db), "WORKBENCH_SAMPLE": str(sample),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "LANCEDB_LOG": "error",
+           "OMP_WAIT_POLICY": "PASSIVE"}
+    log = open(log_path, "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    log.close()  # the child holds its own descriptor
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if server.poll() is not None:
+            break
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return server, url
+        except OSError:
+            pass
+        time.sleep(0.3)
+    stop_app(server)
+    raise RuntimeError(f"streamlit did not start; log:\n{Path(log_path).read_text()[-3000:]}")
+
+
+def stop_app(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(timeout=10)
+
+
+def guard_requests(context, app_url: str) -> list[str]:
+    """Abort every request of `context` not addressed to the app's own server (same scheme, host
+    and port; data:/blob:/about: are local); return the list the aborted URLs are added to."""
+    own = urlsplit(app_url).netloc
+    outside: list[str] = []
+
+    def guard(route):
+        url = route.request.url
+        parts = urlsplit(url)
+        if (parts.scheme in ("http", "https", "ws", "wss") and parts.netloc == own) or \
+                parts.scheme in ("data", "blob", "about"):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context.route("**/*", guard)
+    return outside
+
+
+def wait_idle(page, timeout: float = 120_000) -> None:
+    """Connected, and no script run in progress. Call it after a change is visible: right after
+    an input the frontend may not have sent the rerun yet, so it can still read idle."""
+    page.wait_for_selector(APP_IDLE, state="attached", timeout=timeout)
+    page.locator('[data-testid="stStatusWidget"]').filter(has_text="Running").wait_for(state="detached",
+                                                                                         timeout=timeout)
+
+
+def card_ids(page) -> list[str]:
+    """The doc ids of the result cards, in the order shown."""
+    return page.evaluate(CARD_IDS_JS)
+
+
+def wait_card_ids(page, expected: list[str], timeout: float = 60_000) -> None:
+    """Wait until the result cards show exactly `expected` (in order) and the app is idle."""
+    page.wait_for_function(f"expected => JSON.stringify(({CARD_IDS_JS})()) === JSON.stringify(expected)",
+                           arg=expected, timeout=timeout, polling="raf")
+    wait_idle(page, timeout)
+
+
+def search(page, query: str, timeout: float = 120_000) -> list[str]:
+    """Type `query` in the Query box, press Enter, wait for the cards; return their ids."""
+    box = page.get_by_role("textbox", name="Query", exact=True)
+    box.fill(query)
+    box.press("Enter")
+    page.get_by_text("shown", exact=False).first.wait_for(timeout=timeout)  # the summary caption
+    wait_idle(page, timeout)
+    page.locator(".wb-card").first.wait_for(timeout=timeout)
+    return card_ids(page)
+
+
+# st.dataframe draws on a canvas; glide-data-grid mirrors the visible cells in an accessibility
+# <table role="grid"> inside it, refreshed 200 ms (debounced) after the data changes.
+GRID_JS = """el => {
+    const table = el.querySelector('table[role="grid"]');
+    if (!table) return null;
+    const heads = Array.from(table.querySelectorAll('thead th')).map(th => th.textContent);
+    const rows = Array.from(table.querySelectorAll('tbody tr'))
+        .map(tr => Array.from(tr.querySelectorAll('td')).map(td => td.textContent));
+    return {heads, rows};
+}"""
+COLUMN_JS = f"""([el, name]) => {{
+    const grid = ({GRID_JS})(el);
+    if (!grid) return null;
+    const i = grid.heads.indexOf(name);
+    return i < 0 ? null : grid.rows.map(r => r[i]);
+}}"""
+
+
+def dataframes(page):
+    """The st.dataframe elements of the main area, in page order."""
+    return page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]')
+
+
+def table_column(frame, name: str) -> list[str] | None:
+    """The visible cells of column `name` of a dataframe locator (None: not shown yet)."""
+    return frame.evaluate(f"el => ({COLUMN_JS})([el, {json.dumps(name)}])")
+
+
+def wait_table_column(page, frame, name: str, expected: list[str], timeout: float = 30_000) -> None:
+    """Wait until column `name` of dataframe `frame` shows exactly `expected`."""
+    handle = frame.element_handle(timeout=timeout)
+    page.wait_for_function(f"([el, name, expected]) => JSON.stringify(({COLUMN_JS})([el, name])) "
+                           "=== JSON.stringify(expected)", arg=[handle, name, expected], timeout=timeout)
