@@ -67,7 +67,7 @@ def ready_app(browser, app_url):
     outside = harness.guard_requests(context, app_url)
     page = context.new_page()
     page.goto(app_url)
-    page.locator('[data-testid="stSidebar"]').get_by_text(harness.SAMPLE_COLLECTION).wait_for(timeout=180_000)
+    harness.wait_collection(page, harness.SAMPLE_COLLECTION, timeout=180_000)
     harness.wait_idle(page)
     context.close()
     assert not outside, f"requests left the app's server: {outside}"

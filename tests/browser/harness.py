@@ -52,18 +52,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_app(db: Path, sample: Path, log_path: Path, timeout: float = 60) -> tuple[subprocess.Popen, str]:
+def start_app(db: Path, sample: Path | None, log_path: Path, timeout: float = 60,
+              extra_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     """`streamlit run app.py` on a free loopback port with its own database and sample; returns
-    (process, url) once /_stcore/health answers. Raises RuntimeError (with the log) otherwise."""
+    (process, url) once /_stcore/health answers. Raises RuntimeError (with the log) otherwise.
+    `sample` None: the bundled sample."""
     port = free_port()
-    env = {**os.environ, "WORKBENCH_DB": str(db), "WORKBENCH_SAMPLE": str(sample),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "LANCEDB_LOG": "error",
-           "OMP_WAIT_POLICY": "PASSIVE"}
+    env = {**os.environ, "WORKBENCH_DB": str(db), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "LANCEDB_LOG": "error", "OMP_WAIT_POLICY": "PASSIVE"}
+    env.pop("WORKBENCH_SAMPLE", None)
+    if sample is not None:
+        env["WORKBENCH_SAMPLE"] = str(sample)
     log = open(log_path, "w")
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
+         "--server.fileWatcherType", "none", *extra_args],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     log.close()  # the child holds its own descriptor
@@ -161,18 +165,29 @@ COLUMN_JS = f"""([el, name]) => {{
 }}"""
 
 
-def dataframes(page):
-    """The st.dataframe elements of the main area, in page order."""
-    return page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]')
+DATAFRAMES = '[data-testid="stMain"] [data-testid="stDataFrame"]'
+NTH_COLUMN_JS = f"""([n, name]) => {{
+    const el = document.querySelectorAll({json.dumps(DATAFRAMES)})[n];
+    return el ? ({COLUMN_JS})([el, name]) : null;
+}}"""
 
 
-def table_column(frame, name: str) -> list[str] | None:
-    """The visible cells of column `name` of a dataframe locator (None: not shown yet)."""
-    return frame.evaluate(f"el => ({COLUMN_JS})([el, {json.dumps(name)}])")
+def table_column(page, n: int, name: str) -> list[str] | None:
+    """The visible cells of column `name` of the main area's `n`-th dataframe (None: not shown).
+    Looked up afresh each time: a rerun may replace the element."""
+    return page.evaluate(NTH_COLUMN_JS, [n, name])
 
 
-def wait_table_column(page, frame, name: str, expected: list[str], timeout: float = 30_000) -> None:
-    """Wait until column `name` of dataframe `frame` shows exactly `expected`."""
-    handle = frame.element_handle(timeout=timeout)
-    page.wait_for_function(f"([el, name, expected]) => JSON.stringify(({COLUMN_JS})([el, name])) "
-                           "=== JSON.stringify(expected)", arg=[handle, name, expected], timeout=timeout)
+def wait_table_column(page, n: int, name: str, expected: list[str], timeout: float = 30_000) -> None:
+    """Wait until column `name` of the main area's `n`-th dataframe shows exactly `expected`."""
+    page.wait_for_function(f"([n, name, expected]) => JSON.stringify(({NTH_COLUMN_JS})([n, name])) "
+                           "=== JSON.stringify(expected)", arg=[n, name, expected], timeout=timeout)
+
+
+COLLECTION_PICKER = '[data-testid="stSidebar"] input[role="combobox"][aria-label="Collection"]'
+
+
+def wait_collection(page, name: str, timeout: float = 180_000) -> None:
+    """Wait until the sidebar's collection picker (a combobox input) shows `name`."""
+    page.wait_for_function(f"name => document.querySelector('{COLLECTION_PICKER}')?.value === name",
+                           arg=name, timeout=timeout)

@@ -48,15 +48,14 @@ def test_moving_the_rrf_k_slider_reorders_the_results(page, ready_app, core):
 
     open_page(page, f"{ready_app}/Search", "Search")
     assert harness.search(page, QUERY) == before
-    table = harness.dataframes(page).first
-    harness.wait_table_column(page, table, "id", before)
+    harness.wait_table_column(page, 0, "id", before)
 
-    slider = page.locator('[data-testid="stSidebar"]').get_by_role("slider", name="RRF k", exact=True)
+    slider = page.locator('[data-testid="stSidebar"] input[type="range"][aria-label="RRF k"]')
     assert slider.get_attribute("aria-valuetext") == "60"
     slider.focus()
     page.keyboard.press("Home")  # k: 60 -> 1 (the slider's minimum)
     harness.wait_card_ids(page, after)
-    harness.wait_table_column(page, table, "id", after)
+    harness.wait_table_column(page, 0, "id", after)
     assert slider.get_attribute("aria-valuetext") == "1"
     assert page.get_by_text("Candidates from cache: only fusion ran.").is_visible()
     assert "rrf_k=1.0" in page.url  # the address bar reproduces the view
@@ -73,8 +72,7 @@ def test_an_uploaded_file_is_ingested_and_found(page, ready_app):
     page.get_by_role("button", name="Ingest", exact=True).click()
     page.get_by_text("Ingested 2 documents: collection 'quokka-notes' now holds 2").wait_for(timeout=120_000)
     harness.wait_idle(page)
-    picker = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').filter(has_text="Collection")
-    assert "quokka-notes" in picker.inner_text()  # the new collection is selected
+    harness.wait_collection(page, "quokka-notes", timeout=10_000)  # the new collection is selected
 
     # same session: switch page in the sidebar, the View keeps the new collection
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Search").click()
@@ -103,13 +101,12 @@ def test_compare_shows_both_rankings_with_rank_changes(page, ready_app, core):
     box.fill(QUERY)
     box.press("Enter")
     page.get_by_text("Config A", exact=True).wait_for()  # the left column's title
-    left, right = harness.dataframes(page).nth(0), harness.dataframes(page).nth(1)
-    harness.wait_table_column(page, left, "id", a)
-    harness.wait_table_column(page, right, "id", b)
-    harness.wait_table_column(page, right, "change", labels)
+    harness.wait_table_column(page, 0, "id", a)
+    harness.wait_table_column(page, 1, "id", b)
+    harness.wait_table_column(page, 1, "change", labels)
     harness.wait_idle(page)
-    assert harness.table_column(left, "change") is None  # only the second ranking is labelled
-    shown = harness.table_column(right, "change")
+    assert harness.table_column(page, 0, "change") is None  # only the second ranking is labelled
+    shown = harness.table_column(page, 1, "change")
     assert any(s.startswith("▲") for s in shown) and any(s.startswith("▼") for s in shown) and "new" in shown
     caption = page.get_by_text("Dropped:")
     assert all(f"{c.doc_id} (was #{c.before})" in caption.inner_text() for c in dropped)

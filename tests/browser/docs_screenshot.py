@@ -1,0 +1,57 @@
+"""Make docs/search.png (the README's picture): the Search page with an English query over the
+bundled sample, in a real browser. Run: .venv/bin/python tests/browser/docs_screenshot.py
+
+Uses a throwaway database (the first-run ingest of the bundled sample takes a minute or so) and
+the same no-outside-requests guard as the browser tests. Not a test (not collected by pytest).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import quote_plus
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+
+QUERY = "How many points did the Panthers defense surrender?"
+OUT = harness.REPO / "docs" / "search.png"
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    tmp = Path(tempfile.mkdtemp(prefix="docs-shot-"))
+    server, url = harness.start_app(tmp / "db", None, tmp / "streamlit.log",
+                                    extra_args=("--client.toolbarMode", "minimal"))
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=harness.CHROMIUM, args=harness.CHROMIUM_ARGS, headless=True)
+            context = browser.new_context(viewport=harness.VIEWPORT)
+            outside = harness.guard_requests(context, url)
+            page = context.new_page()
+            page.set_default_timeout(600_000)
+            page.goto(url)  # first run: ingest the bundled sample
+            harness.wait_collection(page, harness.SAMPLE_COLLECTION, timeout=600_000)
+            harness.wait_idle(page)
+            page.goto(f"{url}/Search?collection={harness.SAMPLE_COLLECTION}&q={quote_plus(QUERY)}")
+            page.locator(".wb-card").first.wait_for()
+            harness.wait_idle(page)
+            page.wait_for_function(f"() => document.querySelector({harness.json.dumps(harness.DATAFRAMES)})"
+                                   "?.querySelector('table[role=\"grid\"] tbody tr') != null")
+            page.mouse.move(0, 0)  # no hover effects
+            OUT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(OUT))
+            context.close()
+            browser.close()
+        if outside:
+            raise SystemExit(f"requests left the app's server: {outside}")
+        print(f"{OUT} ({OUT.stat().st_size / 1024:.0f} KB)")
+    finally:
+        harness.stop_app(server)
+
+
+if __name__ == "__main__":
+    main()
