@@ -1,5 +1,6 @@
 """Search page: defaults, exact fused values, URL state, highlighting, notes, rerank."""
 
+import html
 import json
 
 import pytest
@@ -140,8 +141,12 @@ def test_highlights_escape_markup_in_documents():
 def test_expander_shows_tokens_and_metadata():
     at = open_page(SEARCH, q="alert markdown")
     details = next(e for e in at.expander if "unsafe" in e.label)
-    assert any("alert" in c.value and "markdown" in c.value for c in details.code)
-    assert json.loads(details.json[0].value) == {"source": "test", "quality": 3}
+    block = details.get("html")[0].value
+    tokens = block.split('<pre class="wb-tokens" style="white-space:pre-wrap">')[1].split("</pre>")[0]
+    assert "alert" in tokens.split() and "markdown" in tokens.split()
+    metadata = block.split('<pre class="wb-metadata">')[1].split("</pre>")[0]
+    assert json.loads(html.unescape(metadata)) == {"source": "test", "quality": 3}
+    assert "<th>contribution</th>" in block and "&lt;script&gt;" in block and "<script>" not in block
 
 
 def test_an_empty_source_is_a_readable_warning():
