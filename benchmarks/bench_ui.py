@@ -116,16 +116,9 @@ def bench_apptest(moves: int) -> list[float]:
 
 
 def bench_browser(db: Path, sample: Path, orders: dict[int, list[str]], moves: int) -> tuple[list[float], list[float]]:
-    from playwright.sync_api import sync_playwright
-
     server, url = harness.start_app(db, sample, db.parent / "streamlit.log")
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=harness.CHROMIUM, args=harness.CHROMIUM_ARGS, headless=True)
-            context = browser.new_context(viewport=harness.VIEWPORT)
-            outside = harness.guard_requests(context, url)
-            page = context.new_page()
-            page.set_default_timeout(120_000)
+        with harness.guarded_page(url, 120_000) as (page, outside):
             page.goto(f"{url}/Search?collection={harness.SAMPLE_COLLECTION}&q={QUERY.replace(' ', '+')}")
             harness.wait_card_ids(page, orders[60], timeout=180_000)
             page.evaluate("() => document.addEventListener('keydown', () => { window.__benchT0 = performance.now(); },"
@@ -151,8 +144,6 @@ def bench_browser(db: Path, sample: Path, orders: dict[int, list[str]], moves: i
                 done, table_ms = move(KS[(i + 1) % 2])
                 cards.append(done)
                 tables.append(table_ms)
-            context.close()
-            browser.close()
         if outside:
             raise SystemExit(f"requests left the app's server: {outside}")
         return cards, tables

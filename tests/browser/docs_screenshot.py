@@ -21,18 +21,11 @@ OUT = harness.REPO / "docs" / "search.png"
 
 
 def main() -> None:
-    from playwright.sync_api import sync_playwright
-
     tmp = Path(tempfile.mkdtemp(prefix="docs-shot-"))
     server, url = harness.start_app(tmp / "db", None, tmp / "streamlit.log",
                                     extra_args=("--client.toolbarMode", "minimal"))
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=harness.CHROMIUM, args=harness.CHROMIUM_ARGS, headless=True)
-            context = browser.new_context(viewport=harness.VIEWPORT)
-            outside = harness.guard_requests(context, url)
-            page = context.new_page()
-            page.set_default_timeout(600_000)
+        with harness.guarded_page(url, 600_000) as (page, outside):
             page.goto(url)  # first run: ingest the bundled sample
             harness.wait_collection(page, harness.SAMPLE_COLLECTION, timeout=600_000)
             harness.wait_idle(page)
@@ -44,8 +37,6 @@ def main() -> None:
             page.mouse.move(0, 0)  # no hover effects
             OUT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(OUT))
-            context.close()
-            browser.close()
         if outside:
             raise SystemExit(f"requests left the app's server: {outside}")
         print(f"{OUT} ({OUT.stat().st_size / 1024:.0f} KB)")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -114,6 +115,25 @@ def guard_requests(context, app_url: str) -> list[str]:
 
     context.route("**/*", guard)
     return outside
+
+
+@contextmanager
+def guarded_page(app_url: str, timeout_ms: float = 120_000):
+    """A chromium page whose requests off the app's server are aborted; yields (page, outside),
+    `outside` listing the aborted URLs for the caller to check."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport=VIEWPORT)
+        outside = guard_requests(context, app_url)
+        page = context.new_page()
+        page.set_default_timeout(timeout_ms)
+        try:
+            yield page, outside
+        finally:
+            context.close()
+            browser.close()
 
 
 def wait_idle(page, timeout: float = 120_000) -> None:
