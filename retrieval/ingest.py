@@ -43,7 +43,7 @@ from typing import Any
 
 from .chunking import chunk_markdown, split_paragraphs
 from .encoding import decode_bytes
-from .qrels import parse_qrels, parse_queries, read_rows
+from .qrels import parse_qrels, parse_queries, read_json_lines, read_rows
 from .types import Document, IngestError, ParsedCorpus
 
 # Chinese names too, since Chinese spreadsheets are exported with Chinese headers.
@@ -332,16 +332,10 @@ def _json_type(value: Any) -> str:
 
 def _read_jsonl(text: str, name: str, options: ParseOptions) -> _Records:
     records = _Records([], "line", typed_cells=False)
-    # Split on "\n" only: JSON strings may hold U+2028 and friends, which splitlines() breaks on.
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as err:
-            records.problems.append((number, f"invalid JSON ({err.msg}, column {err.colno})"))
-            continue
-        if isinstance(item, dict):
+    for number, item, problem in read_json_lines(text):
+        if problem:
+            records.problems.append((number, problem))
+        elif isinstance(item, dict):
             records.rows.append((number, item))
         else:
             records.problems.append((number, f"expected an object, got {_json_type(item)}"))

@@ -30,7 +30,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import PurePath
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .encoding import decode_bytes
 from .types import IngestError
@@ -105,6 +105,20 @@ def parse_queries(data: bytes, filename: str) -> dict[str, str]:
     if not queries:
         raise IngestError(f"{name}: no queries found")
     return queries
+
+
+def read_json_lines(text: str) -> Iterator[tuple[int, Any, str | None]]:
+    """Each non-blank JSONL line as (line number, parsed value, None), or (number, None, problem).
+
+    Splits on "\n" only: JSON strings may hold U+2028 and friends, which splitlines() breaks on.
+    """
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line), None
+        except json.JSONDecodeError as err:
+            yield number, None, f"invalid JSON ({err.msg}, column {err.colno})"
 
 
 def read_rows(text: str, delimiter: str, quoting: int = csv.QUOTE_MINIMAL) -> Iterator[tuple[int, list[str]]]:
@@ -200,13 +214,9 @@ QueryRow = tuple[int, object, object]  # line number, raw id, raw text
 def _jsonl_queries(text: str) -> tuple[list[QueryRow], list[str]]:
     rows: list[QueryRow] = []
     problems = []
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as err:
-            problems.append(f"line {number}: invalid JSON ({err.msg}, column {err.colno})")
+    for number, item, problem in read_json_lines(text):
+        if problem:
+            problems.append(f"line {number}: {problem}")
             continue
         if not isinstance(item, dict):
             problems.append(f"line {number}: expected a JSON object")
