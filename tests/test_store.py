@@ -53,6 +53,7 @@ def test_create_records_catalogue_and_stats(store, pets):
     assert (info.model, info.dim, info.language, info.doc_count) == ("all-MiniLM-L6-v2", 384, "en", 4)
     assert info.tokenizer == "jieba+snowball-english/v1"
     assert [i.name for i in store.list_collections()] == ["pets"]
+    assert store.collection_names() == ["pets"]
     stats = store.stats(pets)
     assert stats.doc_count == 4 and stats.language_mix == {"en": 4, "zh": 0}
     assert stats.metadata_fields == ["category", "quality"]

@@ -184,7 +184,7 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
 def collection_picker(store: Store) -> str | None:
     """The sidebar collection picker shared by every page; None when there is no collection."""
     view = state.view()
-    names = [info.name for info in store.list_collections()]
+    names = store.collection_names()
     if not names:
         view.collection = None
         st.sidebar.info("No collection yet: add one on the Corpus page.")
