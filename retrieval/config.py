@@ -14,9 +14,25 @@ from typing import Any
 from .types import RetrievalError
 
 FUSION_METHODS = ("rrf", "weighted")
-NORMALIZATIONS = ("minmax", "zscore", "none")
+NORMALIZATIONS = ("minmax", "zscore", "l2", "none")
+# Weighted fusion: how the weighted, normalised scores combine (OpenSearch's three techniques).
+COMBINATIONS = ("arithmetic", "harmonic", "geometric")
 BM25_BACKENDS = ("rank_bm25", "lancedb")
 DEFAULT_SOURCES = ("bm25", "dense")
+
+# Seed 000's field points, its minimum relevance and its result limit (1–50).
+KEYWORD_DEFAULTS: dict[str, float] = {
+    "name_exact": 10.0, "name_partial": 5.0, "description": 3.0, "tag": 2.0, "domain": 2.0,
+    "organization": 2.0, "content": 1.0, "min_relevance": 5.0, "limit": 10.0,
+}
+# Seed 002: entity-type weights (§4.2), multi-hop recall (§6: depth, breadth per hop, relevance
+# threshold) and the final-score mix (§7: match 0.3, vector 0.3, time decay 0.2, preference 0.2,
+# decay λ per day in e^(−λ·days)).
+GRAPH_DEFAULTS: dict[str, float] = {
+    "time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5, "action": 1.2, "tag": 1.0,
+    "depth": 2.0, "breadth": 5.0, "threshold": 0.3,
+    "match": 0.3, "vector": 0.3, "recency": 0.2, "preference": 0.2, "decay": 0.01,
+}
 
 
 @dataclass
@@ -29,6 +45,7 @@ class SearchConfig:
     weights: dict[str, float] = field(default_factory=lambda: {"bm25": 0.5, "dense": 0.5})
     rrf_k: float = 60.0
     normalization: str = "minmax"
+    combination: str = "arithmetic"  # weighted fusion only
     depth: int = 100  # candidates fetched per source
     top_k: int = 10
     min_score: float | None = None  # on the fused score
@@ -41,8 +58,14 @@ class SearchConfig:
     rerank: bool = False
     rerank_top_n: int = 20
     reranker: str = "e5"  # "e5" (offline default) or a CrossEncoder path / id
+    # Parameters of the seed sources; a partial dict is completed from the defaults.
+    keyword: dict[str, float] = field(default_factory=lambda: dict(KEYWORD_DEFAULTS))
+    graph: dict[str, float] = field(default_factory=lambda: dict(GRAPH_DEFAULTS))
+    graph_focus: str = ""  # comma-separated focus topics for the graph's preference score
 
     def __post_init__(self) -> None:
+        self.keyword = {**KEYWORD_DEFAULTS, **{k: float(v) for k, v in self.keyword.items()}}
+        self.graph = {**GRAPH_DEFAULTS, **{k: float(v) for k, v in self.graph.items()}}
         self.validate()
 
     def validate(self) -> None:
@@ -51,6 +74,8 @@ class SearchConfig:
             problems.append(f"fusion must be one of {FUSION_METHODS}, got {self.fusion!r}")
         if self.normalization not in NORMALIZATIONS:
             problems.append(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
+        if self.combination not in COMBINATIONS:
+            problems.append(f"combination must be one of {COMBINATIONS}, got {self.combination!r}")
         if self.bm25_backend not in BM25_BACKENDS:
             problems.append(f"bm25_backend must be one of {BM25_BACKENDS}, got {self.bm25_backend!r}")
         if not (self.rrf_k >= 1 and math.isfinite(self.rrf_k)):
@@ -70,6 +95,16 @@ class SearchConfig:
             problems.append(f"rerank_top_n must be ≥ 1, got {self.rerank_top_n}")
         if self.bm25_k1 < 0 or not (0 <= self.bm25_b <= 1):
             problems.append(f"BM25 needs k1 ≥ 0 and 0 ≤ b ≤ 1, got k1={self.bm25_k1}, b={self.bm25_b}")
+        for name, given, defaults in (("keyword", self.keyword, KEYWORD_DEFAULTS),
+                                      ("graph", self.graph, GRAPH_DEFAULTS)):
+            unknown = sorted(set(given) - set(defaults))
+            if unknown:
+                problems.append(f"unknown {name} parameter(s) {', '.join(unknown)}; known: {', '.join(defaults)}")
+            bad = [k for k, v in given.items() if not (math.isfinite(v) and v >= 0)]
+            if bad:
+                problems.append(f"{name} parameter(s) {', '.join(bad)} must be finite numbers ≥ 0")
+        if not 1 <= self.keyword.get("limit", 1) <= 50:
+            problems.append(f"keyword limit must be 1–50, got {self.keyword['limit']:g}")
         if problems:
             raise RetrievalError("Invalid search config: " + "; ".join(problems))
 
@@ -133,8 +168,10 @@ class SearchConfig:
 
 
 def candidate_key(config: SearchConfig) -> tuple:
-    """The part of a config that decides which candidates a source returns."""
-    return (config.depth, config.bm25_backend, config.bm25_k1, config.bm25_b)
+    """The part of a config that decides which candidates the sources return."""
+    from .sources import source_params
+
+    return (config.depth,) + tuple(source_params(name, config) for name in sorted(config.sources))
 
 
 def parse_weights(text: str) -> dict[str, float]:
@@ -162,7 +199,7 @@ _FLOAT_FIELDS = {"rrf_k", "min_score", "min_display_score", "bm25_k1", "bm25_b"}
 
 
 def _parse_field(name: str, raw: str) -> Any:
-    if name in ("weights", "min_raw"):
+    if name in ("weights", "min_raw", "keyword", "graph"):
         return parse_weights(raw) if raw else {}
     if name in _INT_FIELDS:
         return int(raw)

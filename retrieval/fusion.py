@@ -110,7 +110,8 @@ def fuse(
             else:
                 part = weight * norm
             score += part
-            contributions[source] = SourceContribution(source, hit.raw_score, norm, hit.rank, part)
+            contributions[source] = SourceContribution(source, hit.raw_score, norm, hit.rank, part,
+                                                       detail=hit.detail)
         unranked.append((doc_id, score, contributions))
 
     def order(item):
@@ -142,7 +143,7 @@ def _absent(source: str, doc_id: str, config: SearchConfig, dropped: Mapping[str
     hit = dropped.get(doc_id)
     if hit is not None:
         note = f"raw score {hit.raw_score:.4g} is below the {source} minimum {config.min_raw[source]:g}: contributes 0"
-        return SourceContribution(source, hit.raw_score, None, hit.rank, 0.0, note)
+        return SourceContribution(source, hit.raw_score, None, hit.rank, 0.0, note, hit.detail)
     note = f"not in {source}'s top {config.depth} candidates: contributes 0"
     return SourceContribution(source, None, None, None, 0.0, note)
 

@@ -38,16 +38,29 @@ def z_score(scores: Sequence[float]) -> list[float]:
     return [(s - mean) / std for s in scores]
 
 
+def l2(scores: Sequence[float]) -> list[float]:
+    """norm(x) = x / sqrt(Σ x²) (OpenSearch's l2 technique): keeps ratios between scores.
+
+    When every score is 0 each maps to 0.0.
+    """
+    if not scores:
+        return []
+    length = math.sqrt(sum(s * s for s in scores))
+    if length == 0:
+        return [0.0] * len(scores)
+    return [s / length for s in scores]
+
+
 def identity(scores: Sequence[float]) -> list[float]:
     """norm(x) = x: raw scores as they are (only meaningful when sources share a scale)."""
     return list(scores)
 
 
-NORMALIZERS = {"minmax": min_max, "zscore": z_score, "none": identity}
+NORMALIZERS = {"minmax": min_max, "zscore": z_score, "l2": l2, "none": identity}
 
 
 def normalize(scores: Sequence[float], method: str) -> list[float]:
-    """Apply the named normalisation: 'minmax', 'zscore' or 'none'."""
+    """Apply the named normalisation: 'minmax', 'zscore', 'l2' or 'none'."""
     try:
         return NORMALIZERS[method](scores)
     except KeyError:

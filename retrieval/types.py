@@ -56,11 +56,16 @@ class ParsedCorpus:
 
 @dataclass(frozen=True)
 class Hit:
-    """One document in one source's ranked list. `rank` starts at 1."""
+    """One document in one source's ranked list. `rank` starts at 1.
+
+    `detail` is the source's own explanation of the score (e.g. the keyword scorer's points per
+    field, the graph's hop and shared entities): JSON-friendly values, shown next to the result.
+    """
 
     doc_id: str
     raw_score: float
     rank: int
+    detail: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,7 @@ class SourceContribution:
     rank: int | None
     contribution: float
     note: str = ""
+    detail: dict[str, Any] | None = None  # the source's own explanation (`Hit.detail`)
 
 
 @dataclass(frozen=True)

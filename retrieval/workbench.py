@@ -18,12 +18,10 @@ from typing import Any
 
 from .config import SearchConfig
 from .fusion import fuse
+from .sources import SOURCE_MODULES, build_source, source_params
 from .sources.base import Source, run_source
 from .store import Store, embedding_text
 from .types import FusedResult, FusionOutcome, RerankedResult, SourceResult
-
-KNOWN_SOURCES = ("bm25", "dense")
-
 
 class LRU:
     """A small thread-safe least-recently-used mapping."""
@@ -120,39 +118,15 @@ class Workbench:
     # ---- sources ---------------------------------------------------------------------------
     def source(self, collection: str, version: int, name: str, config: SearchConfig) -> Source:
         """The built source for a collection version (built once, then cached)."""
-        key = (collection, version, name) + self._source_params(name, config)
+        key = (collection, version) + source_params(name, config)
         built = self._sources.get(key)
         if built is None:
             with self._build_lock:
                 built = self._sources.get(key)
                 if built is None:
-                    built = self._build_source(collection, name, config)
+                    built = build_source(self.store, collection, name, config)
                     self._sources.put(key, built)
         return built
-
-    @staticmethod
-    def _source_params(name: str, config: SearchConfig) -> tuple:
-        if name == "bm25":
-            if config.bm25_backend == "lancedb":
-                return ("lancedb",)
-            return ("rank_bm25", config.bm25_k1, config.bm25_b)
-        return ()
-
-    def _build_source(self, collection: str, name: str, config: SearchConfig) -> Source:
-        if name == "bm25":
-            from .sources.bm25 import LanceFTSSource, RankBM25Source
-
-            if config.bm25_backend == "lancedb":
-                return LanceFTSSource(self.store.table(collection))
-            rows = self.store.column(collection, ["id", "tokens"])
-            token_lists = [t.split() for t in rows.column("tokens").to_pylist()]
-            return RankBM25Source(rows.column("id").to_pylist(), token_lists, config.bm25_k1, config.bm25_b)
-        if name == "dense":
-            from .embed import load_encoder
-            from .sources.dense import DenseSource
-
-            return DenseSource(self.store.table(collection), load_encoder(self.store.info(collection).model))
-        raise KeyError(name)
 
     # ---- candidates ------------------------------------------------------------------------
     def candidates(self, collection: str, query: str, config: SearchConfig) -> CandidateSet:
@@ -162,15 +136,15 @@ class Workbench:
         seconds: dict[str, float] = {}
         all_cached = True
         for name in config.sources:
-            key = (collection, version, name) + self._source_params(name, config) + (query,)
+            key = (collection, version) + source_params(name, config) + (query,)
             cached = self._candidates.get(key)
             if cached is not None and cached[0] >= config.depth:
                 fetched_depth, result = cached
                 results[name] = _truncate(result, config.depth)
                 continue
             all_cached = False
-            if name not in KNOWN_SOURCES:
-                results[name] = SourceResult(name, (), error=f"unknown source {name!r}; known: {', '.join(KNOWN_SOURCES)}")
+            if name not in SOURCE_MODULES:
+                results[name] = SourceResult(name, (), error=f"unknown source {name!r}; known: {', '.join(SOURCE_MODULES)}")
                 continue
             started = time.perf_counter()
             try:

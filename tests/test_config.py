@@ -34,3 +34,26 @@ def test_candidate_key_ignores_fusion_only_fields():
     b = SearchConfig(rrf_k=100, fusion="weighted")
     assert candidate_key(a) == candidate_key(b)
     assert candidate_key(SearchConfig(bm25_k1=1.2)) != candidate_key(a)
+
+
+def test_source_parameter_dicts_complete_from_defaults_and_round_trip():
+    from retrieval.config import GRAPH_DEFAULTS, KEYWORD_DEFAULTS
+
+    config = SearchConfig(keyword={"name_exact": 12}, graph={"depth": 3}, graph_focus="战役", combination="harmonic")
+    assert config.keyword == {**KEYWORD_DEFAULTS, "name_exact": 12.0}
+    assert config.graph == {**GRAPH_DEFAULTS, "depth": 3.0}
+    assert SearchConfig.from_json(config.to_json()) == config
+    assert SearchConfig.from_query_params(config.to_query_params()) == config
+    with pytest.raises(RetrievalError, match="unknown keyword parameter"):
+        SearchConfig(keyword={"colour": 1})
+    with pytest.raises(RetrievalError, match="keyword limit must be 1–50"):
+        SearchConfig(keyword={"limit": 51})
+    with pytest.raises(RetrievalError, match="combination must be one of"):
+        SearchConfig(combination="median")
+
+
+def test_candidate_key_follows_each_configured_source_params():
+    base = SearchConfig(weights={"bm25": 1.0, "dense": 1.0})
+    assert candidate_key(base) == candidate_key(SearchConfig(weights={"bm25": 0.2, "dense": 3.0}, combination="geometric"))
+    # A source's parameters only matter when the source is configured.
+    assert candidate_key(base) == candidate_key(SearchConfig(weights={"bm25": 1.0, "dense": 1.0}, graph={"depth": 3}))

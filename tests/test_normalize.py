@@ -21,3 +21,11 @@ def test_normalize_dispatch_and_error():
     assert normalize([1.0, 3.0], "minmax") == [0.0, 1.0]
     with pytest.raises(ValueError, match="unknown normalisation"):
         normalize([1.0], "softmax")
+
+
+def test_l2_divides_by_the_euclidean_length():
+    from retrieval.normalize import l2
+
+    assert l2([3.0, 4.0]) == [0.6, 0.8]
+    assert l2([0.0, 0.0]) == [0.0, 0.0]
+    assert l2([]) == []

@@ -30,7 +30,7 @@ def run_source(source: Source, query: str, depth: int) -> SourceResult:
     notes: tuple[str, ...] = ()
     if len(finite) != len(hits):
         notes = (f"{len(hits) - len(finite)} hit(s) with NaN or infinite scores dropped",)
-        finite = [Hit(h.doc_id, h.raw_score, rank) for rank, h in enumerate(finite, start=1)]
+        finite = [Hit(h.doc_id, h.raw_score, rank, h.detail) for rank, h in enumerate(finite, start=1)]
     return SourceResult(source.name, tuple(finite), notes=notes)
 
 

@@ -26,6 +26,22 @@ from ..tokenize import tokenize
 from ..types import Hit
 from .base import top_hits
 
+LABEL = "BM25"
+
+
+def params(config) -> tuple:
+    if config.bm25_backend == "lancedb":
+        return ("lancedb",)
+    return ("rank_bm25", config.bm25_k1, config.bm25_b)
+
+
+def build(store, collection: str, config):
+    if config.bm25_backend == "lancedb":
+        return LanceFTSSource(store.table(collection))
+    rows = store.column(collection, ["id", "tokens"])
+    token_lists = [t.split() for t in rows.column("tokens").to_pylist()]
+    return RankBM25Source(rows.column("id").to_pylist(), token_lists, config.bm25_k1, config.bm25_b)
+
 
 class LuceneIdfBM25(BM25Okapi):
     """`BM25Okapi` whose idf is Lucene's ln(1 + (N − n + 0.5)/(n + 0.5))."""

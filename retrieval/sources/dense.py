@@ -13,6 +13,18 @@ from functools import lru_cache
 from ..types import Hit
 from .base import top_hits
 
+LABEL = "Vector"
+
+
+def params(config) -> tuple:
+    return ()
+
+
+def build(store, collection: str, config):
+    from ..embed import load_encoder
+
+    return DenseSource(store.table(collection), load_encoder(store.info(collection).model))
+
 
 class DenseSource:
     name = "dense"
