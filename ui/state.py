@@ -32,7 +32,7 @@ B_PREFIX = "b."
 COMPARE_MODES = ("rerank", "configs")
 RRF_K_CHOICES = (1, 2, 5, 10, 20, 30, 60, 100, 200)
 DEFAULT_RRF_KS = [1, 10, 60, 200]
-PAGES = ("home", "search", "compare", "distributions", "corpus")
+PAGES = ("home", "search", "compare", "distributions", "corpus", "evaluate")
 
 
 def default_config_b() -> SearchConfig:
@@ -50,6 +50,7 @@ class View:
     rrf_ks: list[int] = field(default_factory=lambda: list(DEFAULT_RRF_KS))
     notices: list[str] = field(default_factory=list)  # problems reading the link, shown once
     sample_checked: bool = False
+    query_set: str | None = None  # the query set judged and evaluated (None: the default)
 
     def config(self, which: str) -> SearchConfig:
         return self.config_b if which == "b" else self.config_a
@@ -87,6 +88,7 @@ def view_from_params(params: Mapping[str, str]) -> View:
     view = View()
     view.collection = params.get("collection") or None
     view.query = params.get("q", "")
+    view.query_set = params.get("set") or None
     view.config_a, problems = config_from_params(params, SearchConfig())
     b_params = {k[len(B_PREFIX):]: v for k, v in params.items() if k.startswith(B_PREFIX)}
     view.config_b, b_problems = config_from_params(b_params, default_config_b())
@@ -118,6 +120,10 @@ def params_for(view: View, page: str) -> dict[str, str]:
     params: dict[str, str] = {}
     if view.collection:
         params["collection"] = view.collection
+    if page in ("search", "evaluate") and view.query_set:
+        params["set"] = view.query_set
+    if page == "evaluate":  # the config evaluated is config A
+        params.update(view.config_a.to_query_params())
     if page in ("search", "compare", "distributions"):
         params["q"] = view.query
         params.update(view.config_a.to_query_params())
