@@ -1,0 +1,201 @@
+"""The Evaluate page's tables and figures as pure functions of plain data (no Streamlit), so they
+are tested on their own: metric tables, the per-query table with its Search links, the sweep
+heatmap and ranking, the A/B delta chart.
+
+User text that ends up in a figure (query texts, ids) is HTML-escaped: plotly renders a subset of
+HTML tags in labels and hover text. Values are the core's floats, never rounded here (the
+tables format them for display).
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from retrieval.config import SearchConfig
+
+from . import state
+from .results import label
+
+METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "recall@100": "Recall@100",
+                 "precision@10": "P@10", "map": "MAP"}
+METRIC_HELP = {
+    "ndcg@10": "Normalised discounted cumulative gain of the top 10: graded gains, discounted by log2(rank + 1), "
+               "divided by the best possible ordering. 1 = ideal order.",
+    "mrr@10": "1 / rank of the first relevant document within the top 10 (0 when none).",
+    "recall@100": "Share of the relevant documents found in the top 100.",
+    "precision@10": "Share of the top 10 that is relevant (always out of 10).",
+    "map": "Mean average precision: the precision at each relevant document's rank, averaged "
+           "(relevant documents never retrieved add 0).",
+}
+HYBRID = "hybrid"
+PRIMARY = "ndcg@10"
+SEARCH_PAGE_URL = "Search"  # pages/1_Search.py's URL path, relative to the app's root
+
+
+def metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric)
+
+
+def system_label(system: str) -> str:
+    """'bm25' -> 'BM25', 'dense' -> 'vector', 'hybrid' -> 'fused'."""
+    return "fused" if system == HYBRID else label(system)
+
+
+def ordered_systems(systems: Sequence[str]) -> list[str]:
+    """Single sources first (as given), the fused ranking last."""
+    return [s for s in systems if s != HYBRID] + ([HYBRID] if HYBRID in systems else [])
+
+
+# ---- evaluation ------------------------------------------------------------------------------
+def metrics_frame(metrics: Mapping[str, Mapping[str, float]], names: Sequence[str]) -> pd.DataFrame:
+    """One row per system (sources, then fused), one column per metric: the mean values."""
+    records = [{"system": system_label(system), **{metric_label(m): metrics[system].get(m) for m in names}}
+               for system in ordered_systems(list(metrics))]
+    return pd.DataFrame.from_records(records, columns=["system"] + [metric_label(m) for m in names])
+
+
+def metrics_chart(metrics: Mapping[str, Mapping[str, float]], names: Sequence[str]) -> go.Figure:
+    """Grouped bars: per metric, one bar per system."""
+    from .charts import color
+
+    fig = go.Figure()
+    for i, system in enumerate(ordered_systems(list(metrics))):
+        fig.add_bar(x=[metric_label(m) for m in names], y=[metrics[system].get(m, 0.0) for m in names],
+                    name=system_label(system), marker_color="#111827" if system == HYBRID else color(system, i),
+                    hovertemplate=f"{system_label(system)} %{{x}}: %{{y:.4f}}<extra></extra>")
+    fig.update_yaxes(range=[0, 1], title_text="mean over the judged queries")
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), barmode="group",
+                      legend=dict(orientation="h", y=1.12))
+    return fig
+
+
+def search_url(view: state.View, query: str, config: SearchConfig, base: str = SEARCH_PAGE_URL) -> str:
+    """A link opening the Search page on `query` with `config` (and the View's collection and
+    query set): `state.params_for` of a copy of the View, so the link is exactly what the Search
+    page would put in its own address bar."""
+    linked = copy.copy(view)
+    linked.query = query
+    linked.config_a = copy.deepcopy(config)
+    return f"{base}?{urlencode(state.params_for(linked, 'search'))}"
+
+
+def per_query_frame(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], queries: Mapping[str, str],
+                    names: Sequence[str], link: Callable[[str], str] | None = None,
+                    n_judged: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """One row per evaluated query, worst fused nDCG@10 first (ties by query id): id, text, the
+    fused metrics, each source's nDCG@10 (or the first metric), judged count and a Search link.
+    `per_query`: system -> query id -> metric -> value (`EvaluationReport.per_query`)."""
+    systems = ordered_systems(list(per_query))
+    primary = PRIMARY if PRIMARY in names else names[0]
+    fused = per_query.get(HYBRID) or per_query[systems[-1]]
+    records = []
+    for qid in fused:
+        record: dict[str, Any] = {"query id": qid, "query": queries.get(qid, "")}
+        for m in names:
+            record[metric_label(m)] = fused[qid].get(m)
+        for system in systems:
+            if system != HYBRID:
+                record[f"{system_label(system)} {metric_label(primary)}"] = per_query[system].get(qid, {}).get(primary)
+        if n_judged is not None:
+            record["judged"] = n_judged.get(qid, 0)
+        if link is not None:
+            record["open"] = link(queries.get(qid, ""))
+        records.append(record)
+    frame = pd.DataFrame.from_records(records)
+    if frame.empty:
+        return frame
+    return frame.sort_values([metric_label(primary), "query id"], kind="stable").reset_index(drop=True)
+
+
+def worst_queries(per_query: Mapping[str, Mapping[str, float]], metric: str = PRIMARY, n: int = 5) -> list[str]:
+    """The `n` query ids with the lowest `metric` (ties by id), from one system's per-query values."""
+    return sorted(per_query, key=lambda q: (per_query[q].get(metric, 0.0), q))[:n]
+
+
+# ---- sweep -----------------------------------------------------------------------------------
+def sweep_frame(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> pd.DataFrame:
+    """The ranked sweep table (rows as the core ranks them, best first) with a rank column."""
+    columns = ["rank", "label", "fusion", "normalization", "combination", "weight", "rrf_k"]
+    records = []
+    for i, row in enumerate(rows, start=1):
+        record = {"rank": i, **{c: row.get(c) for c in columns[1:]}}
+        record.update({metric_label(m): row.get(m) for m in names})
+        records.append(record)
+    return pd.DataFrame.from_records(records, columns=columns + [metric_label(m) for m in names])
+
+
+def sweep_grid(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY
+               ) -> tuple[list[float], list[float], list[list[float | None]]]:
+    """The RRF variants as a grid: (weights, ks, z[weight][k]); where several variants share a
+    weight and k (e.g. differing only in normalisation, which RRF ignores) the best value counts."""
+    rrf = [r for r in rows if r.get("fusion") == "rrf" and r.get("weight") is not None and r.get("rrf_k") is not None]
+    weights = sorted({float(r["weight"]) for r in rrf})
+    ks = sorted({float(r["rrf_k"]) for r in rrf})
+    best: dict[tuple[float, float], float] = {}
+    for r in rrf:
+        key = (float(r["weight"]), float(r["rrf_k"]))
+        value = r.get(metric)
+        if value is not None and (key not in best or value > best[key]):
+            best[key] = value
+    z = [[best.get((w, k)) for k in ks] for w in weights]
+    return weights, ks, z
+
+
+def sweep_heatmap(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY,
+                  weight_name: str = "BM25 weight") -> go.Figure:
+    """Heatmap of `metric` over the RRF variants: BM25 weight (rows) × RRF k (columns); the
+    best cell is marked."""
+    weights, ks, z = sweep_grid(rows, metric)
+    text = [["" if v is None else f"{v:.3f}" for v in row] for row in z]
+    fig = go.Figure(go.Heatmap(
+        x=[f"{k:g}" for k in ks], y=[f"{w:g}" for w in weights], z=z, text=text, texttemplate="%{text}",
+        colorscale="Viridis", colorbar=dict(title=metric_label(metric)),
+        hovertemplate=f"{weight_name} %{{y}}, RRF k %{{x}}: {metric_label(metric)} %{{z:.4f}}<extra></extra>",
+    ))
+    cells = [(v, i, j) for i, row in enumerate(z) for j, v in enumerate(row) if v is not None]
+    if cells:
+        value, i, j = max(cells, key=lambda c: (c[0], -c[1], -c[2]))
+        fig.add_scatter(x=[f"{ks[j]:g}"], y=[f"{weights[i]:g}"], mode="markers", showlegend=False,
+                        marker=dict(symbol="star", size=16, color="#dc2626", line=dict(width=1, color="white")),
+                        hovertemplate=f"best RRF cell: {value:.4f}<extra></extra>")
+    fig.update_xaxes(title_text="RRF k", type="category")
+    fig.update_yaxes(title_text=weight_name, type="category")
+    fig.update_layout(height=120 + 34 * max(1, len(weights)), margin=dict(l=10, r=10, t=30, b=10),
+                      title=f"{metric_label(metric)} of the RRF variants")
+    return fig
+
+
+# ---- A/B -------------------------------------------------------------------------------------
+def delta_frame(deltas: Mapping[str, float], queries: Mapping[str, str]) -> pd.DataFrame:
+    """Per query the delta (B − A), largest gain first (ties by id)."""
+    order = sorted(deltas, key=lambda q: (-deltas[q], q))
+    return pd.DataFrame({"query id": order, "query": [queries.get(q, "") for q in order],
+                         "delta (B − A)": [deltas[q] for q in order]})
+
+
+def outcome_of(delta: float) -> str:
+    return "win" if delta > 0 else "loss" if delta < 0 else "tie"
+
+
+def delta_chart(deltas: Mapping[str, float], queries: Mapping[str, str], metric: str = PRIMARY) -> go.Figure:
+    """One bar per query, sorted by delta (B − A): green where B wins, red where it loses, grey ties."""
+    frame = delta_frame(deltas, queries)
+    colours = {"win": "#16a34a", "loss": "#dc2626", "tie": "#94a3b8"}
+    hover = [f"{html.escape(q)}: {html.escape(t[:80])}" for q, t in zip(frame["query id"], frame["query"])]
+    fig = go.Figure(go.Bar(
+        x=list(range(1, len(frame) + 1)), y=list(frame["delta (B − A)"]), text=hover,
+        marker_color=[colours[outcome_of(d)] for d in frame["delta (B − A)"]],
+        hovertemplate="%{text}<br>delta %{y:.4f}<extra></extra>",
+    ))
+    fig.add_hline(y=0, line_color="#475569", line_width=1)
+    fig.update_xaxes(title_text="queries, sorted by delta")
+    fig.update_yaxes(title_text=f"{metric_label(metric)} of B − A")
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10))
+    return fig
