@@ -12,14 +12,16 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.config import BM25_BACKENDS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
+from retrieval.config import (BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, GRAPH_DEFAULTS, KEYWORD_DEFAULTS,
+                              NORMALIZATIONS, SearchConfig)
 from retrieval.store import Store
 
 from . import resources, state
 from .results import label
 
 FUSION_LABELS = {"rrf": "RRF (reciprocal rank fusion)", "weighted": "Weighted sum of normalised scores"}
-NORMALIZATION_LABELS = {"minmax": "min-max", "zscore": "z-score", "none": "none (raw scores)"}
+NORMALIZATION_LABELS = {"minmax": "min-max", "zscore": "z-score", "l2": "l2 (x / ‖x‖)", "none": "none (raw scores)"}
+COMBINATION_LABELS = {"arithmetic": "arithmetic mean", "harmonic": "harmonic mean", "geometric": "geometric mean"}
 MIN_RAW_RANGES = {"bm25": (0.0, 30.0, 0.1), "dense": (0.0, 1.0, 0.01)}
 
 
@@ -88,6 +90,13 @@ MAIN_KNOBS: tuple[Knob, ...] = (
          "(BM25's 0–30 would swamp cosine's 0–1). RRF ignores it; the normalised values are still shown.",
          st.selectbox, lambda c: c.normalization, _set("normalization"),
          dict(options=list(NORMALIZATIONS), format_func=NORMALIZATION_LABELS.get)),
+    Knob("combination", "Combination",
+         "Weighted sum only: how the weighted, normalised scores combine. Arithmetic: Σ w·x (a source "
+         "that did not return the document adds 0). Harmonic: Σw / Σ(w/x), pulled down by the weakest "
+         "source. Geometric: exp(Σ w·ln x / Σw), rewards agreement. Harmonic and geometric leave out a "
+         "source whose normalised score is 0 or missing for that document.",
+         st.selectbox, lambda c: c.combination, _set("combination"),
+         dict(options=list(COMBINATIONS), format_func=COMBINATION_LABELS.get)),
     Knob("min_display", "Minimum fused score (display scale)",
          "Cuts results whose display score is below this (0 = off); ranks above the cut do not change. "
          "The display score is the fused score rescaled so 1.0 is the best possible: RRF × (k + 1)/Σw, "
@@ -149,6 +158,103 @@ ADVANCED_KNOBS: tuple[Knob, ...] = (
 )
 
 
+# Optional sources: BM25 and vector are always retrieved (weight 0 keeps their ranks visible);
+# these join the fusion when picked, with a weight and their own parameters.
+EXTRA_SOURCES = ("keyword", "graph")
+EXTRA_SOURCE_DEFAULT_WEIGHT = 0.5
+
+
+def _pick_sources(config: SearchConfig, picked: list[str]) -> None:
+    kept = {name: w for name, w in config.weights.items() if name not in EXTRA_SOURCES or name in picked}
+    kept.update({name: EXTRA_SOURCE_DEFAULT_WEIGHT for name in picked if name not in kept})
+    config.weights = kept
+
+
+SOURCES_KNOB = Knob(
+    "extra_sources", "Extra sources",
+    "Adds a seed system as a third (or fourth) fused source. Keyword: seed 000's field-weighted substring "
+    "scorer over structured records (name, description, tags, domains, organisation, content). Entity "
+    "graph: seed 002's entity activation over typed entities (person, place, time, topic, action, tag) "
+    "with multi-hop recall. Each adds w/(k + its rank) in RRF, or w × its normalised score.",
+    st.multiselect, lambda c: [s for s in EXTRA_SOURCES if s in c.weights], _pick_sources,
+    dict(options=list(EXTRA_SOURCES), format_func=label))
+
+EXTRA_WEIGHT_KNOBS = {
+    "keyword": _weight_knob("keyword", "Multiplies the keyword scorer's part of the fused score: RRF adds "
+                                       "w/(k + keyword rank), weighted sum adds w × normalised keyword points."),
+    "graph": _weight_knob("graph", "Multiplies the entity graph's part of the fused score: RRF adds "
+                                   "w/(k + graph rank), weighted sum adds w × normalised graph score."),
+}
+
+
+def _param_knob(group: str, key: str, label_text: str, help_text: str, low: float, high: float, step: float) -> Knob:
+    """A slider over one entry of a source's parameter dict (`config.keyword` / `config.graph`)."""
+    whole = all(float(v).is_integer() for v in (low, high, step))
+    cast = int if whole else float
+
+    def read(config: SearchConfig) -> Any:
+        return cast(_clamp(getattr(config, group)[key], low, high))
+
+    def write(config: SearchConfig, value: Any) -> None:
+        setattr(config, group, {**getattr(config, group), key: float(value)})
+
+    return Knob(f"{group}.{key}", label_text, help_text, st.slider, read, write,
+                dict(min_value=cast(low), max_value=cast(high), step=cast(step)))
+
+
+_FIELD_HELP = "Points a record gets when a query term (lowercased, split on spaces) is a substring of "
+KEYWORD_KNOBS: tuple[Knob, ...] = (
+    _param_knob("keyword", "name_exact", "Name: whole query", "Points when the whole lowercased query is a "
+                "substring of the record's English or Chinese name (seed default 10).", 0, 30, 1),
+    _param_knob("keyword", "name_partial", "Name: any term", _FIELD_HELP + "the name, when the whole query "
+                "is not (seed default 5).", 0, 30, 1),
+    _param_knob("keyword", "description", "Description", _FIELD_HELP + "the English or Chinese description "
+                "(once per record; seed default 3).", 0, 20, 1),
+    _param_knob("keyword", "tag", "Each tag", _FIELD_HELP + "a tag, for every matching tag (seed default 2).",
+                0, 10, 0.5),
+    _param_knob("keyword", "domain", "Each domain", _FIELD_HELP + "a coverage domain, for every matching domain "
+                "(seed default 2).", 0, 10, 0.5),
+    _param_knob("keyword", "organization", "Organisation", _FIELD_HELP + "the organisation's name (seed "
+                "default 2).", 0, 10, 0.5),
+    _param_knob("keyword", "content", "Each content item", _FIELD_HELP + "a data-content item, for every "
+                "matching item (seed default 1).", 0, 5, 0.5),
+    _param_knob("keyword", "min_relevance", "Minimum relevance", "Records scoring fewer points are not "
+                "returned by the keyword source at all (seed default 5).", 0, 30, 0.5),
+    _param_knob("keyword", "limit", "Result limit", "How many records the keyword source returns, best first "
+                "(seed: 1–50, default 10); ties are broken by the mean quality score.", 1, 50, 1),
+)
+
+_TYPE_HELP = ("Weight of this entity type in relevance(A, B) = Σ w_t·Jaccard_t / Σ w_t over the types both "
+              "sides have (seed 002 default {}). Higher: sharing this type's entities counts more.")
+GRAPH_KNOBS: tuple[Knob, ...] = tuple(
+    _param_knob("graph", t, f"{t.capitalize()} weight", _TYPE_HELP.format(GRAPH_DEFAULTS[t]), 0, 3, 0.1)
+    for t in ("time", "location", "person", "topic", "action", "tag")
+) + (
+    _param_knob("graph", "depth", "Hops", "How many times activation spreads from the query's entities to "
+                "chunks sharing entities with already activated chunks (BFS depth; 0 = direct matches only).",
+                0, 5, 1),
+    _param_knob("graph", "breadth", "Breadth per hop", "At most this many new chunks are activated from "
+                "each chunk per hop, the most relevant first.", 1, 20, 1),
+    _param_knob("graph", "threshold", "Hop relevance threshold", "A chunk is activated by a hop only if its "
+                "entity relevance to the chunk it spreads from reaches this.", 0.0, 1.0, 0.05),
+    _param_knob("graph", "match", "Final score: entity match", "Weight of the entity match "
+                "(match_ratio × 0.4 + relevance × 0.6) in the graph's final score (seed 0.3).", 0.0, 1.0, 0.05),
+    _param_knob("graph", "vector", "Final score: vector similarity", "Weight of the cosine similarity "
+                "between query and chunk in the graph's final score (seed 0.3).", 0.0, 1.0, 0.05),
+    _param_knob("graph", "recency", "Final score: time decay", "Weight of the time decay e^(−λ·days) in the "
+                "graph's final score (seed 0.2).", 0.0, 1.0, 0.05),
+    _param_knob("graph", "preference", "Final score: preference", "Weight of the preference score (chunk "
+                "topics or tags among the focus topics) in the graph's final score (seed 0.2).", 0.0, 1.0, 0.05),
+    _param_knob("graph", "decay", "Time decay λ (per day)", "λ in e^(−λ·days): 0 ignores age; 0.01 halves "
+                "the recency score after about 69 days.", 0.0, 0.1, 0.001),
+    Knob("graph_focus", "Focus topics",
+         "Comma-separated topics or tags a user cares about; a chunk whose topics or tags include one gets a "
+         "higher preference score.", st.text_input, lambda c: c.graph_focus,
+         _set("graph_focus", lambda v: (v or "").strip())),
+)
+SOURCE_KNOBS = {"keyword": KEYWORD_KNOBS, "graph": GRAPH_KNOBS}
+
+
 def _draw(knob: Knob, which: str, **extra: Any) -> Any:
     key = f"{which}.{knob.key}"
     return state.bound(knob.widget, knob.label, key,
@@ -173,8 +279,17 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
                 _draw(knob, which, disabled=True)
             elif knob.key == "rerank_top_n" and not (config.rerank or rerank_always):
                 _draw(knob, which, disabled=True)
+            elif knob.key == "combination" and config.fusion != "weighted":
+                _draw(knob, which, disabled=True)
             else:
                 _draw(knob, which)
+        _draw(SOURCES_KNOB, which)
+        for source in EXTRA_SOURCES:
+            if source in state.view().config(which).weights:
+                _draw(EXTRA_WEIGHT_KNOBS[source], which)
+                with st.expander(f"{label(source).capitalize()} parameters"):
+                    for knob in SOURCE_KNOBS[source]:
+                        _draw(knob, which)
         with st.expander("Advanced"):
             for knob in ADVANCED_KNOBS:
                 _draw(knob, which)

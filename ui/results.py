@@ -17,7 +17,7 @@ from retrieval.highlight import Span, match_spans, snippet
 from retrieval.types import FusedResult, FusionOutcome, RerankedResult
 from retrieval.workbench import CandidateSet, SearchResult
 
-SOURCE_LABELS = {"bm25": "BM25", "dense": "vector"}
+SOURCE_LABELS = {"bm25": "BM25", "dense": "vector", "keyword": "keyword", "graph": "entity graph"}
 SNIPPET_WIDTH = 240
 
 
