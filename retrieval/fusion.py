@@ -13,25 +13,51 @@ display score rescales so that rank 1 in every source reads 1.0:
 
     display(d) = score(d) × (k + 1) / Σ_s w_s
 
-Weighted sum of normalised scores (seed 003's 0.4 BM25 / 0.6 vector):
+Weighted fusion of normalised scores x_s = norm_s(d) (the config's normalisation over that
+source's kept candidates), combined as `config.combination` says — OpenSearch's three
+techniques:
 
-    score(d) = Σ_s w_s × norm_s(d)                 (a source that did not return d adds 0)
-    display(d) = score(d) / Σ_s w_s
+    arithmetic   score(d) = Σ_s w_s · x_s            (a source that did not return d adds 0)
+                 display(d) = score(d) / Σ_s w_s     (Σ over every configured source)
+    harmonic     score(d) = Σ_{s∈S(d)} w_s / Σ_{s∈S(d)} (w_s / x_s)
+    geometric    score(d) = exp( Σ_{s∈S(d)} w_s · ln x_s / Σ_{s∈S(d)} w_s )
+                 display(d) = score(d)               (already a weighted mean of the x_s)
 
-Every result carries, per source, its raw score, normalised score (the config's normalisation over
-that source's kept candidates, shown for both methods), rank and contribution; contributions add
-up to the fused score. Ties are broken by the configured quality field (higher first, missing
-last), then by document id.
+where S(d) holds the sources that returned d with x_s > 0: as in OpenSearch, a source whose
+normalised score is ≤ 0 (min-max gives the lowest candidate exactly 0; z-score gives negatives)
+or that did not return d is left out of d's harmonic or geometric mean, its weight too. When
+S(d) is empty, or every weight in it is 0, the score is 0. (Seed 003's 0.4 BM25 / 0.6 vector
+sum is arithmetic.) OpenSearch's min-max floors a 0 at 0.001 instead; here the 0 stays and the
+lowest candidate simply drops out of its source's mean.
+
+Every result carries, per source, its raw score, normalised score (shown for both methods), rank
+and contribution; contributions add up to the fused score:
+
+    rrf          contribution_s = w_s / (k + rank_s)
+    arithmetic   contribution_s = w_s · x_s
+    harmonic,    contribution_s = score(d) · w_s·x_s / Σ_{t∈S(d)} w_t·x_t   for s ∈ S(d), else 0
+    geometric
+
+i.e. for the two means the fused score is split between the sources that entered it in
+proportion to their weighted normalised scores (the arithmetic rule is the same split, exact:
+there score = Σ w·x). A source left out of the mean is explained with contribution 0 and a note.
+
+Ties are broken by the configured quality field (higher first, missing last), then by document
+id. `fuse` explains everything; `fused_order` computes the same ranking with the same formula
+functions but builds no explanation objects (for sweeps: ~10× cheaper).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from .config import SearchConfig
 from .normalize import normalize
 from .types import FusedResult, FusionOutcome, Hit, SourceContribution, SourceResult
+
+# (weight, normalised score) of each source that returned a document, in config order.
+WeightedNorms = Sequence[tuple[float, float]]
 
 
 def rrf_term(rank: int, k: float, weight: float = 1.0) -> float:
@@ -42,6 +68,138 @@ def rrf_term(rank: int, k: float, weight: float = 1.0) -> float:
 def rrf_display_factor(k: float, total_weight: float) -> float:
     """(k + 1) / Σw: multiplying a fused RRF score by this makes rank 1 everywhere read 1.0."""
     return (k + 1) / total_weight
+
+
+def arithmetic_score(pairs: WeightedNorms) -> float:
+    """Σ w·x, added in the given order (a missing source simply has no pair)."""
+    score = 0.0
+    for weight, norm in pairs:
+        score += weight * norm
+    return score
+
+
+def harmonic_score(pairs: WeightedNorms) -> float:
+    """Σw / Σ(w/x) over the pairs with x > 0; 0 when no pair with x > 0 has a weight > 0."""
+    weight_sum = 0.0
+    inverse_sum = 0.0
+    for weight, norm in pairs:
+        if norm > 0:
+            weight_sum += weight
+            inverse_sum += weight / norm
+    return weight_sum / inverse_sum if inverse_sum > 0 else 0.0
+
+
+def geometric_score(pairs: WeightedNorms) -> float:
+    """exp(Σ w·ln x / Σw) over the pairs with x > 0; 0 when their weights sum to 0."""
+    weight_sum = 0.0
+    log_sum = 0.0
+    for weight, norm in pairs:
+        if norm > 0:
+            weight_sum += weight
+            log_sum += weight * math.log(norm)
+    return math.exp(log_sum / weight_sum) if weight_sum > 0 else 0.0
+
+
+COMBINERS: dict[str, Callable[[WeightedNorms], float]] = {
+    "arithmetic": arithmetic_score,
+    "harmonic": harmonic_score,
+    "geometric": geometric_score,
+}
+
+
+def weighted_score(pairs: WeightedNorms, combination: str) -> float:
+    """The weighted-fusion score of one document under the named combination."""
+    return COMBINERS[combination](pairs)
+
+
+def weighted_display_factor(combination: str, total_weight: float) -> float:
+    """Arithmetic: 1/Σw (the sum becomes a weighted mean, missing sources as 0). The harmonic and
+    geometric scores already are weighted means, so they display as they are."""
+    return 1.0 / total_weight if combination == "arithmetic" else 1.0
+
+
+def enters_mean(norm: float, combination: str) -> bool:
+    """Whether a returned source's normalised score takes part in the document's score:
+    always for arithmetic, only x > 0 for the harmonic and geometric means."""
+    return combination == "arithmetic" or norm > 0
+
+
+def contribution_shares(pairs: WeightedNorms, score: float, combination: str) -> list[float]:
+    """Each pair's part of `score`, summing to it (see the module docstring).
+
+    Arithmetic: w·x. Harmonic / geometric: score · w·x / Σ w·x over the pairs with x > 0
+    (0 for the others, and for all when that sum is 0, where the score is 0 too).
+    """
+    if combination == "arithmetic":
+        return [weight * norm for weight, norm in pairs]
+    total = 0.0
+    for weight, norm in pairs:
+        if norm > 0:
+            total += weight * norm
+    if total <= 0:
+        return [0.0] * len(pairs)
+    return [score * weight * norm / total if norm > 0 else 0.0 for weight, norm in pairs]
+
+
+def kept_hits(candidates: Mapping[str, SourceResult], config: SearchConfig) -> dict[str, list[Hit]]:
+    """Each configured source's hits that pass its minimum raw score (others keep their ranks)."""
+    kept: dict[str, list[Hit]] = {}
+    for source in config.weights:
+        result = candidates.get(source)
+        if result is None:
+            kept[source] = []
+            continue
+        minimum = config.min_raw.get(source)
+        kept[source] = list(result.hits) if minimum is None else [h for h in result.hits if h.raw_score >= minimum]
+    return kept
+
+
+def order_key(tie_values: Mapping[str, float]) -> Callable[[tuple[str, float]], tuple]:
+    """Sort key of a (doc id, fused score) pair: score descending, then the quality field
+    (higher first, missing or non-finite last), then doc id."""
+
+    def key(item: tuple[str, float]) -> tuple:
+        doc_id, score = item
+        tie = tie_values.get(doc_id)
+        has_tie = tie is not None and math.isfinite(tie)
+        return (-score, 0 if has_tie else 1, -(tie if has_tie else 0.0), doc_id)
+
+    return key
+
+
+def fused_scores(candidates: Mapping[str, SourceResult], config: SearchConfig) -> dict[str, float]:
+    """Every kept candidate's fused score, as `fuse` computes it, without any explanation."""
+    kept = kept_hits(candidates, config)
+    if config.fusion == "rrf":
+        k = config.rrf_k
+        scores: dict[str, float] = {}
+        for source, weight in config.weights.items():
+            for hit in kept[source]:
+                # Same order of additions as `fuse` (config order, from 0.0): identical floats.
+                scores[hit.doc_id] = scores.get(hit.doc_id, 0.0) + rrf_term(hit.rank, k, weight)
+        return scores
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for source, weight in config.weights.items():
+        hits = kept[source]
+        for hit, norm in zip(hits, normalize([h.raw_score for h in hits], config.normalization)):
+            pairs.setdefault(hit.doc_id, []).append((weight, norm))
+    combine = COMBINERS[config.combination]
+    return {doc_id: combine(doc_pairs) for doc_id, doc_pairs in pairs.items()}
+
+
+def fused_order(
+    candidates: Mapping[str, SourceResult],
+    config: SearchConfig,
+    tie_values: Mapping[str, float] | None = None,
+    limit: int | None = None,
+) -> list[str]:
+    """Doc ids in `fuse(candidates, config, tie_values).ranked` order (every kept candidate, no
+    fused-score threshold, no top-K), at most `limit` of them. Same formulas, same tie-breaks,
+    no explanation objects: what a sweep over many configs runs."""
+    ranked = sorted(fused_scores(candidates, config).items(), key=order_key(tie_values or {}))
+    if limit is not None:
+        ranked = ranked[:limit]
+    return [doc_id for doc_id, _ in ranked]
 
 
 def fuse(
@@ -62,13 +220,11 @@ def fuse(
     removed: dict[str, int] = {}
 
     all_ids: set[str] = set()
-    kept: dict[str, list[Hit]] = {}
     dropped_raw: dict[str, dict[str, Hit]] = {}
     for source in weights:
         result = candidates.get(source)
         if result is None:
             notes.append(f"{source}: no candidates were retrieved for this source")
-            kept[source] = []
             continue
         if result.error:
             notes.append(f"{source} failed and was left out: {result.error}")
@@ -77,12 +233,10 @@ def fuse(
         notes.extend(f"{source}: {note}" for note in result.notes)
         all_ids.update(hit.doc_id for hit in result.hits)
         minimum = config.min_raw.get(source)
-        if minimum is None:
-            kept[source] = list(result.hits)
-        else:
-            kept[source] = [h for h in result.hits if h.raw_score >= minimum]
+        if minimum is not None:
             dropped_raw[source] = {h.doc_id: h for h in result.hits if h.raw_score < minimum}
             removed[f"min raw {source}"] = len(dropped_raw[source])
+    kept = kept_hits(candidates, config)
 
     per_source: dict[str, dict[str, tuple[Hit, float]]] = {}
     for source, hits in kept.items():
@@ -90,37 +244,43 @@ def fuse(
         per_source[source] = {h.doc_id: (h, n) for h, n in zip(hits, normalized)}
 
     fused_ids = set().union(*(s.keys() for s in per_source.values())) if per_source else set()
-    if config.fusion == "rrf":
+    rrf = config.fusion == "rrf"
+    combination = config.combination
+    if rrf:
         display_factor = rrf_display_factor(config.rrf_k, total_weight)
     else:
-        display_factor = 1.0 / total_weight
+        display_factor = weighted_display_factor(combination, total_weight)
 
     unranked = []
     for doc_id in fused_ids:
+        present = [(source, weight, per_source[source].get(doc_id)) for source, weight in weights.items()]
         contributions: dict[str, SourceContribution] = {}
-        score = 0.0
-        for source, weight in weights.items():
-            entry = per_source[source].get(doc_id)
+        if rrf:
+            score = 0.0
+            parts = []
+            for source, weight, entry in present:
+                if entry is not None:
+                    part = rrf_term(entry[0].rank, config.rrf_k, weight)
+                    score += part
+                    parts.append(part)
+        else:
+            pairs = [(weight, entry[1]) for _, weight, entry in present if entry is not None]
+            score = weighted_score(pairs, combination)
+            parts = contribution_shares(pairs, score, combination)
+        returned = iter(parts)
+        for source, weight, entry in present:
             if entry is None:
                 contributions[source] = _absent(source, doc_id, config, dropped_raw.get(source, {}))
                 continue
             hit, norm = entry
-            if config.fusion == "rrf":
-                part = rrf_term(hit.rank, config.rrf_k, weight)
-            else:
-                part = weight * norm
-            score += part
-            contributions[source] = SourceContribution(source, hit.raw_score, norm, hit.rank, part,
-                                                       detail=hit.detail)
+            note = "" if rrf or enters_mean(norm, combination) else (
+                f"normalised score {norm:.4g} ≤ 0: left out of the {combination} mean, contributes 0")
+            contributions[source] = SourceContribution(source, hit.raw_score, norm, hit.rank, next(returned),
+                                                       note, detail=hit.detail)
         unranked.append((doc_id, score, contributions))
 
-    def order(item):
-        doc_id, score, _ = item
-        tie = tie_values.get(doc_id)
-        has_tie = tie is not None and math.isfinite(tie)
-        return (-score, 0 if has_tie else 1, -(tie if has_tie else 0.0), doc_id)
-
-    unranked.sort(key=order)
+    key = order_key(tie_values)
+    unranked.sort(key=lambda item: key((item[0], item[1])))
     ranked = [
         FusedResult(doc_id, rank, score, score * display_factor, contributions, tie_values.get(doc_id))
         for rank, (doc_id, score, contributions) in enumerate(unranked, start=1)

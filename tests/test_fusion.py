@@ -163,3 +163,122 @@ def test_zero_weight_source_still_explained():
     x2 = by_id(outcome)["x2"]
     assert x2.score == 0.0 and x2.sources["bm25"].rank == 2 and x2.sources["bm25"].contribution == 0.0
     assert math.isclose(by_id(outcome)["r1"].display_score, 1.0)
+
+
+# ---- weighted-fusion combinations (OpenSearch's arithmetic / harmonic / geometric) -------------
+# bm25 min-max: a 1.0, b 0.4, c 0.0; dense min-max: b 1.0, c 0.5, d 0.0; weights 0.4 / 0.6.
+COMBO = {
+    "bm25": ranked("bm25", ("a", 12.0), ("b", 6.0), ("c", 2.0)),
+    "dense": ranked("dense", ("b", 0.8), ("c", 0.6), ("d", 0.4)),
+}
+
+
+def combo_config(combination, normalization="minmax", **extra):
+    return SearchConfig(fusion="weighted", normalization=normalization, combination=combination,
+                        weights={"bm25": 0.4, "dense": 0.6}, top_k=10, **extra)
+
+
+def test_harmonic_mean_leaves_out_zero_normalised_scores():
+    outcome = fuse(COMBO, combo_config("harmonic"))
+    scores = {r.doc_id: r.score for r in outcome.ranked}
+    assert scores["a"] == pytest.approx(0.4 / (0.4 / 1.0), abs=1e-15)  # dense did not return a
+    assert scores["b"] == pytest.approx((0.4 + 0.6) / (0.4 / 0.4 + 0.6 / 1.0), abs=1e-15)  # 0.625
+    assert scores["b"] == pytest.approx(0.625, abs=1e-15)
+    assert scores["c"] == pytest.approx(0.6 / (0.6 / 0.5), abs=1e-15)  # bm25's 0.0 is left out: 0.5
+    assert scores["d"] == 0.0  # its only score is 0
+    assert [r.doc_id for r in outcome.ranked] == ["a", "b", "c", "d"]
+    b = by_id(outcome)["b"]
+    assert b.display_score == b.score  # already a weighted mean
+    # the fused score split in proportion to w·x: 0.4·0.4 = 0.16 and 0.6·1.0 = 0.6
+    assert b.sources["bm25"].contribution == pytest.approx(0.625 * 0.16 / 0.76, abs=1e-15)
+    assert b.sources["dense"].contribution == pytest.approx(0.625 * 0.6 / 0.76, abs=1e-15)
+    c = by_id(outcome)["c"]
+    assert c.sources["bm25"].contribution == 0.0 and c.sources["bm25"].normalized == 0.0
+    assert "left out of the harmonic mean" in c.sources["bm25"].note
+    assert c.sources["dense"].contribution == pytest.approx(0.5, abs=1e-15)
+    for result in outcome.ranked:
+        assert sum(s.contribution for s in result.sources.values()) == pytest.approx(result.score, abs=1e-15)
+
+
+def test_geometric_mean_hand_values():
+    outcome = fuse(COMBO, combo_config("geometric"))
+    scores = {r.doc_id: r.score for r in outcome.ranked}
+    assert scores["a"] == pytest.approx(1.0, abs=1e-15)
+    # exp((0.4·ln 0.4 + 0.6·ln 1.0) / (0.4 + 0.6)) = 0.4^0.4 = 0.69314…
+    assert scores["b"] == pytest.approx(0.4 ** 0.4, abs=1e-15)
+    assert scores["b"] == pytest.approx(0.693145, abs=1e-6)
+    assert scores["c"] == pytest.approx(0.5, abs=1e-15)
+    assert scores["d"] == 0.0
+    assert [r.doc_id for r in outcome.ranked] == ["a", "b", "c", "d"]
+    b = by_id(outcome)["b"]
+    assert b.sources["bm25"].contribution == pytest.approx(0.4 ** 0.4 * 0.16 / 0.76, abs=1e-15)
+    assert b.sources["bm25"].contribution + b.sources["dense"].contribution == pytest.approx(b.score, abs=1e-15)
+    assert "left out of the geometric mean" in by_id(outcome)["c"].sources["bm25"].note
+
+
+def test_arithmetic_is_the_weighted_sum_with_mean_display():
+    outcome = fuse(COMBO, combo_config("arithmetic"))
+    b = by_id(outcome)["b"]
+    assert b.score == pytest.approx(0.4 * 0.4 + 0.6 * 1.0, abs=1e-15)
+    assert b.display_score == pytest.approx((0.4 * 0.4 + 0.6 * 1.0) / 1.0, abs=1e-15)
+    assert b.sources["bm25"].contribution == pytest.approx(0.16, abs=1e-15)
+    # arithmetic keeps a 0 normalised score in the sum: no "left out" note
+    assert by_id(outcome)["c"].sources["bm25"].note == ""
+
+
+def test_l2_normalisation_with_harmonic_and_geometric():
+    # bm25 [3, 4] -> l2 0.6, 0.8; dense [0.6, 0.8] -> l2 0.6, 0.8 (reversed docs)
+    candidates = {"bm25": ranked("bm25", ("y", 4.0), ("x", 3.0)), "dense": ranked("dense", ("x", 0.8), ("y", 0.6))}
+    weights = {"bm25": 1.0, "dense": 3.0}
+    harmonic = by_id(fuse(candidates, SearchConfig(fusion="weighted", normalization="l2", combination="harmonic",
+                                                   weights=weights)))
+    # x: bm25 0.6, dense 0.8 -> 4 / (1/0.6 + 3/0.8)
+    assert harmonic["x"].score == pytest.approx(4 / (1 / 0.6 + 3 / 0.8), abs=1e-12)
+    assert harmonic["y"].score == pytest.approx(4 / (1 / 0.8 + 3 / 0.6), abs=1e-12)
+    geometric = by_id(fuse(candidates, SearchConfig(fusion="weighted", normalization="l2", combination="geometric",
+                                                    weights=weights)))
+    assert geometric["x"].score == pytest.approx(math.exp((math.log(0.6) + 3 * math.log(0.8)) / 4), abs=1e-12)
+    assert geometric["y"].score == pytest.approx((0.8 * 0.6 ** 3) ** 0.25, abs=1e-12)
+
+
+def test_zscore_negatives_are_left_out_of_the_means():
+    # two candidates each: z-score (+1, −1); a: bm25 +1, dense −1 -> only bm25 enters
+    candidates = {"bm25": ranked("bm25", ("a", 3.0), ("b", 1.0)), "dense": ranked("dense", ("b", 0.7), ("a", 0.5))}
+    for combination in ("harmonic", "geometric"):
+        outcome = by_id(fuse(candidates, SearchConfig(fusion="weighted", normalization="zscore",
+                                                      combination=combination, weights={"bm25": 1, "dense": 3})))
+        assert outcome["a"].score == pytest.approx(1.0, abs=1e-12)
+        assert outcome["b"].score == pytest.approx(1.0, abs=1e-12)
+        assert outcome["a"].sources["dense"].contribution == 0.0
+
+
+def test_zero_weights_in_a_mean_give_zero_not_a_division_error():
+    outcome = fuse(COMBO, SearchConfig(fusion="weighted", combination="harmonic", weights={"bm25": 0.0, "dense": 1.0}))
+    a = by_id(outcome)["a"]  # only bm25, weight 0
+    assert a.score == 0.0 and a.sources["bm25"].contribution == 0.0
+    geometric = fuse(COMBO, SearchConfig(fusion="weighted", combination="geometric", weights={"bm25": 0.0, "dense": 1.0}))
+    assert by_id(geometric)["a"].score == 0.0
+    assert by_id(geometric)["b"].score == pytest.approx(1.0)
+
+
+def test_fused_order_equals_fuse_order_including_ties_and_thresholds():
+    from retrieval.fusion import fused_order, fused_scores
+
+    # many ties: equal raw scores, equal ranks across sources, a quality field on some docs
+    candidates = {
+        "bm25": ranked("bm25", ("a", 5.0), ("b", 5.0), ("c", 3.0), ("d", 3.0), ("e", 1.0)),
+        "dense": ranked("dense", ("b", 0.5), ("a", 0.5), ("f", 0.4), ("e", 0.4), ("c", 0.1)),
+    }
+    ties = {"d": 2.0, "f": 2.0, "e": float("nan")}
+    for fusion in ("rrf", "weighted"):
+        for normalization in ("minmax", "zscore", "l2", "none"):
+            for combination in ("arithmetic", "harmonic", "geometric"):
+                for weights in ({"bm25": 1, "dense": 1}, {"bm25": 0.3, "dense": 0.7}, {"dense": 1.0},
+                                {"bm25": 0.0, "dense": 1.0}):
+                    for min_raw in ({}, {"bm25": 2.0}):
+                        config = SearchConfig(fusion=fusion, normalization=normalization, combination=combination,
+                                              weights=weights, min_raw=min_raw, rrf_k=1)
+                        outcome = fuse(candidates, config, ties)
+                        assert fused_order(candidates, config, ties) == [r.doc_id for r in outcome.ranked]
+                        assert fused_scores(candidates, config) == {r.doc_id: r.score for r in outcome.ranked}
+                        assert fused_order(candidates, config, ties, limit=2) == [r.doc_id for r in outcome.ranked[:2]]
