@@ -134,11 +134,11 @@ def test_run_source_turns_failures_and_non_finite_scores_into_notes():
 
 
 def test_unknown_source_is_reported_and_others_still_fused(workbench):
-    config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0, "graph": 1.0})
+    config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0, "nosuch": 1.0})
     result = workbench.search("animals", "milk", config)
     assert result.outcome.results[0].doc_id == "cow"
-    assert result.candidates.sources["graph"].error.startswith("unknown source 'graph'")
-    assert any(n.startswith("graph failed") for n in result.outcome.notes)
+    assert result.candidates.sources["nosuch"].error.startswith("unknown source 'nosuch'")
+    assert any(n.startswith("nosuch failed") for n in result.outcome.notes)
 
 
 def test_rerank_top_n_then_first_stage_tail_cut_at_top_k(workbench):
