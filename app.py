@@ -14,13 +14,15 @@ st.markdown(
     "Move a slider and see at once how the fusion, thresholds and rerank change the ranking."
 )
 
-cols = st.columns(4)
-for col, (path, name, what) in zip(cols, [
-    ("pages/1_Search.py", "Search", "results, scores and why"),
+PAGE_LINKS = [
+    ("pages/1_Search.py", "Search", "results, scores and why; rate results 0–3"),
     ("pages/2_Compare.py", "Compare", "first stage vs rerank, config A vs B"),
     ("pages/3_Distributions.py", "Distributions", "score histograms, RRF curves"),
     ("pages/4_Corpus.py", "Corpus", "upload, ingest, manage collections"),
-]):
+    ("pages/5_Evaluate.py", "Evaluate", "query sets, metrics, sweep, A/B test, saved configs"),
+]
+cols = st.columns(len(PAGE_LINKS))
+for col, (path, name, what) in zip(cols, PAGE_LINKS):
     with col:
         st.page_link(path, label=f"**{name}**", help=what)
         st.caption(what)
