@@ -40,7 +40,10 @@ CATALOGUE_TABLE = "_catalogue"
 # Tables that belong to a collection sit beside it as `_<kind>__<collection>` (a collection name
 # never starts with '_', so they are never listed as collections). Kind -> whether the table
 # holds per-document data (dropped by `clear` too) or data about the collection (kept by `clear`).
-AUX_KINDS: dict[str, bool] = {}
+AUX_KINDS: dict[str, bool] = {
+    "queries": False,  # query sets (judgments.py): kept by clear, dropped by delete
+    "judgments": False,  # graded judgments of those query sets (judgments.py)
+}
 COLLECTION_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
