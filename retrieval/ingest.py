@@ -15,6 +15,12 @@ Formats, by extension:
 - `.md` / `.markdown`: `chunking.chunk_markdown` with source id = stem (ids f"{stem}#{i}").
 - a BEIR folder (`parse_path`): corpus.jsonl (`_id`, `title`, `text`), queries.jsonl, qrels/*.tsv.
 
+Catalogue records (JSON and JSONL, columns detected): when an object's `name` is an {en, zh}
+object the file is read as data-source records (`records.py`): id = the record's `id`, title =
+its names, text = descriptions, tags, domains, organisation and content; the whole record is the
+metadata (the keyword source scores its fields). Each record's problems are reported by item or
+line number, and a file with any problem loads nothing.
+
 Rules for records (table, JSON and JSONL formats):
 
 - Columns are found by `ColumnMapping`, or case-insensitively among `ID_COLUMNS`,
@@ -44,6 +50,7 @@ from typing import Any
 from .chunking import chunk_markdown, split_paragraphs
 from .encoding import decode_bytes
 from .qrels import parse_qrels, parse_queries, read_json_lines, read_rows
+from .records import is_catalogue_record, record_document, record_problems
 from .types import Document, IngestError, ParsedCorpus
 
 # Chinese names too, since Chinese spreadsheets are exported with Chinese headers.
@@ -125,6 +132,11 @@ def parse_bytes(data: bytes, filename: str, options: ParseOptions = ParseOptions
     reader, form = _RECORD_READERS[extension]
     records = reader(text, name, options)
     _require_rows(records, name)
+    if not records.typed_cells and options.mapping == ColumnMapping() and _holds_catalogue(records):
+        documents = _catalogue_documents(records, name)
+        note = (f"catalogue records ('name' as an {{en, zh}} object): title = the names, text = descriptions, "
+                f"tags, domains, organisation and content; each whole record kept as metadata")
+        return ParsedCorpus(documents, encoding, form, records.notes + [note])
     found = records.columns()
     columns = _resolve_columns(found, options.mapping, name)
     documents = _documents(records, columns, stem, name)
@@ -418,6 +430,35 @@ def _documents(records: _Records, columns: _Columns, stem: str, name: str) -> li
     ]
     if problems:
         raise IngestError(f"{name}: {len(problems)} problem(s); nothing was loaded", problems)
+    return documents
+
+
+def _holds_catalogue(records: _Records) -> bool:
+    """JSON/JSONL whose objects are catalogue records (`records.is_catalogue_record`): one is enough,
+    so a record lacking the shape is reported rather than read as a different kind of document."""
+    return any(is_catalogue_record(fields) for _, fields in records.rows)
+
+
+def _catalogue_documents(records: _Records, name: str) -> list[Document]:
+    """Catalogue records as Documents (`records.record_document`); one IngestError lists every
+    problem of every record, and duplicate ids, by item or line number."""
+    row_problems = list(records.problems)
+    documents = []
+    numbers_of: dict[str, list[int]] = {}
+    for number, fields in records.rows:
+        found = record_problems(fields)
+        if found:
+            row_problems += [(number, problem) for problem in found]
+            continue
+        document = record_document(fields)
+        numbers_of.setdefault(document.id, []).append(number)
+        documents.append(document)
+    row_problems.sort(key=lambda problem: problem[0])
+    problems = [f"{records.unit} {number}: {reason}" for number, reason in row_problems]
+    problems += [f"id {doc_id!r} appears in {records.unit}s {_and_join(numbers)}"
+                 for doc_id, numbers in numbers_of.items() if len(numbers) > 1]
+    if problems:
+        raise IngestError(f"{name}: {len(problems)} problem(s) in catalogue records; nothing was loaded", problems)
     return documents
 
 
