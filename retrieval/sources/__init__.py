@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 SOURCE_MODULES: dict[str, str] = {
     "bm25": "retrieval.sources.bm25",
     "dense": "retrieval.sources.dense",
+    "graph": "retrieval.sources.graph",
+    "keyword": "retrieval.sources.keyword",
 }
 
 
