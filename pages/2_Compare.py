@@ -1,8 +1,9 @@
-"""Compare: first stage vs reranked, or config A vs config B, with rank changes, overlap@k and RBO."""
+"""Compare: first stage vs reranked, config A vs config B (rank changes, overlap@k and RBO), or
+each source's own ranking side by side."""
 
 import streamlit as st
 
-from ui import controls, page, results, state, views
+from ui import controls, page, results, source_views, state, views
 
 context = page.setup("Compare")
 collection = page.require_collection(context)
@@ -24,6 +25,10 @@ if page.need_query(query):
             first = results.first_stage_rows(result)
             views.comparison(first, results.final_rows(result), ("First stage (fused)", "Reranked"),
                              config_a.top_k)
+    elif mode == "sources":
+        result = page.search(context.workbench, collection, query, config_a, skip_rerank=True)
+        if result is not None:
+            source_views.source_rankings(result, config_a.top_k)
     else:
         result_a = page.search(context.workbench, collection, query, config_a)
         result_b = page.search(context.workbench, collection, query, config_b)

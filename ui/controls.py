@@ -339,10 +339,13 @@ def compare_mode() -> str:
 
     return state.bound(st.radio, "Compare", "view.compare_mode", lambda: state.view().compare_mode, write,
                        options=list(COMPARE_MODES), horizontal=True,
-                       format_func={"rerank": "First stage vs reranked", "configs": "Config A vs config B"}.get,
+                       format_func={"rerank": "First stage vs reranked", "configs": "Config A vs config B",
+                                    "sources": "Each source's own ranking"}.get,
                        help="First stage vs reranked: config A's fused ranking against the same list after the "
                             "reranker re-scored its top-N. Config A vs B: two fusion configs on the same query "
-                            "(B's controls are in the right-hand column).")
+                            "(B's controls are in the right-hand column). Each source's own ranking: every "
+                            "source of config A side by side, before fusion, with its raw scores (and the "
+                            "keyword scorer's points per field).")
 
 
 def rrf_ks() -> list[int]:
