@@ -15,6 +15,7 @@ from retrieval.workbench import Workbench
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 SAMPLE_COLLECTION = "sample-xquad"
+CATALOGUE_COLLECTION = "sample-catalogue"  # data-source records for the keyword source (seed 000)
 
 
 def sample_dir() -> Path:
@@ -66,6 +67,26 @@ def ingest_sample(store: Store, progress: Progress | None = None) -> bool:
                      progress=progress)
     except RetrievalError:
         if store.exists(SAMPLE_COLLECTION):
+            return False
+        raise
+    ingest_catalogue(store, progress)
+    return True
+
+
+def ingest_catalogue(store: Store, progress: Progress | None = None) -> bool:
+    """Create the bundled data-source catalogue (`sample_data/catalogue/records.json`) as
+    CATALOGUE_COLLECTION, so the keyword source has records out of the box. True when created."""
+    from retrieval.ingest import parse_path
+    from retrieval.types import RetrievalError
+
+    if store.exists(CATALOGUE_COLLECTION):
+        return False
+    corpus = parse_path(REPO_DIR / "sample_data" / "catalogue" / "records.json")
+    try:
+        store.create(CATALOGUE_COLLECTION, corpus, progress=progress,
+                     description=f"Data-source catalogue ({len(corpus.documents)} bilingual records)")
+    except RetrievalError:
+        if store.exists(CATALOGUE_COLLECTION):
             return False
         raise
     return True
