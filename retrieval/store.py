@@ -43,7 +43,12 @@ CATALOGUE_TABLE = "_catalogue"
 AUX_KINDS: dict[str, bool] = {
     "queries": False,  # query sets (judgments.py): kept by clear, dropped by delete
     "judgments": False,  # graded judgments of those query sets (judgments.py)
+    # The entity graph (entities.py, sources/graph.py), written at every ingest:
+    "entities": True,  # typed entities: id, type, name, normalized_name, event_count
+    "event_entities": True,  # chunk (event) id -> entity id
+    "event_times": True,  # each chunk's date for the time decay, and where it came from
 }
+GRAPH_KINDS = ("entities", "event_entities", "event_times")
 COLLECTION_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -238,6 +243,7 @@ class Store:
             language = corpus_language(embedding_text(d) for d in corpus.documents)
             encoder = load_encoder(model or default_model_for(language))
             data = _build_rows(corpus.documents, encoder, progress)
+            graph_rows = _graph_rows(corpus.documents, datetime.now(timezone.utc), progress)
             now = _now()
             info = CollectionInfo(
                 name=name, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
@@ -247,8 +253,10 @@ class Store:
             table = self.db.create_table(name, data, schema=_schema(encoder.spec.dim))
             try:
                 _index_tokens(table)
+                self._write_graph_tables(name, graph_rows)
                 self._write_info(info)
             except Exception:
+                self._restore_aux(name, dict.fromkeys(GRAPH_KINDS))
                 self.db.drop_table(name)
                 raise
             return info
@@ -273,10 +281,21 @@ class Store:
                 raise RetrievalError(f"Model {info.model!r} now gives {encoder.spec.dim}-d vectors, "
                                      f"the collection holds {info.dim}-d ones")
             data = _build_rows(corpus.documents, encoder, progress)
+            graph_rows = _graph_rows(corpus.documents, datetime.now(timezone.utc), progress)
+            graph_before = self._aux_versions(name, GRAPH_KINDS)
+            if graph_before["entities"] is None and table.count_rows():
+                # Collection ingested before the entity graph existed: index its documents too.
+                from .entities import merge_entities
+
+                old = self._graph_rows_of_table(table, datetime.fromisoformat(info.created))
+                graph_rows = {"entities": merge_entities(old["entities"], graph_rows["entities"]),
+                              "event_entities": old["event_entities"] + graph_rows["event_entities"],
+                              "event_times": old["event_times"] + graph_rows["event_times"]}
             before = table.version
             table.add(data)
             try:
                 _index_tokens(table)
+                self._write_graph_tables(name, graph_rows)
                 languages = table.search().select(["language"]).limit(None).to_arrow().column("language")
                 info.language = language_from_mix(languages.to_pylist())
                 info.doc_count = table.count_rows()
@@ -284,8 +303,64 @@ class Store:
                 self._write_info(info)
             except Exception:
                 table.restore(before)
+                self._restore_aux(name, graph_before)
                 raise
             return info
+
+    # ---- entity graph tables (see entities.py) ----------------------------------------------
+    def _aux_versions(self, name: str, kinds) -> dict[str, int | None]:
+        """Current version of each auxiliary table of `kinds` (None: the table does not exist)."""
+        existing = set(self._table_names())
+        return {kind: (self.db.open_table(aux_table_name(name, kind)).version
+                       if aux_table_name(name, kind) in existing else None) for kind in kinds}
+
+    def _restore_aux(self, name: str, versions: dict[str, int | None]) -> None:
+        """Put auxiliary tables back as `_aux_versions` found them: restore, or drop new ones."""
+        existing = set(self._table_names())
+        for kind, version in versions.items():
+            table_name = aux_table_name(name, kind)
+            if table_name not in existing:
+                continue
+            if version is None:
+                self.db.drop_table(table_name)
+            else:
+                table = self.db.open_table(table_name)
+                if table.version != version:
+                    table.restore(version)
+
+    def _write_graph_tables(self, name: str, rows: dict[str, list[dict]]) -> None:
+        """Append links and times, merge entity counts (rewrites the small entities table)."""
+        from .entities import graph_schemas, merge_entities
+
+        schemas = graph_schemas()
+        existing = set(self._table_names())
+        for kind in GRAPH_KINDS:
+            table_name, schema = aux_table_name(name, kind), schemas[kind]
+            if table_name not in existing:
+                self.db.create_table(table_name, pa.Table.from_pylist(rows[kind], schema=schema), schema=schema)
+                continue
+            table = self.db.open_table(table_name)
+            if kind == "entities":
+                merged = merge_entities(table.to_arrow().to_pylist(), rows[kind])
+                table.add(pa.Table.from_pylist(merged, schema=schema), mode="overwrite")
+            elif rows[kind]:
+                table.add(pa.Table.from_pylist(rows[kind], schema=schema))
+
+    def _graph_rows_of_table(self, table, ingested: datetime) -> dict[str, list[dict]]:
+        """Entity rows for the documents already stored in a collection table."""
+        stored = table.search().select(["id", "title", "text", "metadata"]).limit(None).to_arrow().to_pylist()
+        docs = [Document(id=r["id"], text=r["text"] or "", title=r["title"] or "",
+                         metadata=json.loads(r["metadata"] or "{}")) for r in stored]
+        return _graph_rows(docs, ingested, None)
+
+    def graph_tables(self, name: str) -> dict[str, pa.Table] | None:
+        """The collection's entity graph tables (None when it was ingested before they existed)."""
+        self.info(name)
+        existing = set(self._table_names())
+        names = {kind: aux_table_name(name, kind) for kind in GRAPH_KINDS}
+        if not all(n in existing for n in names.values()):
+            return None
+        return {kind: self.db.open_table(n).to_arrow() for kind, n in names.items()}
 
     def build_vector_index(self, name: str, index_type: str = "IVF_PQ", num_partitions: int | None = None) -> None:
         """An approximate vector index for large collections (exact search is fine below ~100k).
@@ -435,6 +510,18 @@ def _build_rows(documents: list[Document], encoder, progress: Progress | None) -
         },
         schema=_schema(encoder.spec.dim),
     )
+
+
+def _graph_rows(documents: list[Document], ingested: datetime, progress: Progress | None) -> dict[str, list[dict]]:
+    """Entities, event–entity links and event times of `documents`, in memory (entities.py)."""
+    from .entities import graph_table_rows
+
+    if progress:
+        progress("finding entities", 0, len(documents))
+    rows = graph_table_rows(documents, ingested)
+    if progress:
+        progress("finding entities", len(documents), len(documents))
+    return rows
 
 
 def _index_tokens(table) -> None:
