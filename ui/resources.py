@@ -16,6 +16,7 @@ from retrieval.workbench import Workbench
 REPO_DIR = Path(__file__).resolve().parent.parent
 SAMPLE_COLLECTION = "sample-xquad"
 CATALOGUE_COLLECTION = "sample-catalogue"  # data-source records for the keyword source (seed 000)
+SAMPLE_QUERY_SET = "sample"  # the sample's queries and judgments (ui.judging.SAMPLE_SET)
 
 
 def sample_dir() -> Path:
@@ -69,6 +70,7 @@ def ingest_sample(store: Store, progress: Progress | None = None) -> bool:
         if store.exists(SAMPLE_COLLECTION):
             return False
         raise
+    store_sample_queries(store, corpus)
     ingest_catalogue(store, progress)
     return True
 
@@ -90,3 +92,13 @@ def ingest_catalogue(store: Store, progress: Progress | None = None) -> bool:
             return False
         raise
     return True
+
+
+def store_sample_queries(store: Store, corpus) -> None:
+    """The sample's queries and judgments as query set SAMPLE_QUERY_SET of the sample collection,
+    so the Evaluate page works out of the box (nothing when the sample has no queries)."""
+    from retrieval.judgments import JudgmentStore
+
+    if corpus.queries:
+        JudgmentStore(store).save_query_set(SAMPLE_COLLECTION, SAMPLE_QUERY_SET, dict(corpus.queries),
+                                            {q: dict(d) for q, d in corpus.qrels.items()} or None)

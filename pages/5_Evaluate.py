@@ -1,0 +1,31 @@
+"""Evaluate: query sets and judgments, config A's metrics per source and fused, the sweep, the A/B
+test between saved configs, and saved configs."""
+
+import streamlit as st
+
+from ui import controls, evaluation, page, state
+
+context = page.setup("Evaluate")
+collection = page.require_collection(context)
+st.title("Evaluate")
+config = controls.config_controls("a", title="Config A")
+evaluation.flash()
+st.subheader("Query set")
+qset = evaluation.query_set_section(context.workbench, collection)
+state.write_url("evaluate")
+
+tab_eval, tab_sweep, tab_ab, tab_configs = st.tabs(["Evaluate", "Sweep", "A/B test", "Configs"])
+ready = qset is not None and bool(qset.judged)
+if qset is not None and not ready:
+    st.info("This query set has no judged query yet: rate results on the Search page or upload judgments.")
+with tab_eval:
+    if ready:
+        evaluation.evaluate_section(context.workbench, collection, qset, config)
+with tab_sweep:
+    if ready:
+        evaluation.sweep_section(context.workbench, collection, qset, config)
+with tab_ab:
+    if ready:
+        evaluation.ab_section(context.workbench, collection, qset)
+with tab_configs:
+    evaluation.configs_section(context.workbench)

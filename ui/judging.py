@@ -1,0 +1,124 @@
+"""Judging on the Search page: per result a 0–3 rating for the current query, saved at once into
+the collection's active query set (`retrieval.judgments.JudgmentStore`).
+
+The active set: the one the session chose on the Evaluate page (or a link's `set=`), else the
+sample's set when the query is one of its queries, else "judgments" (created by the first rating).
+Each rating widget is an `st.fragment`: rating a result reruns only that widget, not the page
+(no re-fusion, no redraw of the other results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import streamlit as st
+
+from . import state, views
+
+DEFAULT_SET = "judgments"
+SAMPLE_SET = "sample"
+GRADES = (0, 1, 2, 3)
+GRADE_LABELS = {0: "0 · not relevant", 1: "1 · related", 2: "2 · relevant", 3: "3 · perfect"}
+RATING_HELP = ("Your relevance judgment of this result for the current query, saved at once into the query "
+               "set named above: 0 not relevant, 1 related, 2 relevant, 3 perfect answer. Nothing selected: "
+               "not rated. The Evaluate page scores rankings with these grades (nDCG uses them as gains).")
+
+
+def judgment_store(store):
+    from retrieval.judgments import JudgmentStore
+
+    return JudgmentStore(store)
+
+
+def active_set(judgments, collection: str, query: str, chosen: str | None) -> str:
+    """The query set a rating of `query` goes to (see the module doc)."""
+    if chosen:
+        return chosen
+    if SAMPLE_SET in judgments.query_sets(collection) and \
+            query.strip() in {t.strip() for t in judgments.queries(collection, SAMPLE_SET).values()}:
+        return SAMPLE_SET
+    return DEFAULT_SET
+
+
+@dataclass
+class Judge:
+    """The rating widgets of one page run: one query, one set, the grades already given."""
+
+    store: object
+    collection: str
+    set_name: str
+    query: str
+    grades: dict[str, int]
+
+    def __call__(self, doc_id: str) -> None:
+        """Draw the rating widget of result `doc_id` (the per-result hook of the result cards)."""
+        rating(self.store, self.collection, self.set_name, self.query, doc_id, self.grades.get(doc_id))
+
+
+def judge(workbench, collection: str, query: str) -> Judge | None:
+    """Prepare the rating widgets for `query` (one read of its grades) and say where ratings go;
+    None (with the error shown) when the judgments cannot be read."""
+    if not query.strip():
+        return None
+    try:
+        judgments = judgment_store(workbench.store)
+        set_name = active_set(judgments, collection, query, state.view().query_set)
+        grades = (judgments.ratings(collection, set_name, query)
+                  if set_name in judgments.query_sets(collection) else {})
+    except Exception as exc:  # the results still show; judging says why it is off
+        views.show_error(exc)
+        return None
+    st.caption(views.markdown_safe(
+        f"Rate results 0–3 below: ratings go to query set '{set_name}' of '{collection}' "
+        f"({len(grades)} rated for this query) and feed the Evaluate page."))
+    return Judge(workbench.store, collection, set_name, query, dict(grades))
+
+
+def widget_key(collection: str, set_name: str, query: str, doc_id: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha1("\x1f".join((collection, set_name, query, doc_id)).encode()).hexdigest()[:16]
+    return f"judge.{digest}"
+
+
+@st.fragment
+def rating(store, collection: str, set_name: str, query: str, doc_id: str, grade: int | None) -> None:
+    """One result's rating (a fragment: a click reruns only this)."""
+    key = widget_key(collection, set_name, query, doc_id)
+    if key not in st.session_state:
+        st.session_state[key] = grade
+    st.segmented_control(
+        f"Relevance of {views.markdown_safe(doc_id)}", options=list(GRADES), format_func=GRADE_LABELS.get,
+        key=key, on_change=_save, args=(store, collection, set_name, query, doc_id, key),
+        help=RATING_HELP, label_visibility="collapsed",
+    )
+    message = st.session_state.pop(f"{key}.error", None)
+    if message:
+        views.show_error(message)
+
+
+def _save(store, collection: str, set_name: str, query: str, doc_id: str, key: str) -> None:
+    """on_change: write the new grade before the fragment reruns. 'Not rated' (deselected) keeps
+    a grade already saved unless the store can remove it."""
+    from retrieval.types import RetrievalError
+
+    grade = st.session_state[key]
+    judgments = judgment_store(store)
+    try:
+        if grade is None:
+            remove: Callable | None = getattr(judgments, "unrate", None)
+            if remove is None:
+                previous = judgments.ratings(collection, set_name, query).get(doc_id)
+                st.session_state[key] = previous
+                if previous is not None:
+                    st.session_state[f"{key}.error"] = (
+                        f"A saved rating cannot be removed; rate it 0 if {doc_id} is not relevant.")
+                return
+            remove(collection, set_name, query, doc_id)
+        else:
+            judgments.rate(collection, set_name, query, doc_id, int(grade))
+    except RetrievalError as exc:
+        st.session_state[f"{key}.error"] = str(exc)
+    except Exception as exc:  # a failing database: readable, the page stays up
+        st.session_state[f"{key}.error"] = f"Unexpected error ({type(exc).__name__}): {exc}"
