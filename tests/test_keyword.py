@@ -151,6 +151,13 @@ def test_documents_that_are_not_records_map_title_text_and_metadata():
     s = score_fields(doc, parse_query("jobs labour gazette"), KEYWORD_DEFAULTS)
     assert s.points == {"name": 5, "description": 0, "tags": 2, "domains": 0, "organization": 2, "content": 0}
     assert s.quality == 4
+    # without a title, content items (the text's sentences) let a paragraph reach the minimum of 5
+    paragraph = document_fields("p", "", "The Panthers defense gave up 308 points. Tea is green. "
+                                "The Panthers won the final game of the long season.", {})
+    hits = KeywordSource([paragraph]).search("panthers", 10)
+    assert [h.raw_score for h in hits] == [3 + 1 + 1]
+    assert hits[0].detail["content"] == (  # long items cut to 40 characters
+        "+2 (the panthers defense gave up 308 points., the panthers won the final game of the…)")
 
 
 def test_params_follow_the_config():

@@ -23,13 +23,14 @@ threshold of 0 does not return every record); the ranking is score descending, t
 descending (a record without quality after those with one), then id; at most
 min(P.limit [10], depth) hits. Each hit's `detail` gives every field's points and what matched,
 e.g. {"name": "+5 (partial: china)", "tags": "+4 (unemployment, china)", "domains": "0",
-"quality": 4.2}; matched items are shown lowercased, as they were compared.
+"quality": 4.2}; matched items are shown lowercased, as they were compared, cut to 40 characters.
 
 Documents that are not catalogue records (a CSV of articles, a Markdown chunk …) are mapped onto
 the same fields, so the source works on any collection: name ← title, description ← text,
 tags ← metadata "tags" (a list, or a comma-separated string), domains ← metadata "domains" or
-"category", organisation ← metadata "organization" or "source" (a string), content ← nothing,
-quality ← a numeric metadata "quality".
+"category", organisation ← metadata "organization" or "source" (a string), content items ← the
+text's sentences (so a paragraph without a title can still reach the default minimum of 5: its
+description 3 plus one point per matching sentence), quality ← a numeric metadata "quality".
 
 `build` reads the records once per collection version into memory (from the stored `metadata`,
 `title` and `text` columns); the points are only applied at search time, so a slider move
@@ -39,6 +40,7 @@ re-scores in memory without reading the table again.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -125,6 +127,14 @@ def _metadata_list(value: Any) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if isinstance(item, str) and item.strip())
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；;])|\n+")
+
+
+def sentences(text: str) -> tuple[str, ...]:
+    """The text cut after . ! ? (before whitespace), after 。！？；; and at line breaks."""
+    return tuple(part.strip() for part in _SENTENCE_END.split(text) if part.strip())
+
+
 def document_fields(doc_id: str, title: str, text: str, metadata: dict) -> KeywordFields:
     """Any other document mapped onto the record fields (see the module doc)."""
     organization = next((metadata[k] for k in ("organization", "source") if isinstance(metadata.get(k), str)), "")
@@ -132,7 +142,8 @@ def document_fields(doc_id: str, title: str, text: str, metadata: dict) -> Keywo
     return KeywordFields(
         doc_id=doc_id, names=_lowered([title] if title.strip() else []), descriptions=_lowered([text] if text else []),
         tags=_lowered(_metadata_list(metadata.get("tags"))), domains=_lowered(domains),
-        organization=organization.strip().lower(), quality=record_quality({"quality": metadata.get("quality")}),
+        organization=organization.strip().lower(), contents=_lowered(sentences(text)),
+        quality=record_quality({"quality": metadata.get("quality")}),
     )
 
 
@@ -161,12 +172,17 @@ class KeywordScore:
             if not matched:
                 out[name] = "0"
                 continue
-            what = ", ".join(matched)
+            what = ", ".join(_shortened(item) for item in matched)
             if name == "name":
                 what = f"{self.name_match}: {what}"
             out[name] = f"+{self.points[name]:g} ({what})"
         out["quality"] = None if self.quality is None else round(self.quality, 4)
         return out
+
+
+def _shortened(item: str, width: int = 40) -> str:
+    """A matched item as shown: long ones (a document's sentences) cut to `width` characters."""
+    return item if len(item) <= width else item[: width - 1].rstrip() + "…"
 
 
 def _matching_items(items: tuple[str, ...], query: KeywordQuery) -> tuple[str, ...]:
