@@ -112,7 +112,7 @@ def query_set_section(workbench, collection: str) -> QuerySet | None:
     numbers and exports, and the upload form. Returns the chosen set, None when there is none."""
     try:
         judgments = judging.judgment_store(workbench.store)
-        names = judgments.query_sets(collection)
+        names = _with_sample_set(judgments, workbench.store, collection)
     except Exception as exc:
         views.show_error(exc)
         return None
@@ -141,6 +141,22 @@ def query_set_section(workbench, collection: str) -> QuerySet | None:
                 "on the Search page (the first rating creates the set 'judgments').")
     _upload_form(judgments, collection, names)
     return chosen
+
+
+def _with_sample_set(judgments, store, collection: str) -> list[str]:
+    """The collection's set names; on the sample collection of a database made before query
+    sets existed, first store the sample's queries and judgments (once per session)."""
+    from . import resources
+
+    names = judgments.query_sets(collection)
+    flag = "eval.sample_set_checked"
+    if collection != resources.SAMPLE_COLLECTION or resources.SAMPLE_QUERY_SET in names or st.session_state.get(flag):
+        return names
+    st.session_state[flag] = True
+    from retrieval.ingest import parse_path
+
+    resources.store_sample_queries(store, parse_path(resources.sample_dir()))
+    return judgments.query_sets(collection)
 
 
 def _qrels_downloads(judgments, collection: str, name: str) -> None:
@@ -184,6 +200,7 @@ def _upload_form(judgments, collection: str, names: list[str]) -> None:
                 views.show_error(exc)
                 return
             state.view().query_set = saved.name
+            judging.forget()
             st.session_state["eval.flash"] = saved.summary().replace("Query set", "Saved query set", 1)
             st.rerun()
 

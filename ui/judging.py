@@ -9,7 +9,6 @@ Each rating widget is an `st.fragment`: rating a result reruns only that widget,
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
@@ -17,6 +16,8 @@ import streamlit as st
 from . import state, views
 
 DEFAULT_SET = "judgments"
+CACHE_KEY = "_workbench_judging"  # (collection, chosen set, query) -> (set name, {doc id: grade})
+CACHE_SIZE = 256
 SAMPLE_SET = "sample"
 GRADES = (0, 1, 2, 3)
 GRADE_LABELS = {0: "0 · not relevant", 1: "1 · related", 2: "2 · relevant", 3: "3 · perfect"}
@@ -57,18 +58,29 @@ class Judge:
 
 
 def judge(workbench, collection: str, query: str) -> Judge | None:
-    """Prepare the rating widgets for `query` (one read of its grades) and say where ratings go;
-    None (with the error shown) when the judgments cannot be read."""
+    """Prepare the rating widgets for `query` and say where ratings go; None (with the error
+    shown) when the judgments cannot be read.
+
+    The set and its grades for this query are read once per session and query (~50 ms of
+    LanceDB reads), then kept in the session (`CACHE_KEY`, updated by every rating saved here),
+    so a slider move on the Search page costs no judgment read."""
     if not query.strip():
         return None
-    try:
-        judgments = judgment_store(workbench.store)
-        set_name = active_set(judgments, collection, query, state.view().query_set)
-        grades = (judgments.ratings(collection, set_name, query)
-                  if set_name in judgments.query_sets(collection) else {})
-    except Exception as exc:  # the results still show; judging says why it is off
-        views.show_error(exc)
-        return None
+    cache = st.session_state.setdefault(CACHE_KEY, {})
+    key = (collection, state.view().query_set, query)
+    if key not in cache:
+        try:
+            judgments = judgment_store(workbench.store)
+            set_name = active_set(judgments, collection, query, state.view().query_set)
+            grades = (judgments.ratings(collection, set_name, query)
+                      if set_name in judgments.query_sets(collection) else {})
+        except Exception as exc:  # the results still show; judging says why it is off
+            views.show_error(exc)
+            return None
+        if len(cache) >= CACHE_SIZE:
+            cache.clear()
+        cache[key] = (set_name, dict(grades))
+    set_name, grades = cache[key]
     st.caption(views.markdown_safe(
         f"Rate results 0–3 below: ratings go to query set '{set_name}' of '{collection}' "
         f"({len(grades)} rated for this query) and feed the Evaluate page."))
@@ -99,26 +111,32 @@ def rating(store, collection: str, set_name: str, query: str, doc_id: str, grade
 
 
 def _save(store, collection: str, set_name: str, query: str, doc_id: str, key: str) -> None:
-    """on_change: write the new grade before the fragment reruns. 'Not rated' (deselected) keeps
-    a grade already saved unless the store can remove it."""
-    from retrieval.types import RetrievalError
-
+    """on_change: write the new grade (or remove it: 'not rated') before the fragment reruns."""
     grade = st.session_state[key]
     judgments = judgment_store(store)
     try:
         if grade is None:
-            remove: Callable | None = getattr(judgments, "unrate", None)
-            if remove is None:
-                previous = judgments.ratings(collection, set_name, query).get(doc_id)
-                st.session_state[key] = previous
-                if previous is not None:
-                    st.session_state[f"{key}.error"] = (
-                        f"A saved rating cannot be removed; rate it 0 if {doc_id} is not relevant.")
-                return
-            remove(collection, set_name, query, doc_id)
+            judgments.unrate(collection, set_name, query, doc_id)
         else:
             judgments.rate(collection, set_name, query, doc_id, int(grade))
-    except RetrievalError as exc:
-        st.session_state[f"{key}.error"] = str(exc)
-    except Exception as exc:  # a failing database: readable, the page stays up
-        st.session_state[f"{key}.error"] = f"Unexpected error ({type(exc).__name__}): {exc}"
+        _remember(collection, set_name, query, doc_id, grade)
+    except Exception as exc:  # bad input or a failing database: readable, the page stays up
+        from retrieval.types import RetrievalError
+
+        st.session_state[f"{key}.error"] = (str(exc) if isinstance(exc, RetrievalError)
+                                            else f"Unexpected error ({type(exc).__name__}): {exc}")
+
+
+def _remember(collection: str, set_name: str, query: str, doc_id: str, grade: int | None) -> None:
+    """Keep the session's cached grades (see `judge`) in step with a saved rating."""
+    for (c, _, q), (name, grades) in st.session_state.get(CACHE_KEY, {}).items():
+        if (c, q, name) == (collection, query, set_name):
+            if grade is None:
+                grades.pop(doc_id, None)
+            else:
+                grades[doc_id] = int(grade)
+
+
+def forget() -> None:
+    """Drop the session's cached grades (after a query set was replaced or uploaded)."""
+    st.session_state.pop(CACHE_KEY, None)
