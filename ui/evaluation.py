@@ -291,7 +291,7 @@ def _report_downloads(report) -> None:
     try:
         run_text = trec_run(report.runs[system], tag)
         csv_text = metrics_csv(report.per_query[system], [m for m in DEFAULT_METRICS
-                                                          if m in report.metrics.get(system, {})])
+                                                          if m in report.metrics.get(system, {})], mean_row=True)
     except Exception as exc:
         views.show_error(exc)
         return
@@ -299,7 +299,8 @@ def _report_downloads(report) -> None:
                            key="eval.download_run",
                            help="The chosen ranking for every evaluated query: 'qid Q0 docid rank score tag' lines.")
     right.download_button("Metrics (CSV)", csv_text, file_name=f"{tag}-metrics.csv", mime="text/csv",
-                          key="eval.download_metrics", help="Per query the metric values of the chosen ranking.")
+                          key="eval.download_metrics",
+                          help="Per query the metric values of the chosen ranking, and a last row with their means.")
 
 
 # ---- sweep ----------------------------------------------------------------------------------
