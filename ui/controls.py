@@ -263,6 +263,16 @@ def _draw(knob: Knob, which: str, **extra: Any) -> Any:
                        help=knob.help, **knob.kwargs, **extra)
 
 
+def graph_controls(which: str = "a", container: Any = None) -> SearchConfig:
+    """The entity graph's parameters alone (the same `GRAPH_KNOBS`, bound to the same keys as in
+    `config_controls`), for the Graph page; returns the View's config."""
+    with container if container is not None else st.sidebar:
+        st.subheader("Entity graph")
+        for knob in GRAPH_KNOBS:
+            _draw(knob, which)
+    return state.view().config(which)
+
+
 def config_controls(which: str = "a", container: Any = None, title: str | None = None,
                     rerank_always: bool = False) -> SearchConfig:
     """Draw every config control for config `which` ('a' or 'b') in `container` (default the

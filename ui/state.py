@@ -32,7 +32,7 @@ B_PREFIX = "b."
 COMPARE_MODES = ("rerank", "configs", "sources")
 RRF_K_CHOICES = (1, 2, 5, 10, 20, 30, 60, 100, 200)
 DEFAULT_RRF_KS = [1, 10, 60, 200]
-PAGES = ("home", "search", "compare", "distributions", "corpus", "evaluate")
+PAGES = ("home", "search", "compare", "distributions", "corpus", "evaluate", "graph")
 
 
 def default_config_b() -> SearchConfig:
@@ -124,7 +124,7 @@ def params_for(view: View, page: str) -> dict[str, str]:
         params["set"] = view.query_set
     if page == "evaluate":  # the config evaluated is config A
         params.update(view.config_a.to_query_params())
-    if page in ("search", "compare", "distributions"):
+    if page in ("search", "compare", "distributions", "graph"):
         params["q"] = view.query
         params.update(view.config_a.to_query_params())
     if page == "compare":

@@ -1,0 +1,20 @@
+"""Graph: the entity graph source's activation for a query, hop by hop (seed 002)."""
+
+import streamlit as st
+
+from ui import controls, graph_views, page, state
+
+context = page.setup("Graph")
+collection = page.require_collection(context)
+st.title("Entity graph")
+st.caption("Each chunk is an event; its people, places, times, topics, actions and tags are found by rules "
+           "(jieba part-of-speech tags, TF-IDF keywords), no LLM. The query's entities activate the chunks that "
+           "share them (hop 0); activation then spreads to chunks sharing entities with those (hops 1, 2 …).")
+query = controls.query_box()
+config = controls.graph_controls("a")
+state.write_url("graph")
+
+if query.strip():
+    graph_views.activation_view(context.workbench, collection, query, config)
+else:
+    st.info("Type a query above. On the sample-three-kingdoms collection, try “曹操和刘备的战役” or “诸葛亮北伐”.")

@@ -1,0 +1,89 @@
+"""Graph page: the activation network for a query, hop by hop, as the core computes it."""
+
+import json
+
+import pytest
+
+from conftest import all_widgets, open_page, plain
+
+from retrieval.chunking import chunk_markdown
+from retrieval.config import SearchConfig
+from retrieval.sources.graph import GraphSettings, activate, load_index
+from retrieval.store import Store
+from retrieval.types import ParsedCorpus
+
+COLLECTION = "graph-mini"
+MINI = """## 官渡
+公元200年，曹操在官渡击败袁绍。
+
+## 赤壁
+公元208年，曹操在赤壁败给周瑜。
+
+## 巴丘
+公元210年，周瑜在巴丘病逝。
+
+## 五丈原
+公元234年，诸葛亮在渭南病逝。<b>不是标记</b>
+"""
+
+
+@pytest.fixture(scope="module")
+def graph_collection(app_db):
+    store = Store(app_db.uri)
+    if not store.exists(COLLECTION):
+        store.create(COLLECTION, ParsedCorpus(chunk_markdown(MINI, "mini")))
+    return store
+
+
+def core_events(store, **graph):
+    """The activated chunks the core computes for query 袁绍 with these graph parameters."""
+    index = load_index(store, COLLECTION)
+    query, _ = index.query_entities("袁绍")
+    settings = GraphSettings.from_config(SearchConfig(graph=graph))
+    return activate(query, index.entities, settings, index.positions, index.events_of).events
+
+
+def chart_event_ids(at) -> set[str]:
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    return {c for trace in spec["data"] for c in trace.get("customdata") or [] if c}
+
+
+def test_graph_page_shows_the_activation_and_depth_changes_it(graph_collection):
+    at = open_page("pages/6_Graph.py", collection=COLLECTION, q="袁绍", graph="threshold=0.08")
+    assert not at.error
+    assert at.slider(key="a.graph.depth").value == 2 and at.slider(key="a.graph.threshold").value == 0.08
+    expected = core_events(graph_collection, threshold=0.08)
+    assert set(expected) == {"mini#0", "mini#1", "mini#2"}
+    frame = at.dataframe[0].value
+    assert set(frame["id"]) == set(expected)
+    assert dict(zip(frame["id"], frame["hop"])) == {e: a.hop for e, a in expected.items()}
+    assert chart_event_ids(at) == set(expected)
+    assert plain(at.markdown[0].value).endswith("(known to this collection): person: 袁绍")
+
+    at.select_slider(key="graph.hop").set_value(0).run()
+    assert chart_event_ids(at) == {"mini#0"}  # hop by hop
+
+    at.slider(key="a.graph.depth").set_value(1).run()
+    assert set(at.dataframe[0].value["id"]) == set(core_events(graph_collection, threshold=0.08, depth=1)) \
+        == {"mini#0", "mini#1"}
+    assert "depth=1," in at.query_params["graph"]  # mirrored in the link
+
+    at.slider(key="a.graph.threshold").set_value(0.1).run()
+    assert set(at.dataframe[0].value["id"]) == {"mini#0"}
+    assert any("closest had relevance 0.087" in plain(i.value) for i in at.info)
+
+
+def test_selected_chunk_text_is_shown_escaped(graph_collection):
+    at = open_page("pages/6_Graph.py", collection=COLLECTION, q="诸葛亮")
+    assert at.selectbox(key="graph.event").value == "mini#3"
+    shown = at.get("html")[0].proto.body
+    assert "&lt;b&gt;不是标记&lt;/b&gt;" in shown and "<b>不是标记" not in shown
+    assert "hop 0, from the query through person: 诸葛亮" in shown
+
+
+def test_every_graph_control_has_help_and_empty_states(graph_collection):
+    at = open_page("pages/6_Graph.py", collection=COLLECTION, q="袁绍", graph="threshold=0.08")
+    assert [getattr(w, "key", None) or w.label for w in all_widgets(at) if not (w.help or "").strip()] == []
+    at = open_page("pages/6_Graph.py", collection=COLLECTION, q="孙权")
+    assert not at.error and any("No chunk shares an entity" in i.value for i in at.info)
+    assert "孙权" in at.caption[-1].value or any("孙权" in c.value for c in at.caption)
