@@ -20,6 +20,7 @@ PAGE_LINKS = [
     ("pages/3_Distributions.py", "Distributions", "score histograms, RRF curves"),
     ("pages/4_Corpus.py", "Corpus", "upload, ingest, manage collections"),
     ("pages/5_Evaluate.py", "Evaluate", "query sets, metrics, sweep, A/B test, saved configs"),
+    ("pages/6_Graph.py", "Graph", "entity activation hop by hop"),
 ]
 cols = st.columns(len(PAGE_LINKS))
 for col, (path, name, what) in zip(cols, PAGE_LINKS):

@@ -16,6 +16,7 @@ from retrieval.workbench import Workbench
 REPO_DIR = Path(__file__).resolve().parent.parent
 SAMPLE_COLLECTION = "sample-xquad"
 CATALOGUE_COLLECTION = "sample-catalogue"  # data-source records for the keyword source (seed 000)
+GRAPH_COLLECTION = "sample-three-kingdoms"  # a Markdown history for the entity graph (seed 002)
 SAMPLE_QUERY_SET = "sample"  # the sample's queries and judgments (ui.judging.SAMPLE_SET)
 
 
@@ -72,6 +73,7 @@ def ingest_sample(store: Store, progress: Progress | None = None) -> bool:
         raise
     store_sample_queries(store, corpus)
     ingest_catalogue(store, progress)
+    ingest_three_kingdoms(store, progress)
     return True
 
 
@@ -102,3 +104,22 @@ def store_sample_queries(store: Store, corpus) -> None:
     if corpus.queries:
         JudgmentStore(store).save_query_set(SAMPLE_COLLECTION, SAMPLE_QUERY_SET, dict(corpus.queries),
                                             {q: dict(d) for q, d in corpus.qrels.items()} or None)
+
+
+def ingest_three_kingdoms(store: Store, progress: Progress | None = None) -> bool:
+    """Create the bundled Markdown history (`sample_data/three_kingdoms/`) as GRAPH_COLLECTION, so
+    the entity graph and the Graph page have people, places and years out of the box."""
+    from retrieval.ingest import parse_path
+    from retrieval.types import RetrievalError
+
+    if store.exists(GRAPH_COLLECTION):
+        return False
+    corpus = parse_path(REPO_DIR / "sample_data" / "three_kingdoms")
+    try:
+        store.create(GRAPH_COLLECTION, corpus, progress=progress,
+                     description=f"Battles of the Three Kingdoms (Markdown, {len(corpus.documents)} chunks)")
+    except RetrievalError:
+        if store.exists(GRAPH_COLLECTION):
+            return False
+        raise
+    return True

@@ -14,7 +14,7 @@ def test_home_describes_the_tool_and_lists_collections(app_db):
     assert at.title[0].value.endswith("Search relevance workbench")
     assert "BM25" in at.markdown[0].value and "vector" in at.markdown[0].value
     assert [link.proto.page for link in at.get("page_link")] == [
-        "Search", "Compare", "Distributions", "Corpus", "Evaluate"]
+        "Search", "Compare", "Distributions", "Corpus", "Evaluate", "Graph"]
     assert app_db.collection in list(at.dataframe[0].value["collection"])
     assert at.selectbox(key="view.collection").value == app_db.collection
     assert at.selectbox(key="view.collection").help
