@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from .config import SearchConfig
 from .normalize import normalize
@@ -167,24 +168,86 @@ def order_key(tie_values: Mapping[str, float]) -> Callable[[tuple[str, float]], 
     return key
 
 
-def fused_scores(candidates: Mapping[str, SourceResult], config: SearchConfig) -> dict[str, float]:
-    """Every kept candidate's fused score, as `fuse` computes it, without any explanation."""
-    kept = kept_hits(candidates, config)
-    if config.fusion == "rrf":
+@dataclass(frozen=True)
+class PreparedSource:
+    """One source's kept candidates for one query, ready to fuse: ids, ranks and (weighted fusion)
+    normalised scores, in the source's order. Depends only on the hits, the source's minimum raw
+    score and the normalisation, so a sweep prepares each once and fuses it under many configs."""
+
+    ids: tuple[str, ...]
+    ranks: tuple[int, ...]
+    norms: tuple[float, ...] | None  # None when prepared for RRF (no normalisation needed)
+
+
+def prepare_source(hits: Sequence[Hit], minimum: float | None, normalization: str | None) -> PreparedSource:
+    """Drop hits under `minimum` (the others keep their ranks), then normalise the rest's raw
+    scores with `normalization` (None: skip, for RRF)."""
+    kept = hits if minimum is None else [h for h in hits if h.raw_score >= minimum]
+    norms = None
+    if normalization is not None:
+        norms = tuple(normalize([h.raw_score for h in kept], normalization))
+    return PreparedSource(tuple(h.doc_id for h in kept), tuple(h.rank for h in kept), norms)
+
+
+def prepare(candidates: Mapping[str, SourceResult], config: SearchConfig) -> dict[str, PreparedSource]:
+    """`prepare_source` for every configured source (a missing source has no candidates)."""
+    normalization = None if config.fusion == "rrf" else config.normalization
+    return {
+        source: prepare_source(candidates[source].hits if source in candidates else (),
+                               config.min_raw.get(source), normalization)
+        for source in config.weights
+    }
+
+
+def scores_from_prepared(prepared: Mapping[str, PreparedSource], config: SearchConfig) -> dict[str, float]:
+    """Every kept candidate's fused score, exactly as `fuse` computes it (same functions, same
+    order of floating-point operations), without any explanation."""
+    scores: dict[str, float] = {}
+    weights = config.weights
+    if config.fusion == "rrf" or config.combination == "arithmetic":
+        # Sums of per-source terms, added in config order from 0.0: the very additions of `fuse`
+        # (and of `arithmetic_score`), so the floats are equal. 0.0 + t == t, so a document's
+        # first term is stored as it is.
         k = config.rrf_k
-        scores: dict[str, float] = {}
-        for source, weight in config.weights.items():
-            for hit in kept[source]:
-                # Same order of additions as `fuse` (config order, from 0.0): identical floats.
-                scores[hit.doc_id] = scores.get(hit.doc_id, 0.0) + rrf_term(hit.rank, k, weight)
+        for source, weight in weights.items():
+            entry = prepared[source]
+            if config.fusion == "rrf":
+                terms = [rrf_term(rank, k, weight) for rank in entry.ranks]
+            else:
+                terms = [weight * norm for norm in entry.norms]
+            if not scores:
+                scores = dict(zip(entry.ids, terms))
+                continue
+            get = scores.get
+            for doc_id, term in zip(entry.ids, terms):
+                previous = get(doc_id)
+                scores[doc_id] = term if previous is None else previous + term
         return scores
     pairs: dict[str, list[tuple[float, float]]] = {}
-    for source, weight in config.weights.items():
-        hits = kept[source]
-        for hit, norm in zip(hits, normalize([h.raw_score for h in hits], config.normalization)):
-            pairs.setdefault(hit.doc_id, []).append((weight, norm))
+    for source, weight in weights.items():
+        entry = prepared[source]
+        for doc_id, norm in zip(entry.ids, entry.norms):
+            pairs.setdefault(doc_id, []).append((weight, norm))
     combine = COMBINERS[config.combination]
     return {doc_id: combine(doc_pairs) for doc_id, doc_pairs in pairs.items()}
+
+
+def fused_scores(candidates: Mapping[str, SourceResult], config: SearchConfig) -> dict[str, float]:
+    """Every kept candidate's fused score, as `fuse` computes it, without any explanation."""
+    return scores_from_prepared(prepare(candidates, config), config)
+
+
+def rank_ids(scores: Mapping[str, float], tie_values: Mapping[str, float] | None = None,
+             limit: int | None = None) -> list[str]:
+    """Doc ids by `order_key`: score descending, then the quality field, then id."""
+    if tie_values:
+        ranked = sorted(scores.items(), key=order_key(tie_values))
+        ids = [doc_id for doc_id, _ in ranked]
+    else:
+        # Without tie values order_key is (−score, 1, −0.0, id): the same order as (−score, id),
+        # compared in C rather than through a Python key function.
+        ids = [doc_id for _, doc_id in sorted([(-score, doc_id) for doc_id, score in scores.items()])]
+    return ids if limit is None else ids[:limit]
 
 
 def fused_order(
@@ -196,10 +259,7 @@ def fused_order(
     """Doc ids in `fuse(candidates, config, tie_values).ranked` order (every kept candidate, no
     fused-score threshold, no top-K), at most `limit` of them. Same formulas, same tie-breaks,
     no explanation objects: what a sweep over many configs runs."""
-    ranked = sorted(fused_scores(candidates, config).items(), key=order_key(tie_values or {}))
-    if limit is not None:
-        ranked = ranked[:limit]
-    return [doc_id for doc_id, _ in ranked]
+    return rank_ids(fused_scores(candidates, config), tie_values, limit)
 
 
 def fuse(

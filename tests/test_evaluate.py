@@ -106,3 +106,36 @@ def test_cli_search_json_has_meta_and_errors_are_readable(small_beir, tmp_path, 
     assert bad.returncode == 2 and "No collection named 'nope'" in bad.stderr
     bad_k = run_cli("search", "small", "x", "--k", "0", db=db)
     assert bad_k.returncode == 2 and "rrf_k must be ≥ 1" in bad_k.stderr
+
+
+def test_evaluate_rankings_equals_the_ranx_run_path():
+    from retrieval.evaluate import QrelsEvaluator
+
+    qrels = {"q1": {"a": 2, "b": 1, "z": 0}, "q2": {"c": 1}, "q3": {"z": 1}, "q4": {}}
+    rankings = {"q1": ["x", "a", "y", "b", "a"], "q2": ["c", "d"], "q3": [], "q5": ["a"]}
+    evaluator = QrelsEvaluator(qrels)
+    fast = evaluator.evaluate_rankings(rankings)
+    slow = evaluate_run(qrels, run_from_rankings(rankings))
+    assert fast == slow
+    assert list(fast[1]) == ["q1", "q2", "q3"]  # judged queries only, q3 (nothing retrieved) as 0
+    assert fast[1]["q1"]["mrr@10"] == 0.5 and fast[1]["q3"]["ndcg@10"] == 0.0
+    # the evaluator is reusable: a second, different ranking
+    assert evaluator.evaluate_rankings({"q2": ["c"]})[1]["q2"]["precision@10"] == pytest.approx(0.1)
+
+
+def test_trec_run_lines_and_metrics_csv():
+    from retrieval.evaluate import metrics_csv, trec_run
+    from retrieval.types import RetrievalError
+
+    run = run_from_rankings({"q1": ["b", "a", "c"], "q2": ["d"]})
+    assert trec_run(run, "bm25") == ("q1 Q0 b 1 3 bm25\nq1 Q0 a 2 2 bm25\nq1 Q0 c 3 1 bm25\n"
+                                     "q2 Q0 d 1 1 bm25\n")
+    # ties in score: doc id order
+    assert trec_run({"q": {"y": 0.5, "x": 0.5}}, "t") == "q Q0 x 1 0.5 t\nq Q0 y 2 0.5 t\n"
+    with pytest.raises(RetrievalError, match="run tag"):
+        trec_run(run, "my run")
+    with pytest.raises(RetrievalError, match="document id"):
+        trec_run({"q": {"a b": 1.0}}, "t")
+    per_query = {"q1": {"ndcg@10": 0.5, "map": 0.25}, "q,2": {"ndcg@10": 1.0, "map": 0.75}}
+    assert metrics_csv(per_query, ["ndcg@10", "map"]) == 'query_id,ndcg@10,map\nq1,0.5,0.25\n"q,2",1.0,0.75\n'
+    assert metrics_csv(per_query, ["map"], mean_row=True).splitlines()[-1] == "mean,0.5"

@@ -1,0 +1,257 @@
+"""Parameter sweeps: many fusion configs judged on one query set, retrieval done once.
+
+`default_grid(base)` is OpenSearch-hybrid-optimizer-style: for two sources s₁, s₂ and the weight
+w ∈ {0.0, 0.1, …, 1.0} of s₁ (s₂ gets 1 − w),
+
+- weighted fusion: normalisation ∈ {minmax, l2} × combination ∈ {arithmetic, harmonic,
+  geometric} × 11 weights = 66 variants;
+- RRF: k ∈ {1, 5, 10, 20, 60} × 11 weights = 55 variants;
+
+121 in all. A variant with weight 0 on a source leaves that source out of its config (weights
+{s₂: 1.0}): it is the other source alone, not a fusion with a silent partner whose candidates
+would still be ranked behind, tied at 0.
+
+`run_sweep` fetches each query's candidates once per (source, source parameters) at the largest
+depth any variant asks for (through the workbench's candidate cache), then, for every variant,
+ranks each query's candidates in memory with `fusion.fused_order` (the same formulas and tie-breaks
+as `fusion.fuse`, without explanation objects), cuts at the variant's depth and scores the run
+with `evaluate.evaluate_run` (ranx). As in `evaluate.evaluate_collection`: the per-source minimum
+raw scores apply, the fused-score thresholds and top-K do not cut evaluation runs, and the sweep
+is first-stage only (variants have `rerank` off).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import SearchConfig
+from .evaluate import DEFAULT_METRICS, QrelsEvaluator
+from .fusion import PreparedSource, prepare_source, rank_ids, scores_from_prepared
+from .sources import source_params
+from .types import RetrievalError, SourceResult
+
+WEIGHT_STEPS = tuple(round(i / 10, 1) for i in range(11))  # 0.0, 0.1, …, 1.0
+SWEEP_NORMALIZATIONS = ("minmax", "l2")
+SWEEP_COMBINATIONS = ("arithmetic", "harmonic", "geometric")
+SWEEP_RRF_KS = (1.0, 5.0, 10.0, 20.0, 60.0)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One config of a sweep. `weight` is the weight of the grid's first source (None for a
+    variant not made by a grid; rows then show that source's share w₁/Σw of the first weight)."""
+
+    label: str
+    config: SearchConfig
+    weight: float | None = None
+
+
+def pair_weights(sources: Sequence[str], weight: float) -> dict[str, float]:
+    """{s₁: w, s₂: 1 − w}, leaving out a source whose weight is 0 (so w = 0 is s₂ alone)."""
+    first, second = sources
+    rest = round(1.0 - weight, 10)  # 1 − 0.7 reads 0.3, not 0.30000000000000004
+    return {name: value for name, value in ((first, weight), (second, rest)) if value > 0}
+
+
+def variant_label(config: SearchConfig, sources: Sequence[str], weight: float) -> str:
+    """e.g. 'rrf k=60 bm25=0.3 dense=0.7' or 'weighted l2 harmonic bm25=0.3 dense=0.7'."""
+    first, second = sources
+    split = f"{first}={weight:g} {second}={round(1.0 - weight, 10):g}"
+    if config.fusion == "rrf":
+        return f"rrf k={config.rrf_k:g} {split}"
+    return f"weighted {config.normalization} {config.combination} {split}"
+
+
+def default_grid(base: SearchConfig, sources: Sequence[str] = ("bm25", "dense")) -> list[Variant]:
+    """The 121-variant grid of the module docstring, every other field taken from `base`
+    (depth, BM25 parameters, per-source minimums, tie field …; rerank turned off)."""
+    sources = tuple(sources)
+    if len(sources) != 2 or sources[0] == sources[1]:
+        raise RetrievalError(f"The sweep grid splits weight between two different sources; got {list(sources)}")
+    common = {**base.to_dict(), "rerank": False}
+    variants: list[Variant] = []
+
+    def add(weight: float, **fields: Any) -> None:
+        config = SearchConfig.from_dict({**common, **fields, "weights": pair_weights(sources, weight)})
+        variants.append(Variant(variant_label(config, sources, weight), config, weight))
+
+    for normalization in SWEEP_NORMALIZATIONS:
+        for combination in SWEEP_COMBINATIONS:
+            for weight in WEIGHT_STEPS:
+                add(weight, fusion="weighted", normalization=normalization, combination=combination)
+    for k in SWEEP_RRF_KS:
+        for weight in WEIGHT_STEPS:
+            add(weight, fusion="rrf", rrf_k=k)
+    return variants
+
+
+@dataclass
+class SweepResult:
+    """What a sweep measured.
+
+    `rows`: one dict per variant — label, fusion, normalization and combination (None for RRF),
+    weight (of the grid's first source), rrf_k (None for weighted fusion), then each metric's
+    mean — sorted best first by the first metric (then the next metrics, then grid order).
+    `per_query`: variant label -> query id -> metric -> value, for every variant.
+    `seconds`: 'retrieval' (fetching candidates, cached or not) and 'fusion+metrics'.
+    """
+
+    metrics: tuple[str, ...]
+    n_queries: int
+    rows: list[dict[str, Any]]
+    variants: dict[str, Variant]  # label -> variant
+    per_query: dict[str, dict[str, dict[str, float]]]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def best(self) -> Variant:
+        """The variant of the first row: the best by the first metric."""
+        return self.variants[self.rows[0]["label"]]
+
+    def variant(self, label: str) -> Variant:
+        try:
+            return self.variants[label]
+        except KeyError:
+            raise RetrievalError(f"No variant labelled {label!r} in this sweep") from None
+
+    def frame(self):
+        """`rows` as a pandas DataFrame, best first."""
+        import pandas as pd
+
+        columns = ["label", "fusion", "normalization", "combination", "weight", "rrf_k", *self.metrics]
+        return pd.DataFrame.from_records(self.rows, columns=columns)
+
+    def to_json_list(self, digits: int = 6) -> list[dict[str, Any]]:
+        """Best first: label, config (as `SearchConfig.to_dict`) and each metric's mean."""
+        return [{"label": row["label"], "config": self.variants[row["label"]].config.to_dict(),
+                 "metrics": {m: round(row[m], digits) for m in self.metrics}} for row in self.rows]
+
+
+def run_sweep(
+    workbench,
+    collection: str,
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    variants: Iterable[Variant],
+    metrics: Iterable[str] = DEFAULT_METRICS,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Judge every variant on the judged queries that have a text (see the module docstring).
+
+    `progress(done, total)` is called after each query's retrieval and after each variant's
+    evaluation: total = number of judged queries + number of variants.
+    """
+    variants = list(variants)
+    metrics = tuple(metrics)
+    if not variants:
+        raise RetrievalError("A sweep needs at least one variant")
+    if not metrics:
+        raise RetrievalError("A sweep needs at least one metric")
+    labels = [v.label for v in variants]
+    if len(set(labels)) != len(labels):
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        raise RetrievalError(f"Variant labels must be unique; repeated: {', '.join(duplicates)}")
+    judged = [q for q in qrels if qrels[q] and q in queries]
+    if not judged:
+        raise RetrievalError("None of the judged queries has a query text")
+    total_steps = len(judged) + len(variants)
+
+    fetch_configs = retrieval_plan(variants)
+    started = time.perf_counter()
+    fetched: dict[str, dict[tuple, SourceResult]] = {}
+    documents: dict[str, dict[str, dict]] = {}
+    for done, qid in enumerate(judged, start=1):
+        per_key: dict[tuple, SourceResult] = {}
+        docs: dict[str, dict] = {}
+        for config in fetch_configs:
+            candidates = workbench.candidates(collection, queries[qid], config)
+            for source, result in candidates.sources.items():
+                if result.error:
+                    raise RetrievalError(f"{source} failed on query {qid!r}: {result.error}")
+                per_key[source_params(source, config)] = result
+            docs.update(candidates.documents)
+        fetched[qid], documents[qid] = per_key, docs
+        if progress:
+            progress(done, total_steps)
+    retrieval_seconds = time.perf_counter() - started
+
+    from .workbench import tie_values
+
+    started = time.perf_counter()
+    evaluator = QrelsEvaluator({q: qrels[q] for q in judged})
+    # A source's candidates prepared (cut at depth, minimum raw score applied, normalised) once
+    # per query and reused by every variant that prepares them the same way.
+    prepared: dict[tuple, PreparedSource] = {}
+    rows: list[dict[str, Any]] = []
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    for done, variant in enumerate(variants, start=1):
+        config = variant.config
+        normalization = None if config.fusion == "rrf" else config.normalization
+        plan = [(source, (source_params(source, config), config.depth, config.min_raw.get(source), normalization))
+                for source in config.sources]
+        rankings = {}
+        for qid in judged:
+            by_source = {}
+            for source, how in plan:
+                entry = prepared.get((qid, how))
+                if entry is None:
+                    key, depth, minimum, _ = how
+                    entry = prepared[(qid, how)] = prepare_source(fetched[qid][key].hits[:depth], minimum, normalization)
+                by_source[source] = entry
+            ties = tie_values(documents[qid], config.tie_field) if config.tie_field else None
+            rankings[qid] = rank_ids(scores_from_prepared(by_source, config), ties, limit=config.depth)
+        mean, values = evaluator.evaluate_rankings(rankings, metrics)
+        per_query[variant.label] = values
+        rows.append({**describe(variant), **mean})
+        if progress:
+            progress(len(judged) + done, total_steps)
+    order = {label: i for i, label in enumerate(labels)}
+    rows.sort(key=lambda row: (*(-row[m] for m in metrics), order[row["label"]]))
+    return SweepResult(metrics, len(judged), rows, {v.label: v for v in variants}, per_query,
+                       {"retrieval": retrieval_seconds, "fusion+metrics": time.perf_counter() - started})
+
+
+def retrieval_plan(variants: Sequence[Variant]) -> list[SearchConfig]:
+    """The fewest `workbench.candidates` calls that give every variant its candidates: each
+    (source, source parameters) once, at the largest depth any variant needs, sources sharing a
+    call when one config can state all their parameters (the usual case: one call per query)."""
+    needs: dict[tuple, tuple[str, SearchConfig, int]] = {}
+    for variant in variants:
+        for source in variant.config.sources:
+            key = source_params(source, variant.config)
+            depth = max(variant.config.depth, needs[key][2] if key in needs else 0)
+            needs[key] = (source, variant.config, depth)
+    # Each group: the config of its first source (it states the group's parameters) and, per
+    # source, the depth to fetch.
+    groups: list[tuple[SearchConfig, dict[str, int]]] = []
+    for key, (source, config, depth) in needs.items():
+        for group_config, depths in groups:
+            if source not in depths and source_params(source, group_config) == key:
+                depths[source] = depth
+                break
+        else:
+            groups.append((config, {source: depth}))
+    return [SearchConfig.from_dict({**config.to_dict(), "depth": max(depths.values()),
+                                    "weights": {source: 1.0 for source in depths}})
+            for config, depths in groups]
+
+
+def describe(variant: Variant) -> dict[str, Any]:
+    """A row's descriptive columns: label, fusion, normalization, combination, weight, rrf_k."""
+    config = variant.config
+    weighted = config.fusion == "weighted"
+    weight = variant.weight
+    if weight is None:
+        first = next(iter(config.weights))
+        weight = config.weights[first] / sum(config.weights.values())
+    return {
+        "label": variant.label,
+        "fusion": config.fusion,
+        "normalization": config.normalization if weighted else None,
+        "combination": config.combination if weighted else None,
+        "weight": weight,
+        "rrf_k": None if weighted else config.rrf_k,
+    }
+

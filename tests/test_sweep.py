@@ -1,0 +1,148 @@
+"""Sweeps on a small real corpus (200 nfcorpus documents, their judged queries), real models."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from retrieval.config import SearchConfig
+from retrieval.evaluate import evaluate_collection
+from retrieval.fusion import fuse, fused_order
+from retrieval.ingest import parse_path
+from retrieval.store import Store
+from retrieval.sweep import Variant, default_grid, retrieval_plan, run_sweep
+from retrieval.types import RetrievalError
+from retrieval.workbench import Workbench
+
+NFCORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "nfcorpus"
+N_DOCS, N_QUERIES = 200, 30
+
+
+class CountingWorkbench(Workbench):
+    """A real workbench that counts candidate requests (to check retrieval runs once per query)."""
+
+    calls = 0
+
+    def candidates(self, collection, query, config):
+        self.calls += 1
+        return super().candidates(collection, query, config)
+
+
+@pytest.fixture(scope="module")
+def small_nfcorpus(tmp_path_factory):
+    """The first 200 nfcorpus documents and the first 30 test queries judged on them."""
+    assert NFCORPUS.is_dir(), f"missing shared evaluation data: {NFCORPUS}"
+    folder = tmp_path_factory.mktemp("beir") / "nfcorpus-small"
+    (folder / "qrels").mkdir(parents=True)
+    docs = (NFCORPUS / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:N_DOCS]
+    keep = {json.loads(d)["_id"] for d in docs}
+    header, *qrel_lines = (NFCORPUS / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()
+    judged = [line for line in qrel_lines if line.split("\t")[1] in keep]
+    query_ids = list(dict.fromkeys(line.split("\t")[0] for line in judged))[:N_QUERIES]
+    judged = [line for line in judged if line.split("\t")[0] in query_ids]
+    queries = [q for q in (NFCORPUS / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+               if json.loads(q)["_id"] in query_ids]
+    (folder / "corpus.jsonl").write_text("\n".join(docs) + "\n", encoding="utf-8")
+    (folder / "queries.jsonl").write_text("\n".join(queries) + "\n", encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("\n".join([header, *judged]) + "\n", encoding="utf-8")
+    corpus = parse_path(folder)
+    workbench = CountingWorkbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
+    workbench.store.create("nfsmall", corpus)
+    return workbench, corpus
+
+
+def test_default_grid_has_121_variants_split_as_documented():
+    base = SearchConfig(depth=50, bm25_k1=1.2, rerank=True, top_k=7)
+    grid = default_grid(base)
+    assert len(grid) == 121
+    assert len({v.label for v in grid}) == 121
+    weighted = [v for v in grid if v.config.fusion == "weighted"]
+    rrf = [v for v in grid if v.config.fusion == "rrf"]
+    assert len(weighted) == 66 and len(rrf) == 55
+    assert {(v.config.normalization, v.config.combination) for v in weighted} == {
+        (n, c) for n in ("minmax", "l2") for c in ("arithmetic", "harmonic", "geometric")}
+    assert sorted({v.config.rrf_k for v in rrf}) == [1.0, 5.0, 10.0, 20.0, 60.0]
+    assert sorted({v.weight for v in grid}) == [i / 10 for i in range(11)]
+    by_label = {v.label: v for v in grid}
+    assert by_label["rrf k=60 bm25=0.3 dense=0.7"].config.weights == {"bm25": 0.3, "dense": 0.7}
+    # weight 0 on a source: the other source alone
+    assert by_label["rrf k=60 bm25=0 dense=1"].config.weights == {"dense": 1.0}
+    assert by_label["weighted l2 geometric bm25=1 dense=0"].config.weights == {"bm25": 1.0}
+    for variant in grid:  # everything else from the base config; the sweep is first-stage only
+        assert (variant.config.depth, variant.config.bm25_k1, variant.config.top_k) == (50, 1.2, 7)
+        assert variant.config.rerank is False
+        assert isinstance(variant, Variant)
+    with pytest.raises(RetrievalError, match="two different sources"):
+        default_grid(base, sources=("bm25", "dense", "keyword"))
+
+
+def test_fused_order_equals_fuse_for_every_grid_variant_on_real_candidates(small_nfcorpus):
+    workbench, corpus = small_nfcorpus
+    base = SearchConfig(depth=100)
+    grid = default_grid(base)
+    compared = 0
+    for qid in list(corpus.qrels)[:12]:
+        candidates = workbench.candidates("nfsmall", corpus.queries[qid], base)
+        for variant in grid:
+            expected = [r.doc_id for r in fuse(candidates.sources, variant.config).ranked]
+            assert fused_order(candidates.sources, variant.config) == expected, (qid, variant.label)
+            compared += 1
+    assert compared == 12 * 121
+
+
+def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_nfcorpus):
+    workbench, corpus = small_nfcorpus
+    base = SearchConfig(depth=100)
+    grid = default_grid(base)
+    assert len(retrieval_plan(grid)) == 1  # both sources in one candidates call
+    workbench.calls = 0
+    seen = []
+    result = run_sweep(workbench, "nfsmall", corpus.queries, corpus.qrels, grid,
+                       progress=lambda done, total: seen.append((done, total)))
+    assert workbench.calls == N_QUERIES
+    assert seen[-1] == (N_QUERIES + 121, N_QUERIES + 121) and len(seen) == N_QUERIES + 121
+    assert result.n_queries == N_QUERIES and len(result.rows) == 121
+    # rows best first by the first metric
+    firsts = [row["ndcg@10"] for row in result.rows]
+    assert firsts == sorted(firsts, reverse=True)
+    assert result.best().label == result.rows[0]["label"]
+    frame = result.frame()
+    assert list(frame.columns) == ["label", "fusion", "normalization", "combination", "weight", "rrf_k",
+                                   "ndcg@10", "mrr@10", "recall@100", "precision@10", "map"]
+    assert len(result.per_query) == 121 and len(result.per_query[result.best().label]) == N_QUERIES
+    rows = {row["label"]: row for row in result.rows}
+    assert rows["rrf k=10 bm25=0.3 dense=0.7"]["rrf_k"] == 10.0
+    assert rows["rrf k=10 bm25=0.3 dense=0.7"]["normalization"] is None
+    assert rows["weighted l2 harmonic bm25=0.3 dense=0.7"]["combination"] == "harmonic"
+    assert rows["weighted l2 harmonic bm25=0.3 dense=0.7"]["rrf_k"] is None
+
+    # The same numbers through the explained path: workbench.search + fuse + evaluate_run.
+    for label, system in (("rrf k=60 bm25=0.4 dense=0.6", "hybrid"),
+                          ("weighted l2 geometric bm25=0.7 dense=0.3", "hybrid"),
+                          ("weighted minmax harmonic bm25=0.2 dense=0.8", "hybrid"),
+                          ("rrf k=60 bm25=1 dense=0", "bm25")):
+        config = result.variant(label).config
+        if system == "bm25":
+            config = SearchConfig.from_dict({**config.to_dict(), "weights": {"bm25": 1.0, "dense": 1.0}})
+        report = evaluate_collection(workbench, "nfsmall", corpus.queries, corpus.qrels, config)
+        for metric, value in report.metrics[system].items():
+            assert rows[label][metric] == pytest.approx(value, abs=1e-12), (label, metric)
+        for qid, values in report.per_query[system].items():
+            assert result.per_query[label][qid] == pytest.approx(values, abs=1e-12)
+    # JSON list: label, config, metric means, best first
+    listed = result.to_json_list()
+    assert listed[0]["label"] == result.best().label
+    assert SearchConfig.from_dict(listed[0]["config"]) == result.best().config
+
+
+def test_sweep_rejects_bad_input(small_nfcorpus):
+    workbench, corpus = small_nfcorpus
+    grid = default_grid(SearchConfig())
+    with pytest.raises(RetrievalError, match="at least one variant"):
+        run_sweep(workbench, "nfsmall", corpus.queries, corpus.qrels, [])
+    with pytest.raises(RetrievalError, match="unique"):
+        run_sweep(workbench, "nfsmall", corpus.queries, corpus.qrels, [grid[0], grid[0]])
+    with pytest.raises(RetrievalError, match="None of the judged queries"):
+        run_sweep(workbench, "nfsmall", {}, corpus.qrels, grid[:2])
+    with pytest.raises(RetrievalError, match="No variant labelled"):
+        run_sweep(workbench, "nfsmall", corpus.queries, corpus.qrels, grid[:2]).variant("nope")
