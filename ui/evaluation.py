@@ -136,6 +136,7 @@ def query_set_section(workbench, collection: str) -> QuerySet | None:
             return None
         st.caption(views.markdown_safe(chosen.summary()))
         _qrels_downloads(judgments, collection, name)
+        _delete_form(judgments, collection, name)
     else:
         st.info("This collection has no query set yet: upload queries and judgments below, or rate results "
                 "on the Search page (the first rating creates the set 'judgments').")
@@ -172,6 +173,24 @@ def _qrels_downloads(judgments, collection: str, name: str) -> None:
     right.download_button("Judgments (BEIR tsv)", beir, file_name=f"{collection}-{name}.tsv",
                           mime="text/tab-separated-values", key="eval.qrels_beir",
                           help="This set's judgments as a BEIR qrels file: query-id, corpus-id, score (tab-separated).")
+
+
+def _delete_form(judgments, collection: str, name: str) -> None:
+    with st.expander("Delete this query set"):
+        sure = st.checkbox(f"Yes, delete '{name}' with all its judgments", key="eval.delete.confirm",
+                           help="Confirms the deletion; it cannot be undone.")
+        if st.button("Delete query set", key="eval.delete", disabled=not sure,
+                     help="Remove the set, its queries and every judgment in it (the documents stay)."):
+            try:
+                judgments.delete_query_set(collection, name)
+            except Exception as exc:
+                views.show_error(exc)
+                return
+            state.view().query_set = None
+            judging.forget()
+            st.session_state["eval.flash"] = f"Deleted query set '{name}'."
+            st.session_state.pop("eval.delete.confirm", None)
+            st.rerun()
 
 
 def _upload_form(judgments, collection: str, names: list[str]) -> None:
