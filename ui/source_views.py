@@ -26,7 +26,8 @@ RAW_SCORE_HELP = {
     "dense": "cosine similarity between the query and document embeddings",
     "keyword": "total points: name + description + tags + domains + organisation + content",
 }
-BASE_COLUMNS = ["rank", "id", "title", "raw score"]
+# Score and title first: three rankings share the page's width, and the id is the least telling.
+LEADING_COLUMNS = ["rank", "raw score", "title"]
 
 
 def detail_columns(hits: Sequence) -> list[str]:
@@ -39,29 +40,44 @@ def _cell(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, int, float)) else str(value)
 
 
-def source_ranking_frame(result: SourceResult, documents: Mapping[str, Mapping[str, Any]], top_k: int) -> pd.DataFrame:
-    """A source's first `top_k` hits: rank, id, title, raw score, then one column per detail key."""
+def source_ranking_frame(result: SourceResult, documents: Mapping[str, Mapping[str, Any]], top_k: int,
+                         with_detail: bool = True) -> pd.DataFrame:
+    """A source's first `top_k` hits: rank, raw score, title, one column per detail key (when
+    `with_detail`), id."""
     hits = result.hits[: max(0, top_k)]
-    extra = detail_columns(hits)
+    extra = detail_columns(hits) if with_detail else []
     records = []
     for hit in hits:
         row = documents.get(hit.doc_id, {})
-        record = {"rank": hit.rank, "id": hit.doc_id, "title": row.get("title") or (row.get("text") or "")[:80],
-                  "raw score": hit.raw_score}
+        record = {"rank": hit.rank, "raw score": hit.raw_score,
+                  "title": row.get("title") or (row.get("text") or "")[:80]}
         record.update({key: _cell((hit.detail or {}).get(key)) for key in extra})
+        record["id"] = hit.doc_id
         records.append(record)
-    return pd.DataFrame.from_records(records, columns=BASE_COLUMNS + extra)
+    return pd.DataFrame.from_records(records, columns=LEADING_COLUMNS + extra + ["id"])
 
 
 def source_rankings(result: SearchResult, top_k: int) -> None:
-    """One column per source of the config, each with that source's own top-`top_k` ranking."""
+    """One column per source of the config, each with that source's own top-`top_k` ranking;
+    below them, full width, the explanation of each source that gives one (keyword points per field)."""
     sources = list(result.config.sources)
+    found = {s: result.candidates.sources.get(s, SourceResult(s)) for s in sources}
     st.caption(escape_markdown(
         f"Each source's own top {top_k}, before fusion (a source returns nothing when no document passes "
         f"its own rules, e.g. BM25 needs a whole indexed word, the keyword scorer its minimum relevance)."))
     for source, column in zip(sources, st.columns(len(sources))):
         with column:
-            _one_source(source, result.candidates.sources.get(source, SourceResult(source)), result.documents, top_k)
+            _one_source(source, found[source], result.documents, top_k)
+    for source in sources:
+        if detail_columns(found[source].hits[:top_k]):
+            st.markdown(f"**{escape_markdown(label(source))}: why each document scored what it did**")
+            st.dataframe(source_ranking_frame(found[source], result.documents, top_k), hide_index=True,
+                         width="stretch", column_config=_score_config(source))
+
+
+def _score_config(source: str) -> dict:
+    return {"raw score": st.column_config.NumberColumn(
+        format="%.4f", help=RAW_SCORE_HELP.get(source, "the source's score"))}
 
 
 def _one_source(source: str, hits: SourceResult, documents: Mapping[str, Mapping[str, Any]], top_k: int) -> None:
@@ -72,7 +88,5 @@ def _one_source(source: str, hits: SourceResult, documents: Mapping[str, Mapping
     for note in hits.notes:
         st.caption(escape_markdown(note))
     st.caption(f"{len(hits.hits)} candidate(s)")
-    frame = source_ranking_frame(hits, documents, top_k)
-    st.dataframe(frame, hide_index=True, width="stretch", column_config={
-        "raw score": st.column_config.NumberColumn(format="%.4f", help=RAW_SCORE_HELP.get(source, "the source's score")),
-    })
+    frame = source_ranking_frame(hits, documents, top_k, with_detail=False)
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=_score_config(source))

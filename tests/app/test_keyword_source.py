@@ -53,11 +53,13 @@ def test_keyword_source_picked_on_search_shows_its_points(workbench, catalogue):
 def test_compare_sources_mode_shows_each_ranking_and_a_slider_rescores(workbench, catalogue):
     at = open_page(COMPARE, collection=catalogue, q="chin", mode="sources", weights=THREE)
     assert at.radio(key="view.compare_mode").value == "sources"
-    bm25, vector, keyword = (d.value for d in at.dataframe)
+    bm25, vector, keyword, points = (d.value for d in at.dataframe)  # three rankings, then the points
     assert bm25.empty  # BM25 matches whole indexed words: "chin" is none
     assert set(vector["id"]) == set(SUBSET)  # cosine similarity ranks every record
-    assert list(keyword["id"]) == ["cn-nbs-labour-force", "cn-cgss", "ml-benchmarks"]
-    assert list(keyword["raw score"]) == [17, 15, 12]
+    assert list(keyword["id"]) == list(points["id"]) == ["cn-nbs-labour-force", "cn-cgss", "ml-benchmarks"]
+    assert list(keyword["raw score"]) == list(points["raw score"]) == [17, 15, 12]
+    assert "tags" not in keyword.columns  # the narrow column has no room: points per field below
+    keyword = points
     assert list(keyword["name"]) == ["+10 (exact: chin)"] * 3  # "chin" inside "Machine Learning …" too
     assert list(keyword["tags"]) == ["+2 (china)", "0", "+2 (machine learning)"]
     assert list(keyword["organization"]) == ["+2 (chin)", "+2 (chin)", "0"]
@@ -66,7 +68,7 @@ def test_compare_sources_mode_shows_each_ranking_and_a_slider_rescores(workbench
 
     at.slider(key="a.keyword.tag").set_value(6).run()
     assert not at.exception
-    keyword = at.dataframe[2].value
+    keyword = at.dataframe[3].value
     core = keyword_hits(workbench, "chin", tag=6)
     assert list(keyword["id"]) == [h.doc_id for h in core] == ["cn-nbs-labour-force", "ml-benchmarks", "cn-cgss"]
     assert list(keyword["raw score"]) == [h.raw_score for h in core] == [21, 16, 15]
@@ -76,7 +78,7 @@ def test_compare_sources_mode_shows_each_ranking_and_a_slider_rescores(workbench
 
 def test_job_reaches_employment_only_through_vectors(workbench, catalogue):
     at = open_page(COMPARE, collection=catalogue, q="job", mode="sources", weights=THREE)
-    bm25, vector, keyword = (d.value for d in at.dataframe)
+    bm25, vector, keyword = (d.value for d in at.dataframe)  # nothing to explain: no points table
     assert bm25.empty and keyword.empty  # no record contains the string "job"
     labour = {"cn-nbs-labour-force", "us-bls-employment-situation", "eu-eurostat-lfs"}
     assert labour & set(vector["id"][:3])
