@@ -19,8 +19,9 @@ Chinese (jieba's part-of-speech tagger on a private tokenizer, so BM25's segment
   file; nouns, idioms and abbreviations such as 北伐) not already a person, place or time of it.
 
 English (simple rules): years (`in 208`, `208 AD`, `1066`, …) and dates (ISO, `March 3, 2020`) are
-time; capitalised phrases are tags, or places right after in/at/near/from/to; the most frequent
-content words (≥ 2 occurrences) are topics. English has no action rule.
+time; capitalised phrases are tags, or places right after in/at/near/from/to (a lone capitalised
+word opening a sentence is skipped); the most frequent content words (≥ 2 occurrences) are
+topics. English has no action rule.
 
 Normalisation (`normalize_name`), in this order: NFKC, strip whitespace and edge punctuation; the
 synonym map (case-insensitive for Latin text; default 曹孟德→曹操, 刘玄德→刘备, 孔明→诸葛亮,
@@ -89,11 +90,13 @@ _EN_YEAR = re.compile(r"\b(?:(?:in|since|by|until|of|year|AD|CE)\s+(\d{2,4})(\s*
                       r"|(\d{2,4})\s*(AD|CE|BC|BCE)\b|((?:1\d|20)\d{2}))\b")
 _EN_PHRASE = re.compile(r"\b[A-Z][a-z]+(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][a-z]+)*\b")
 _EN_LOCATIVE = re.compile(r"\b(?:in|at|near|from|to)\s+$")
+_EN_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"'(]\s*)$")
 _EN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 _EN_STOP = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
     "this to was will with were from after before which when while also had has have his her its than over under "
-    "between during against about into more most other some only same very would could should been being".split()
+    "between during against about into more most other some only same very would could should been being "
+    "many much what which who whom how why where also first second one two three four five new".split()
 )
 _EN_SENTENCE_START_SKIP = frozenset(
     "The A An In At On After Before When While During This That These Those It He She They We His Her Its Their "
@@ -285,8 +288,9 @@ class EntityExtractor:
         for match in _EN_PHRASE.finditer(text):
             phrase = match.group()
             words = phrase.split()
-            if len(words) == 1 and (phrase in _EN_SENTENCE_START_SKIP or phrase in _MONTHS.split("|")):
-                continue
+            if len(words) == 1 and (phrase in _EN_SENTENCE_START_SKIP or phrase in _MONTHS.split("|")
+                                    or phrase.lower() in _EN_STOP or _EN_SENTENCE_START.search(text[:match.start()])):
+                continue  # a lone capitalised word opening a sentence is usually no name
             if words[0] in _EN_SENTENCE_START_SKIP:
                 phrase = " ".join(words[1:])
                 if not phrase:

@@ -132,6 +132,7 @@ def activation_network(trace: Sequence[Any], upto, events_info: Mapping[str, Map
     height = max(360, 70 * max([len(t.events) for t in _visible(trace, upto)] +
                                 [len(t.entities) for t in _visible(trace, upto)] + [1]))
     fig.update_layout(height=min(height, 1400), margin=dict(l=10, r=10, t=30, b=10), clickmode="event+select",
+                      plot_bgcolor="white",
                       legend=dict(orientation="h", y=1.06), dragmode="pan")
     return fig
 

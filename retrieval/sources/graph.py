@@ -142,7 +142,8 @@ class GraphSettings:
     @classmethod
     def from_config(cls, config) -> GraphSettings:
         g = config.graph
-        focus = frozenset(filter(None, (normalize_name(f) for f in re.split(r"[,，;；]", config.graph_focus or ""))))
+        normalize = default_extractor().normalize if config.graph_focus else normalize_name
+        focus = frozenset(filter(None, (normalize(f) for f in re.split(r"[,，;；]", config.graph_focus or ""))))
         return cls(type_weights={t: g[t] for t in ENTITY_TYPES}, depth=int(round(g["depth"])),
                    breadth=max(1, int(round(g["breadth"]))), threshold=g["threshold"],
                    mix={k: g[k] for k in ("match", "vector", "recency", "preference")}, decay=g["decay"],
@@ -500,17 +501,20 @@ class GraphSource:
         self.index = index
         self.settings = settings
         self._cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()  # one built source serves every session of the app
 
     def activation(self, query: str) -> Activation:
         """The activation for `query` under this source's settings (cached per query)."""
-        if query in self._cache:
-            return self._cache[query]
+        with self._lock:
+            if query in self._cache:
+                return self._cache[query]
         q, unknown = self.index.query_entities(query)
         result = activate(q, self.index.entities, self.settings, self.index.positions, self.index.events_of)
         result.unknown = unknown
-        self._cache[query] = result
-        while len(self._cache) > 256:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[query] = result
+            while len(self._cache) > 256:
+                self._cache.popitem(last=False)
         return result
 
     def scored(self, query: str) -> list[Scored]:

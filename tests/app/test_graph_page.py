@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import all_widgets, open_page, plain
+from conftest import all_widgets, nullable, open_page, plain
 
 from retrieval.chunking import chunk_markdown
 from retrieval.config import SearchConfig
@@ -87,3 +87,19 @@ def test_every_graph_control_has_help_and_empty_states(graph_collection):
     at = open_page("pages/6_Graph.py", collection=COLLECTION, q="孙权")
     assert not at.error and any("No chunk shares an entity" in i.value for i in at.info)
     assert "孙权" in at.caption[-1].value or any("孙权" in c.value for c in at.caption)
+
+
+def test_search_page_fuses_the_graph_with_bm25_and_vectors(graph_collection, workbench):
+    at = open_page("pages/1_Search.py", collection=COLLECTION, q="袁绍", weights="bm25=0.5,dense=0.5,graph=0.5",
+                   graph="threshold=0.08")
+    assert not at.error
+    assert at.multiselect(key="a.extra_sources").value == ["graph"]
+    assert at.slider(key="a.graph.threshold").value == 0.08  # the same slider as on the Graph page
+    frame = at.dataframe[0].value
+    config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5, "graph": 0.5}, graph={"threshold": 0.08})
+    outcome = workbench.fuse(workbench.candidates(COLLECTION, "袁绍", config), config)
+    assert list(frame["id"]) == [r.doc_id for r in outcome.results]
+    graph_rank = {r.doc_id: r.sources["graph"].rank for r in outcome.results}
+    assert nullable(frame["entity graph rank"]) == [graph_rank[i] for i in frame["id"]]
+    top = outcome.results[0].sources["graph"]
+    assert top.contribution == pytest.approx(0.5 / (60 + top.rank))
