@@ -22,6 +22,7 @@ HOP_KEY = "graph.hop"
 EVENT_KEY = "graph.event"
 CLICK_KEY = "graph.last_click"
 CHART_KEY = "graph.network"
+OPTIONS_KEY = "graph.hop_options"
 
 
 def graph_source(workbench: Workbench, collection: str, config: SearchConfig) -> GraphSource | None:
@@ -70,8 +71,11 @@ def activation_view(workbench: Workbench, collection: str, query: str, config: S
 
     options = graph_charts.hop_options(trace)
     if len(options) > 1:
-        if st.session_state.get(HOP_KEY) not in options:
+        previous = st.session_state.get(OPTIONS_KEY) or []
+        # Showing every hop stays so when a slider adds or removes hops; a hop no longer there resets.
+        if st.session_state.get(HOP_KEY) not in options or (previous and st.session_state.get(HOP_KEY) == previous[-1]):
             st.session_state[HOP_KEY] = options[-1]
+        st.session_state[OPTIONS_KEY] = options
         upto = st.select_slider("Show activation up to hop", options=options, key=HOP_KEY,
                                 help="Step through the activation: hop 0 is the chunks sharing an entity with the "
                                      "query; each further hop adds the chunks reached from the previous hop through "
