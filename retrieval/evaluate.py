@@ -67,10 +67,8 @@ class QrelsEvaluator:
         nonempty = {q: docs for q, docs in run.items() if docs and q in self.judged}
         if not nonempty:
             return {m: 0.0 for m in metrics}, {q: {m: 0.0 for m in metrics} for q in self.judged}
-        per_metric = evaluate(self.ranx_qrels, RanxRun(nonempty), metrics, return_mean=False,
+        per_metric = evaluate(self.ranx_qrels, RanxRun(nonempty), _asked(metrics), return_mean=False,
                               make_comparable=True, save_results_in_run=False)
-        if len(metrics) == 1:
-            per_metric = {metrics[0]: per_metric}
         per_query = {q: {m: float(per_metric[m][i]) for m in metrics} for i, q in enumerate(self.query_ids)}
         mean = {m: float(sum(v[m] for v in per_query.values()) / len(per_query)) for m in metrics}
         return mean, per_query
@@ -103,9 +101,7 @@ class QrelsEvaluator:
             array[:, 0] = column
             array[:, 1] = np.arange(len(ids), 0, -1)
             arrays.append(array)
-        per_metric = evaluate(self._typed_qrels, TypedList(arrays), metrics, return_mean=False)
-        if len(metrics) == 1:
-            per_metric = {metrics[0]: per_metric}
+        per_metric = evaluate(self._typed_qrels, TypedList(arrays), _asked(metrics), return_mean=False)
         per_query = {q: {m: float(per_metric[m][i]) for m in metrics} for i, q in enumerate(self.query_ids)}
         mean = {m: float(sum(v[m] for v in per_query.values()) / len(per_query)) for m in metrics}
         return mean, per_query
@@ -122,6 +118,15 @@ class QrelsEvaluator:
 
         rows = sorted(self.judged[qid].items(), key=lambda item: (-item[1], item[0]))
         return np.array([(self._number(d), float(g)) for d, g in rows], dtype=np.float64).reshape(len(rows), 2)
+
+
+def _asked(metrics: list[str]) -> list[str]:
+    """The metric list to give ranx. Asked for one metric without saving into a `Run`, ranx 0.3
+    returns its values under a wrong key (the base name, e.g. 'ndcg'); asked for two or more it
+    returns a dict keyed by the full names, so a lone metric gets a cheap companion."""
+    if len(metrics) > 1:
+        return metrics
+    return metrics + (["precision@1"] if metrics[0] != "precision@1" else ["recall@1"])
 
 
 def evaluate_run(qrels: Qrels, run: Run, metrics: Iterable[str] = DEFAULT_METRICS) -> tuple[dict[str, float], dict[str, dict[str, float]]]:

@@ -139,3 +139,15 @@ def test_trec_run_lines_and_metrics_csv():
     per_query = {"q1": {"ndcg@10": 0.5, "map": 0.25}, "q,2": {"ndcg@10": 1.0, "map": 0.75}}
     assert metrics_csv(per_query, ["ndcg@10", "map"]) == 'query_id,ndcg@10,map\nq1,0.5,0.25\n"q,2",1.0,0.75\n'
     assert metrics_csv(per_query, ["map"], mean_row=True).splitlines()[-1] == "mean,0.5"
+
+
+def test_a_single_metric_works_on_both_paths():
+    from retrieval.evaluate import QrelsEvaluator
+
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+    rankings = {"q1": ["x", "a"], "q2": ["b"]}
+    for metric in ("ndcg@10", "precision@1"):
+        mean, per_query = evaluate_run(qrels, run_from_rankings(rankings), [metric])
+        assert set(mean) == {metric} and set(per_query["q1"]) == {metric}
+        assert QrelsEvaluator(qrels).evaluate_rankings(rankings, [metric]) == (mean, per_query)
+    assert evaluate_run(qrels, run_from_rankings(rankings), ["mrr@10"])[0] == {"mrr@10": pytest.approx(0.75)}

@@ -1,0 +1,85 @@
+"""A/B significance on real BM25 runs (nfcorpus subset), checked against scipy and an exact test."""
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import ttest_rel
+
+from retrieval.abtest import compare, randomization_p
+from retrieval.evaluate import evaluate_run, run_from_rankings
+from retrieval.sources.bm25 import RankBM25Source
+from retrieval.tokenize import tokenize
+from retrieval.types import RetrievalError
+
+NFCORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "nfcorpus"
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """BM25 (k1 0.9, b 0.4) vs BM25 (k1 2.0, b 1.0) over the first 600 nfcorpus documents, on
+    the test queries with a judgment among them."""
+    assert NFCORPUS.is_dir(), f"missing shared evaluation data: {NFCORPUS}"
+    docs = [json.loads(line) for line in (NFCORPUS / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:600]]
+    ids = [d["_id"] for d in docs]
+    tokens = [tokenize(f"{d.get('title', '')}\n{d['text']}") for d in docs]
+    keep = set(ids)
+    qrels = {}
+    for line in (NFCORPUS / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        qid, doc_id, grade = line.split("\t")
+        if doc_id in keep:
+            qrels.setdefault(qid, {})[doc_id] = int(grade)
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (NFCORPUS / "queries.jsonl").read_text(encoding="utf-8").splitlines())}
+    made = {}
+    for name, (k1, b) in {"a": (0.9, 0.4), "b": (2.0, 1.0)}.items():
+        source = RankBM25Source(ids, tokens, k1=k1, b=b)
+        made[name] = run_from_rankings({q: [h.doc_id for h in source.search(queries[q], 100)] for q in qrels})
+    return qrels, made["a"], made["b"]
+
+
+def test_t_test_p_value_equals_scipy_on_the_per_query_values(runs):
+    qrels, run_a, run_b = runs
+    result = compare(qrels, run_a, run_b, "ndcg@10", "t-test")
+    _, per_a = evaluate_run(qrels, run_a, ["ndcg@10"])
+    _, per_b = evaluate_run(qrels, run_b, ["ndcg@10"])
+    a = [per_a[q]["ndcg@10"] for q in per_a]
+    b = [per_b[q]["ndcg@10"] for q in per_a]
+    assert result.n_queries == len(qrels) > 30
+    assert result.per_query_a == {q: per_a[q]["ndcg@10"] for q in per_a}
+    assert result.deltas == pytest.approx({q: y - x for q, x, y in zip(per_a, a, b)}, abs=1e-15)
+    assert result.p_value == pytest.approx(ttest_rel(b, a).pvalue, abs=1e-9)
+    assert 0 < result.p_value < 1
+    assert result.mean_delta == pytest.approx(np.mean(b) - np.mean(a), abs=1e-12)
+    assert result.wins == sum(y > x for x, y in zip(a, b))
+    assert result.losses == sum(y < x for x, y in zip(a, b))
+    assert result.wins + result.ties + result.losses == result.n_queries
+    assert result.significant == (result.p_value < 0.05)
+    assert "B wins" in result.summary()
+
+
+def test_randomization_is_reproducible_and_agrees_with_the_exact_test(runs):
+    qrels, run_a, run_b = runs
+    first = compare(qrels, run_a, run_b, "mrr@10", "randomization", n_permutations=5000, seed=7)
+    again = compare(qrels, run_a, run_b, "mrr@10", "randomization", n_permutations=5000, seed=7)
+    assert first.p_value == again.p_value and first.seed == 7 and first.n_permutations == 5000
+    # exact two-sided sign-flip test over 14 queries' deltas: all 2^14 flips enumerated
+    deltas = np.array(list(first.deltas.values())[:14])
+    observed = abs(deltas.mean())
+    flips = np.array(list(itertools.product((1, -1), repeat=len(deltas))))
+    exact = float(np.mean(np.abs((flips * deltas).mean(axis=1)) >= observed - 1e-12))
+    sampled = randomization_p(deltas, n_permutations=20_000, seed=1)
+    assert sampled == pytest.approx(exact, abs=0.02)  # ~6 standard errors of a 20,000-draw estimate
+
+
+def test_identical_runs_and_bad_input(runs):
+    qrels, run_a, _ = runs
+    same = compare(qrels, run_a, run_a, "map", "t-test")
+    assert same.p_value == 1.0 and same.ties == same.n_queries and same.mean_delta == 0.0
+    empty = compare(qrels, run_a, {}, "recall@100", "t-test")  # B retrieves nothing: all 0
+    assert empty.mean_b == 0.0 and empty.losses > 0 and empty.p_value < 1e-6
+    with pytest.raises(RetrievalError, match="test must be one of"):
+        compare(qrels, run_a, run_a, test="wilcoxon")
+    with pytest.raises(RetrievalError, match="n_permutations"):
+        compare(qrels, run_a, run_a, test="randomization", n_permutations=5)
