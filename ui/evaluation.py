@@ -424,7 +424,7 @@ def ab_section(workbench, collection: str, qset: QuerySet) -> None:
                                  text=f"Config {'AB'[i]}: query {done} of {total}")
 
                 report = evaluate_collection(workbench, collection, qset.queries, qset.qrels, configs.load(name),
-                                             (metric,), progress)
+                                             DEFAULT_METRICS, progress)
                 runs.append(report.runs["hybrid"])
             judged = {q: qset.qrels[q] for q in qset.judged}
             outcome = compare(judged, runs[0], runs[1], metric=metric, test=test)
@@ -505,6 +505,8 @@ def configs_section(workbench) -> None:
                 views.show_error(RetrievalError(f"{imported.name} is not UTF-8 text"))
             except RetrievalError as exc:
                 views.show_error(exc)
+            except (TypeError, ValueError, AttributeError) as exc:  # e.g. "depth": "ten"
+                views.show_error(RetrievalError(f"{imported.name} is not a valid search config: {exc}"))
     with right:
         st.markdown("**Saved configs**")
         try:
