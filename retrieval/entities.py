@@ -219,9 +219,9 @@ class EntityExtractor:
                 found[forced or kind].setdefault(normalized, name)
 
         with self._lock:
-            blanked = self._chinese(full, add)  # time spans blanked: 建安十三年 is no topic
+            blanked, words = self._chinese(full, add)  # time spans blanked: 建安十三年 is no topic
             self._english(blanked, add)
-            self._topics(blanked, found, add)
+            self._topics(words, found, add)
         # One name, one type per chunk: person/place/time win over tag, tag over topic/action.
         claimed: set[str] = set()
         for kind in ("time", "location", "person", "tag", "action", "topic"):
@@ -229,8 +229,9 @@ class EntityExtractor:
             claimed.update(found[kind])
         return found
 
-    def _chinese(self, text: str, add) -> str:
-        """Chinese rules; returns the text with time spans blanked (for the English pass)."""
+    def _chinese(self, text: str, add) -> tuple[str, list[tuple[str, str]]]:
+        """Chinese rules; returns the text with time spans blanked (for the English pass) and its
+        (word, part-of-speech) pairs (for the topics)."""
         spans: list[tuple[int, int]] = []
         for pattern in _TIME_PATTERNS:
             for match in pattern.finditer(text):
@@ -276,7 +277,7 @@ class EntityExtractor:
         ranked = sorted(verbs, key=lambda v: -verbs[v] * idf.get(v, median))
         for word in ranked[: self.action_k]:
             add("action", word)
-        return blanked
+        return blanked, words
 
     def _english(self, text: str, add) -> None:
         for match in _EN_DATE.finditer(text):
@@ -306,12 +307,18 @@ class EntityExtractor:
             if n >= 2:
                 add("topic", word)
 
-    def _topics(self, text: str, found: Extraction, add) -> None:
-        if not re.search(f"[{_HAN}]", text):
-            return
+    def _topics(self, words: list[tuple[str, str]], found: Extraction, add) -> None:
+        """TF-IDF keywords as jieba.analyse.extract_tags computes them (tf · idf over the words of
+        the allowed parts of speech, its stop words out, ties in order of appearance), from the
+        words already cut: cutting again would double the cost of an ingest."""
         taken = set(found["person"]) | set(found["location"]) | set(found["time"])
-        keywords = self._tfidf.extract_tags(text, topK=self.topic_k + len(taken), allowPOS=_TOPIC_POS)
-        kept = [k for k in keywords if len(k) >= 2 and re.search(f"[{_HAN}]", k) and self.normalize(k) not in taken]
+        counts: Counter = Counter()
+        for word, flag in words:
+            if flag in _TOPIC_POS and len(word) >= 2 and word.lower() not in self._tfidf.stop_words:
+                counts[word] += 1
+        idf, median = self._tfidf.idf_freq, self._tfidf.median_idf
+        ranked = sorted(counts, key=lambda w: -counts[w] * idf.get(w, median))
+        kept = [w for w in ranked if re.search(f"[{_HAN}]", w) and self.normalize(w) not in taken]
         for word in kept[: self.topic_k]:
             add("topic", word)
 

@@ -231,3 +231,25 @@ def test_collection_without_tables_is_indexed_in_memory(tmp_path):
         store.db.drop_table(f"_{kind}__old")
     index = load_index(store, "old")
     assert not index.from_tables and index.entities["mini#1"] == E1
+
+
+def test_three_kingdoms_sample_spreads_beyond_direct_matches(tmp_path):
+    from pathlib import Path
+
+    from retrieval.ingest import parse_path
+
+    store = Store(str(tmp_path))
+    corpus = parse_path(Path(__file__).resolve().parents[1] / "sample_data" / "three_kingdoms")
+    store.create("tk", corpus)
+    texts = {d.id: d.title + "\n" + d.text for d in corpus.documents}
+    source = Workbench(store).source("tk", store.version("tk"), "graph", SearchConfig(graph={"threshold": 0.1}))
+    activation = source.activation("曹操和刘备的战役")
+    assert activation.query_entities == {"person": ("刘备", "曹操"), "topic": ("战役",)}
+    # hop 0 = the chunks whose entities hold 曹操, 刘备 or the topic 战役
+    hop0 = {a.event_id for a in activation.at_hop(0)}
+    assert hop0 == {e for e, s in source.index.entities.items()
+                    if s.get("person", set()) & {"曹操", "刘备"} or "战役" in s.get("topic", set())}
+    assert all(("曹操" in texts[e] or "刘备" in texts[e]) for e in hop0)
+    spread = source.activation("诸葛亮北伐")
+    assert spread.max_hop >= 1 and spread.at_hop(1)
+    assert all(a.relevance >= 0.1 and a.parent in spread.events for a in spread.at_hop(1))
