@@ -453,8 +453,9 @@ def _show_ab(stored: dict[str, Any]) -> None:
     cols[2].metric("win / tie / loss", f"{result.wins} / {result.ties} / {result.losses}",
                    help="Queries where B scores higher / the same / lower than A")
     cols[3].metric("p-value", f"{result.p_value:.4g}", help=f"{AB_TESTS.get(test, test)}, two-sided")
-    cols[4].metric("significant (p < 0.05)", "yes" if result.p_value < 0.05 else "no",
-                   help="Whether the difference is unlikely under 'A and B are equally good' at the 5% level")
+    cols[4].metric(f"significant (p < {result.alpha:g})", "yes" if result.significant else "no",
+                   help=f"Whether the difference is unlikely under 'A and B are equally good' at the "
+                        f"{result.alpha:.0%} level")
     st.plotly_chart(eval_charts.delta_chart(result.deltas, stored["queries"], metric), width="stretch")
     st.dataframe(eval_charts.delta_frame(result.deltas, stored["queries"]), hide_index=True, width="stretch",
                  column_config={"delta (B − A)": st.column_config.NumberColumn(format="%+.4f")})
