@@ -1,4 +1,4 @@
-"""Command line: `python -m retrieval {ingest,search,evaluate,collections} …`.
+"""Command line: `python -m retrieval {ingest,search,evaluate,sweep,collections} …`.
 
 Results and JSON go to stdout; progress and messages go to stderr. Every command takes the
 fusion config as options (or a saved config with `--config FILE.json`).
@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import BM25_BACKENDS, FUSION_METHODS, NORMALIZATIONS, SearchConfig, parse_weights
+from .config import BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig, parse_weights
 from .types import RetrievalError
 
 
@@ -32,6 +32,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--k", type=float, dest="rrf_k", help="RRF k (≥ 1)")
     g.add_argument("--weights", help="per-source weights, e.g. bm25=0.4,dense=0.6")
     g.add_argument("--norm", choices=NORMALIZATIONS, dest="normalization")
+    g.add_argument("--combination", choices=COMBINATIONS,
+                   help="weighted fusion: arithmetic Σw·x, harmonic Σw/Σ(w/x) or geometric exp(Σw·ln x/Σw)")
     g.add_argument("--depth", type=int, help="candidates per source")
     g.add_argument("--top-k", type=int, dest="top_k")
     g.add_argument("--min-score", type=float, dest="min_score")
@@ -48,7 +50,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
     data = SearchConfig.from_json(args.config.read_text(encoding="utf-8")).to_dict() if args.config else {}
-    for name in ("fusion", "rrf_k", "normalization", "depth", "top_k", "min_score", "min_display_score",
+    for name in ("fusion", "rrf_k", "normalization", "combination", "depth", "top_k", "min_score", "min_display_score",
                  "tie_field", "bm25_backend", "bm25_k1", "bm25_b", "rerank", "rerank_top_n", "reranker"):
         value = getattr(args, name)
         if value is not None:
@@ -87,6 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="embedding model (default: by corpus language)")
     p.add_argument("--max-queries", type=int, help="evaluate only the first N judged queries")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_config_options(p)
+
+    p = sub.add_parser("sweep", help="judge the 121-variant fusion grid on a BEIR folder (retrieval once per query)")
+    p.add_argument("beir_dir", type=Path)
+    p.add_argument("--model", help="embedding model (default: by corpus language)")
+    p.add_argument("--max-queries", type=int, help="use only the first N judged queries")
+    p.add_argument("--sources", default="bm25,dense", help="the two sources the grid splits weight between")
+    p.add_argument("--top", type=int, help="print only the N best variants")
+    p.add_argument("--json", action="store_true", help="print a JSON list (best first): label, config, metrics")
     add_config_options(p)
 
     p = sub.add_parser("collections", help="list, show stats, build a vector index, delete or clear collections")
@@ -209,6 +220,41 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    """Ingest once (cache collection), fetch candidates once per query, rank every variant of
+    `sweep.default_grid(config)` in memory and print the variants best first."""
+    from .evaluate import DEFAULT_METRICS, ensure_beir_collection
+    from .sweep import default_grid, run_sweep
+
+    base = config_from_args(args)
+    sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
+    variants = default_grid(base, sources)
+    workbench = _workbench(args)
+    name, corpus = ensure_beir_collection(workbench.store, args.beir_dir, args.model, _log, _progress)
+    qrels = corpus.qrels
+    if args.max_queries:
+        qrels = dict(list(qrels.items())[: args.max_queries])
+    started = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 100 == 0:
+            _log(f"  {done}/{total} steps (queries, then variants) ({time.perf_counter() - started:.0f} s)")
+
+    result = run_sweep(workbench, name, corpus.queries, qrels, variants, DEFAULT_METRICS, progress)
+    _log(f"{len(variants)} variants over {result.n_queries} queries: retrieval "
+         f"{result.seconds['retrieval']:.1f} s, fusion + metrics {result.seconds['fusion+metrics']:.1f} s")
+    rows = result.to_json_list()[: args.top] if args.top else result.to_json_list()
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False))
+        return 0
+    metrics = list(result.metrics)
+    print(f"{len(variants)} variants, {result.n_queries} queries on {args.beir_dir}, best first")
+    print(f"{'#':>3} {'variant':<46} " + " ".join(f"{m:>12}" for m in metrics))
+    for rank, row in enumerate(rows, start=1):
+        print(f"{rank:>3} {row['label']:<46} " + " ".join(f"{row['metrics'][m]:>12.4f}" for m in metrics))
+    return 0
+
+
 def cmd_collections(args) -> int:
     store = _workbench(args).store
     if args.action == "list":
@@ -233,4 +279,5 @@ def cmd_collections(args) -> int:
     return 0
 
 
-COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "evaluate": cmd_evaluate, "collections": cmd_collections}
+COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "evaluate": cmd_evaluate, "sweep": cmd_sweep,
+            "collections": cmd_collections}

@@ -206,3 +206,38 @@ def test_metrics_equal_trec_eval_on_a_real_bm25_run_over_nfcorpus():
         assert fast_mean[metric] == pytest.approx(trec_mean, abs=1e-6)
     # the README's reference: BM25 nDCG@10 on nfcorpus ≈ 0.325–0.328
     assert 0.315 < mean["ndcg@10"] < 0.34
+
+
+def test_cli_sweep_json_and_table(small_beir, tmp_path, run_cli):
+    db = tmp_path / "db"
+    out = run_cli("sweep", str(small_beir), "--json", "--max-queries", "12", "--depth", "20", db=db)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)  # stdout is exactly one JSON list
+    assert len(rows) == 121
+    assert {"label", "config", "metrics"} == set(rows[0])
+    assert set(rows[0]["metrics"]) == {"ndcg@10", "mrr@10", "recall@100", "precision@10", "map"}
+    firsts = [row["metrics"]["ndcg@10"] for row in rows]
+    assert firsts == sorted(firsts, reverse=True)
+    assert all(row["config"]["depth"] == 20 for row in rows)
+    assert "121 variants over 12 queries" in out.stderr
+    table = run_cli("sweep", str(small_beir), "--max-queries", "12", "--top", "5", db=db)
+    assert table.returncode == 0, table.stderr
+    assert "reusing cached collection" in table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith("121 variants, 12 queries") and len(lines) == 2 + 5
+    bad = run_cli("sweep", str(small_beir), "--sources", "bm25", db=db)
+    assert bad.returncode == 2 and "two different sources" in bad.stderr
+
+
+def test_cli_search_takes_the_combination_and_l2(small_beir, tmp_path, run_cli):
+    db = tmp_path / "db"
+    assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
+    out = run_cli("search", "small", "How many points did the Panthers defense surrender?", "--json",
+                  "--fusion", "weighted", "--norm", "l2", "--combination", "harmonic", db=db)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["config"]["normalization"], data["config"]["combination"]) == ("l2", "harmonic")
+    top = data["results"][0]
+    parts = [(0.5, top["_meta"][f"{s}_normalized"]) for s in ("bm25", "dense")
+             if top["_meta"][f"{s}_normalized"] is not None and top["_meta"][f"{s}_normalized"] > 0]
+    assert top["score"] == pytest.approx(sum(w for w, _ in parts) / sum(w / x for w, x in parts), abs=1e-12)
