@@ -224,7 +224,7 @@ def cmd_sweep(args) -> int:
     """Ingest once (cache collection), fetch candidates once per query, rank every variant of
     `sweep.default_grid(config)` in memory and print the variants best first."""
     from .evaluate import DEFAULT_METRICS, ensure_beir_collection
-    from .sweep import default_grid, run_sweep
+    from .sweep import default_grid, held_out_estimate, run_sweep
 
     base = config_from_args(args)
     sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
@@ -244,14 +244,21 @@ def cmd_sweep(args) -> int:
     _log(f"{len(variants)} variants over {result.n_queries} queries: retrieval "
          f"{result.seconds['retrieval']:.1f} s, fusion + metrics {result.seconds['fusion+metrics']:.1f} s")
     rows = result.to_json_list()[: args.top] if args.top else result.to_json_list()
+    held_out = held_out_estimate(result, folds=min(5, result.n_queries)) if result.n_queries >= 2 else None
+    held_out_line = (f"held-out {held_out.metric} of taking the best variant ({held_out.folds}-fold over queries): "
+                     f"{held_out.score:.4f} (in-sample best {held_out.in_sample:.4f})") if held_out else ""
     if args.json:
         print(json.dumps(rows, ensure_ascii=False))
+        if held_out_line:
+            _log(held_out_line)
         return 0
     metrics = list(result.metrics)
     print(f"{len(variants)} variants, {result.n_queries} queries on {args.beir_dir}, best first")
     print(f"{'#':>3} {'variant':<46} " + " ".join(f"{m:>12}" for m in metrics))
     for rank, row in enumerate(rows, start=1):
         print(f"{rank:>3} {row['label']:<46} " + " ".join(f"{row['metrics'][m]:>12.4f}" for m in metrics))
+    if held_out_line:
+        print(held_out_line)
     return 0
 
 

@@ -255,3 +255,46 @@ def describe(variant: Variant) -> dict[str, Any]:
         "rrf_k": None if weighted else config.rrf_k,
     }
 
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A cross-validated estimate of what picking the sweep's best variant is worth."""
+
+    metric: str
+    folds: int
+    score: float  # mean over all queries of the metric, each query scored by a variant chosen without it
+    chosen: tuple[str, ...]  # the variant chosen on each fold's training queries
+    in_sample: float  # the best variant's mean on all queries (chosen and scored on the same ones)
+
+
+def held_out_estimate(result: SweepResult, metric: str | None = None, folds: int = 2) -> HeldOut:
+    """k-fold cross-validation over queries of "take the sweep's best variant".
+
+    Queries, sorted by id, go to fold i mod k. For each fold, the variant with the best mean
+    `metric` on the other folds' queries is chosen (ties: the earlier row) and scored on the
+    fold's own queries; `score` = the mean over all queries of those held-out values. The
+    in-sample best mean is optimistic (chosen on the queries it is scored on); the gap between
+    the two is the tuning's selection bias.
+    """
+    metric = metric or result.metrics[0]
+    if metric not in result.metrics:
+        raise RetrievalError(f"Metric {metric!r} was not measured; measured: {', '.join(result.metrics)}")
+    query_ids = sorted(next(iter(result.per_query.values())))
+    if not 2 <= folds <= len(query_ids):
+        raise RetrievalError(f"folds must be between 2 and the number of queries ({len(query_ids)}), got {folds}")
+    labels = [row["label"] for row in result.rows]
+    total, chosen = 0.0, []
+    for fold in range(folds):
+        test = query_ids[fold::folds]
+        train = [q for i, q in enumerate(query_ids) if i % folds != fold]
+
+        def train_mean(label: str) -> float:
+            values = result.per_query[label]
+            return sum(values[q][metric] for q in train) / len(train)
+
+        best = max(labels, key=lambda label: (train_mean(label), -labels.index(label)))
+        chosen.append(best)
+        total += sum(result.per_query[best][q][metric] for q in test)
+    in_sample = max(row[metric] for row in result.rows)
+    return HeldOut(metric, folds, total / len(query_ids), tuple(chosen), in_sample)

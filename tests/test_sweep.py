@@ -146,3 +146,25 @@ def test_sweep_rejects_bad_input(small_nfcorpus):
         run_sweep(workbench, "nfsmall", {}, corpus.qrels, grid[:2])
     with pytest.raises(RetrievalError, match="No variant labelled"):
         run_sweep(workbench, "nfsmall", corpus.queries, corpus.qrels, grid[:2]).variant("nope")
+
+
+def test_held_out_estimate_by_hand():
+    from retrieval.sweep import SweepResult, held_out_estimate
+
+    # Two variants, four queries. Folds (ids sorted): {a, c} and {b, d}.
+    per_query = {
+        "x": {"a": {"m": 1.0}, "b": {"m": 0.0}, "c": {"m": 1.0}, "d": {"m": 0.0}},  # mean 0.5
+        "y": {"a": {"m": 0.0}, "b": {"m": 0.8}, "c": {"m": 0.2}, "d": {"m": 0.8}},  # mean 0.45
+    }
+    rows = [{"label": "x", "m": 0.5}, {"label": "y", "m": 0.45}]
+    result = SweepResult(("m",), 4, rows, {}, per_query)
+    estimate = held_out_estimate(result)
+    # fold 0 tests {a, c}: trained on {b, d}, y wins (0.8 vs 0.0) and scores (0.0 + 0.2)
+    # fold 1 tests {b, d}: trained on {a, c}, x wins (1.0 vs 0.1) and scores (0.0 + 0.0)
+    assert estimate.chosen == ("y", "x")
+    assert estimate.score == pytest.approx((0.0 + 0.2 + 0.0 + 0.0) / 4)
+    assert estimate.in_sample == 0.5
+    with pytest.raises(RetrievalError, match="folds must be between 2"):
+        held_out_estimate(result, folds=5)
+    with pytest.raises(RetrievalError, match="was not measured"):
+        held_out_estimate(result, "ndcg@10")
