@@ -257,6 +257,13 @@ def cmd_sweep(args) -> int:
     print(f"{'#':>3} {'variant':<46} " + " ".join(f"{m:>12}" for m in metrics))
     for rank, row in enumerate(rows, start=1):
         print(f"{rank:>3} {row['label']:<46} " + " ".join(f"{row['metrics'][m]:>12.4f}" for m in metrics))
+    print("best of each family:")
+    seen = set()
+    for row in result.rows:
+        family = (row["fusion"], row["normalization"], row["combination"])
+        if family not in seen:
+            seen.add(family)
+            print(f"    {row['label']:<46} " + " ".join(f"{row[m]:>12.4f}" for m in metrics))
     if held_out_line:
         print(held_out_line)
     return 0

@@ -224,7 +224,9 @@ def test_cli_sweep_json_and_table(small_beir, tmp_path, run_cli):
     assert table.returncode == 0, table.stderr
     assert "reusing cached collection" in table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].startswith("121 variants, 12 queries") and len(lines) == 2 + 5 + 1
+    assert lines[0].startswith("121 variants, 12 queries") and len(lines) == 2 + 5 + 1 + 7 + 1
+    assert lines[7] == "best of each family:"  # rrf, then weighted × {minmax, l2} × 3 combinations
+    assert sum(line.startswith("    rrf k=") for line in lines[8:15]) == 1
     assert lines[-1].startswith("held-out ndcg@10 of taking the best variant (5-fold over queries)")
     bad = run_cli("sweep", str(small_beir), "--sources", "bm25", db=db)
     assert bad.returncode == 2 and "two different sources" in bad.stderr
