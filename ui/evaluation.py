@@ -48,8 +48,12 @@ class QuerySet:
     def summary(self) -> str:
         n_judgments = sum(len(d) for d in self.qrels.values())
         relevant = sum(1 for d in self.qrels.values() for g in d.values() if g > 0)
-        return (f"Query set '{self.name}': {len(self.queries)} queries, {len(self.judged)} of them judged "
-                f"({n_judgments} judgments, {relevant} relevant).")
+        return (f"Query set '{self.name}': {plural(len(self.queries), 'query', 'queries')}, "
+                f"{len(self.judged)} of them judged ({plural(n_judgments, 'judgment')}, {relevant} relevant).")
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def upload_query_set(judgments, collection: str, name: str, queries_file: tuple[str, bytes] | None,
@@ -269,7 +273,7 @@ def evaluate_section(workbench, collection: str, qset: QuerySet, config: SearchC
 def _show_report(stored: dict[str, Any]) -> None:
     report = stored["report"]
     names = [m for m in DEFAULT_METRICS if m in report.metrics.get("hybrid", {})]
-    st.markdown(f"**Mean over {report.n_queries} judged queries**")
+    st.markdown(f"**Mean over {plural(report.n_queries, 'judged query', 'judged queries')}**")
     fused = report.metrics.get("hybrid", {})
     for column, metric in zip(st.columns(len(names)), names):
         column.metric(eval_charts.metric_label(metric), f"{fused[metric]:.4f}", help=eval_charts.METRIC_HELP.get(metric))

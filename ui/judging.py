@@ -101,7 +101,7 @@ def rating(store, collection: str, set_name: str, query: str, doc_id: str, grade
     if key not in st.session_state:
         st.session_state[key] = grade
     st.segmented_control(
-        f"Relevance of {views.markdown_safe(doc_id)}", options=list(GRADES), format_func=GRADE_LABELS.get,
+        "Relevance", options=list(GRADES), format_func=GRADE_LABELS.get,  # no user text in the (hidden) label
         key=key, on_change=_save, args=(store, collection, set_name, query, doc_id, key),
         help=RATING_HELP, label_visibility="collapsed",
     )
