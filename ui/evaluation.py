@@ -336,7 +336,7 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
     except Exception as exc:
         views.show_error(exc)
         return
-    key = (collection, qset.name, config.to_json(), qset.fingerprint())
+    key = (collection, qset.name, sweep_base_key(config), qset.fingerprint())
     st.caption(views.markdown_safe(
         f"{len(variants)} variants around config A (fusion, normalisation, combination, BM25 weight, RRF k), "
         f"each scored on the judged queries from the same cached candidates: only fusion runs per variant."))
@@ -380,6 +380,13 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
     st.dataframe(eval_charts.sweep_frame(rows, names), hide_index=True, width="stretch",
                  column_config={eval_charts.metric_label(m): st.column_config.NumberColumn(format="%.4f")
                                 for m in names})
+
+
+def sweep_base_key(config: SearchConfig) -> str:
+    """What a sweep result depends on in config A: everything but the fields the grid varies
+    (so applying the best variant does not make the sweep it came from stale)."""
+    varied = ("fusion", "weights", "rrf_k", "normalization", "combination", "rerank")
+    return json.dumps({k: v for k, v in config.to_dict().items() if k not in varied}, sort_keys=True)
 
 
 def _apply_best(config: SearchConfig) -> None:
