@@ -276,7 +276,8 @@ def _show_report(stored: dict[str, Any]) -> None:
     st.markdown(f"**Mean over {plural(report.n_queries, 'judged query', 'judged queries')}**")
     fused = report.metrics.get("hybrid", {})
     for column, metric in zip(st.columns(len(names)), names):
-        column.metric(eval_charts.metric_label(metric), f"{fused[metric]:.4f}", help=eval_charts.METRIC_HELP.get(metric))
+        column.metric(eval_charts.metric_label(metric), f"{fused[metric]:.4f}",
+                      help=eval_charts.METRIC_HELP.get(metric))
     st.dataframe(eval_charts.metrics_frame(report.metrics, names), hide_index=True, width="stretch",
                  column_config={eval_charts.metric_label(m): st.column_config.NumberColumn(
                      format="%.4f", help=eval_charts.METRIC_HELP.get(m)) for m in names})
