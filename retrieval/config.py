@@ -26,11 +26,13 @@ KEYWORD_DEFAULTS: dict[str, float] = {
     "organization": 2.0, "content": 1.0, "min_relevance": 5.0, "limit": 10.0,
 }
 # Seed 002: entity-type weights (§4.2), multi-hop recall (§6: depth, breadth per hop, relevance
-# threshold) and the final-score mix (§7: match 0.3, vector 0.3, time decay 0.2, preference 0.2,
+# threshold — 0.1, not the seed's 0.5: rule-found entities give a chunk many entities per type, so
+# chunk-to-chunk relevance stays around 0.02–0.2 and a higher threshold stops every hop) and the
+# final-score mix (§7: match 0.3, vector 0.3, time decay 0.2, preference 0.2,
 # decay λ per day in e^(−λ·days)).
 GRAPH_DEFAULTS: dict[str, float] = {
     "time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5, "action": 1.2, "tag": 1.0,
-    "depth": 2.0, "breadth": 5.0, "threshold": 0.3,
+    "depth": 2.0, "breadth": 5.0, "threshold": 0.1,
     "match": 0.3, "vector": 0.3, "recency": 0.2, "preference": 0.2, "decay": 0.01,
 }
 

@@ -23,6 +23,9 @@ from .sources.base import Source, run_source
 from .store import Store, embedding_text
 from .types import FusedResult, FusionOutcome, RerankedResult, SourceResult
 
+BUILT_SOURCES_PER_NAME = 16
+
+
 class LRU:
     """A small thread-safe least-recently-used mapping."""
 
@@ -110,7 +113,10 @@ class Workbench:
         from .rerank import RerankCache
 
         self.store = store or Store()
-        self._sources = LRU(32)
+        # One LRU per source name: sliding a keyword or graph parameter builds new sources of that
+        # kind only, and can never evict the BM25 index or the vector source (whose query
+        # embeddings are cached on it).
+        self._sources: dict[str, LRU] = {}
         self._candidates = LRU(candidate_cache_size)
         self.rerank_cache = RerankCache()
         self._build_lock = threading.Lock()
@@ -119,13 +125,15 @@ class Workbench:
     def source(self, collection: str, version: int, name: str, config: SearchConfig) -> Source:
         """The built source for a collection version (built once, then cached)."""
         key = (collection, version) + source_params(name, config)
-        built = self._sources.get(key)
+        with self._build_lock:
+            cache = self._sources.setdefault(name, LRU(BUILT_SOURCES_PER_NAME))
+        built = cache.get(key)
         if built is None:
             with self._build_lock:
-                built = self._sources.get(key)
+                built = cache.get(key)
                 if built is None:
                     built = build_source(self.store, collection, name, config)
-                    self._sources.put(key, built)
+                    cache.put(key, built)
         return built
 
     # ---- candidates ------------------------------------------------------------------------

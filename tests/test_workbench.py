@@ -170,3 +170,15 @@ def test_vector_index_keeps_similarities_exact(tmp_path):
     indexed = [(h.doc_id, h.raw_score) for h in wb.candidates("zoo", "night hunters", config).sources["dense"].hits]
     assert [d for d, _ in indexed] == [d for d, _ in exact]
     assert [s for _, s in indexed] == pytest.approx([s for _, s in exact], abs=1e-6)
+
+
+def test_parameter_slides_of_one_source_never_evict_another_built_source(workbench):
+    config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0, "keyword": 1.0})
+    version = workbench.store.version("animals")
+    dense = workbench.source("animals", version, "dense", config)
+    bm25 = workbench.source("animals", version, "bm25", config)
+    for points in range(40):  # more keyword parameter sets than any per-source cache holds
+        moved = SearchConfig(weights=config.weights, keyword={"description": float(points)})
+        workbench.search("animals", "milk", moved)
+    assert workbench.source("animals", version, "dense", config) is dense
+    assert workbench.source("animals", version, "bm25", config) is bm25
