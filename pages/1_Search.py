@@ -8,19 +8,28 @@ context = page.setup("Search")
 collection = page.require_collection(context)
 st.title("Search")
 query = controls.query_box()
-config = controls.config_controls("a", title="Fusion")
-state.write_url("search")
 
-if page.need_query(query):
-    result = page.search(context.workbench, collection, query, config)
-    if result is not None:
-        rows = results.final_rows(result)
-        views.search_summary(result, rows)
-        if not rows:
-            st.info("No result passes the thresholds: lower a minimum or raise top-K.")
-        else:
-            views.results_table(result, rows)
-            st.subheader("What each source contributed")
-            views.contribution_chart(result, rows)
-            st.subheader("Results")
-            views.result_cards(result, rows)
+
+@st.fragment
+def fusion_and_results(workbench, collection: str, query: str) -> None:
+    """The fusion controls and what they change. A fragment, so that moving a control reruns
+    and re-sends only this, not the page's head, collection picker and query box (a new query
+    or collection reruns the whole page)."""
+    config = controls.config_controls("a", title="Fusion")
+    state.write_url("search")
+    if not page.need_query(query):
+        return
+    result = page.search(workbench, collection, query, config)
+    if result is None:
+        return
+    rows = results.final_rows(result)
+    views.search_summary(result, rows)
+    if not rows:
+        st.info("No result passes the thresholds: lower a minimum or raise top-K.")
+        return
+    views.results_table(result, rows)
+    st.subheader("Results")
+    views.result_cards(result, rows)
+
+
+fusion_and_results(context.workbench, collection, query)

@@ -3,17 +3,29 @@
 import pytest
 
 from ui import charts
-from ui.results import rrf_squeeze
+from retrieval.types import FusedResult, SourceContribution
+from ui.results import ResultRow, contribution_bars, rrf_squeeze
 
 
-def test_contributions_stack_per_source_and_escape_labels():
-    fig = charts.contributions([("#1 <b>a</b>", {"bm25": 0.01, "dense": 0.005}), ("#2 b", {"dense": 0.008})],
-                               ["bm25", "dense"])
-    bm25, dense = fig.data
-    assert fig.layout.barmode == "stack"
-    assert list(bm25.x) == [0.01, 0.0] and list(dense.x) == [0.005, 0.008]
-    assert list(bm25.y) == ["#1 &lt;b&gt;a&lt;/b&gt;", "#2 b"]
-    assert (bm25.name, dense.name) == ("BM25", "vector")
+def _row(rank: int, **contributions: float) -> ResultRow:
+    sources = {s: SourceContribution(s, None, None, None, c) for s, c in contributions.items()}
+    fused = FusedResult(f"d{rank}", rank, sum(contributions.values()), 0.0, sources)
+    return ResultRow(rank, fused, None, {})
+
+
+def test_contribution_bars_share_one_scale():
+    bars = contribution_bars([_row(1, bm25=0.01, dense=0.006), _row(2, dense=0.008)], ["bm25", "dense"])
+    assert not bars.negative
+    assert [[(s.source, s.contribution, s.fraction) for s in row] for row in bars.segments] == [
+        [("bm25", 0.01, 0.01 / 0.016), ("dense", 0.006, 0.006 / 0.016)],
+        [("bm25", 0.0, 0.0), ("dense", 0.008, 0.008 / 0.016)],  # a source that did not return it adds 0
+    ]
+
+
+def test_contribution_bars_with_negative_parts_scale_each_side():
+    bars = contribution_bars([_row(1, bm25=0.5, dense=-0.2), _row(2, bm25=-0.4, dense=-0.4)], ["bm25", "dense"])
+    assert bars.negative
+    assert [[s.fraction for s in row] for row in bars.segments] == [[0.5 / 0.8, 0.2 / 0.8], [0.5, 0.5]]
 
 
 def test_histograms_draw_only_set_thresholds():

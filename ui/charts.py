@@ -31,22 +31,6 @@ def _layout(fig: go.Figure, height: int, **kwargs: Any) -> go.Figure:
     return fig
 
 
-def contributions(rows: Sequence[tuple[str, Mapping[str, float]]], sources: Sequence[str]) -> go.Figure:
-    """One horizontal bar per result (first row at the top), stacked by each source's
-    contribution to the fused score. `rows`: (label, {source: contribution})."""
-    labels = [html.escape(name) for name, _ in rows]
-    fig = go.Figure()
-    for i, source in enumerate(sources):
-        fig.add_bar(
-            y=labels, x=[parts.get(source, 0.0) for _, parts in rows], name=label(source),
-            orientation="h", marker_color=color(source, i),
-            hovertemplate="%{y}<br>" + label(source) + " adds %{x:.5g}<extra></extra>",
-        )
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(title_text="contribution to the fused score")
-    return _layout(fig, 60 + 28 * max(1, len(rows)), barmode="stack", legend=dict(orientation="h", y=1.08))
-
-
 def score_histograms(raw: Mapping[str, Sequence[float]], normalized: Mapping[str, Sequence[float]],
                      thresholds: Mapping[str, float | None], normalization: str, bins: int = 30) -> go.Figure:
     """Per source (columns): raw scores (top row, with the source's minimum as a vertical line)

@@ -69,6 +69,36 @@ def text_spans(row: ResultRow, terms: Iterable[str]) -> tuple[list[Span], list[S
     return match_spans(row.title, terms), match_spans(row.text, terms)
 
 
+@dataclass(frozen=True)
+class BarSegment:
+    """One source's part of a result's contribution bar: `fraction` of the bar's full width."""
+
+    source: str
+    contribution: float
+    fraction: float
+
+
+@dataclass(frozen=True)
+class ContributionBars:
+    """Per shown result its bar segments (every source of the config, in config order), on one
+    scale: the largest total of one sign over the results is the full width (each half of it
+    when `negative`, i.e. some contribution is below 0, as z-scores can be)."""
+
+    segments: list[list[BarSegment]]
+    negative: bool
+
+
+def contribution_bars(rows: Sequence[ResultRow], sources: Sequence[str]) -> ContributionBars:
+    parts = [[(s, row.fused.sources[s].contribution if s in row.fused.sources else 0.0) for s in sources]
+             for row in rows]
+    negative = any(c < 0 for row in parts for _, c in row)
+    scale = max((max(sum(c for _, c in row if c > 0), -sum(c for _, c in row if c < 0)) for row in parts),
+                default=0.0)
+    return ContributionBars(
+        [[BarSegment(s, c, abs(c) / scale if scale > 0 else 0.0) for s, c in row] for row in parts],
+        negative)
+
+
 def results_frame(rows: Sequence[ResultRow], sources: Sequence[str], terms: Iterable[str],
                   reranked: bool = False) -> pd.DataFrame:
     """The results table: rank, (rerank columns), id, title, snippet, scores, per-source rank/raw."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -74,37 +75,81 @@ def results_table(result: SearchResult, rows: Sequence[ResultRow]) -> None:
     st.dataframe(frame, hide_index=True, column_config=config, width="stretch")
 
 
-def contribution_chart(result: SearchResult, rows: Sequence[ResultRow]) -> None:
+def result_cards(result: SearchResult, rows: Sequence[ResultRow],
+                 per_result: Callable[[str], None] | None = None) -> None:
+    """Per result one card: rank, id, display score, a stacked bar of each source's contribution,
+    the highlighted title and snippet, and a collapsed `<details>` with the full text, the
+    per-source explanation (with each source's own `detail`), tokens and metadata.
+
+    One `st.html` element per result, and no chart: every element is re-sent to the browser and
+    redrawn on every rerun, and a slider move must be drawn within 300 ms (docs/experiments.md §6).
+    User text is escaped; only our own tags remain.
+
+    `per_result(doc_id)`: the per-result hook, drawn right under each card (e.g. the judging
+    widget of ui/judging.py); None draws nothing."""
     sources = list(result.config.sources)
-    data = [(f"#{row.rank} {row.doc_id}", {s: c.contribution for s, c in row.fused.sources.items()})
-            for row in rows]
-    st.plotly_chart(charts.contributions(data, sources), width="stretch")
-
-
-def result_cards(result: SearchResult, rows: Sequence[ResultRow]) -> None:
-    """Per result: a highlighted snippet card and an expander with the full text, tokens,
-    metadata and the per-source explanation. User text is escaped; only our <mark> tags remain."""
+    bars = results.contribution_bars(rows, sources)
     terms = query_terms(result.query)
-    for row in rows:
+    st.html(bar_legend(sources, bars.negative))
+    for row, segments in zip(rows, bars.segments):
         title_spans, text_spans = results.text_spans(row, terms)
-        cut = snippet(row.text, terms, results.SNIPPET_WIDTH, spans=text_spans)
-        snippet_body = ("…" if cut.cut_left else "") + to_html(cut.text, cut.spans) + (
-            "…" if cut.end < len(row.text) else "")
-        extra = f" · {html.escape(results.rerank_label(row))}" if result.reranked is not None else ""
-        st.html(
-            f'<div class="wb-card"><b>#{row.rank}</b> <span style="{_MUTED}">{html.escape(row.doc_id)}'
-            f" · display {row.fused.display_score:.3f}{extra}</span><br>"
-            f"<b>{to_html(row.title, title_spans)}</b> {snippet_body}</div>"
-        )
-        with st.expander(f"Details of #{row.rank} ({escape_markdown(row.doc_id)})"):
-            # One element per expander: every element is a message to the browser on every rerun,
-            # and ten results × seven elements made a slider move cost ~650 ms to draw.
-            st.html(details_html(row, title_spans, text_spans))
+        st.html(card_html(row, segments, bars.negative, title_spans, text_spans, result.reranked is not None))
+        if per_result is not None:
+            per_result(row.doc_id)
+
+
+def card_html(row: ResultRow, segments: Sequence[results.BarSegment], two_sided: bool, title_spans, text_spans,
+              reranked: bool) -> str:
+    """One result card as escaped HTML (see `result_cards`)."""
+    cut = snippet(row.text, [], results.SNIPPET_WIDTH, spans=text_spans)
+    snippet_body = ("…" if cut.cut_left else "") + to_html(cut.text, cut.spans) + (
+        "…" if cut.end < len(row.text) else "")
+    extra = f" · {html.escape(results.rerank_label(row))}" if reranked else ""
+    return (
+        f'<div class="wb-card"><b>#{row.rank}</b> <span style="{_MUTED}">{html.escape(row.doc_id)}'
+        f" · display {row.fused.display_score:.3f}{extra}</span>"
+        f"{bar_html(segments, two_sided)}"
+        f"<b>{to_html(row.title, title_spans)}</b> {snippet_body}"
+        f'<details class="wb-details"><summary>Details of #{row.rank} ({html.escape(row.doc_id)})</summary>'
+        f"{details_html(row, title_spans, text_spans)}</details></div>"
+    )
+
+
+def bar_html(segments: Sequence[results.BarSegment], two_sided: bool) -> str:
+    """A stacked bar: one coloured part per source, as wide as its share of the largest fused
+    score shown. `two_sided` (some contribution is negative, e.g. z-scores): negative parts
+    grow left of a middle axis, positive parts right of it."""
+    def part(index: int, segment: results.BarSegment) -> str:
+        verb = "adds" if segment.contribution >= 0 else "subtracts"
+        tip = f"{label(segment.source)} {verb} {abs(segment.contribution):.5g}"
+        return (f'<div class="wb-bar-part" data-source="{html.escape(segment.source)}" title="{html.escape(tip)}" '
+                f'style="width:{segment.fraction * 100:.2f}%;background:{charts.color(segment.source, index)}"></div>')
+
+    positive = "".join(part(i, s) for i, s in enumerate(segments) if s.contribution > 0)
+    numbers = " + ".join(f"{label(s.source)} {s.contribution:.4g}" for s in segments)
+    if two_sided:
+        negative = "".join(part(i, s) for i, s in reversed(list(enumerate(segments))) if s.contribution < 0)
+        bar = (f'<div style="display:flex;width:50%;justify-content:flex-end;border-right:1px solid #334155">'
+               f'{negative}</div><div style="display:flex;width:50%">{positive}</div>')
+    else:
+        bar = positive
+    return (f'<div class="wb-bar" style="display:flex;align-items:center;gap:8px;margin:2px 0">'
+            f'<div style="display:flex;width:240px;height:10px;background:#f1f5f9">{bar}</div>'
+            f'<span style="{_MUTED};font-size:0.8em">{html.escape(numbers)}</span></div>')
+
+
+def bar_legend(sources: Sequence[str], two_sided: bool) -> str:
+    keys = "".join(
+        f'<span style="display:inline-block;width:10px;height:10px;background:{charts.color(s, i)};'
+        f'margin:0 4px 0 12px"></span>{html.escape(label(s))}' for i, s in enumerate(sources))
+    scale = ("negative contributions left of the axis, positive right" if two_sided
+             else "the bar's full width is the highest fused score shown")
+    return f'<div style="{_MUTED}">Bars: what each source contributed to the fused score ({scale}).{keys}</div>'
 
 
 def details_html(row: ResultRow, title_spans, text_spans) -> str:
-    """Full text (highlighted), the per-source explanation, tokens, metadata and chunk position,
-    as one escaped HTML block."""
+    """Full text (highlighted), the per-source explanation and each source's own detail, tokens,
+    metadata and chunk position, as one escaped HTML block."""
     frame = explain_frame(row)
     cells = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
     body = "".join(
@@ -119,10 +164,35 @@ def details_html(row: ResultRow, title_spans, text_spans) -> str:
         f"<div><b>{to_html(row.title, title_spans)}</b></div>"
         f'<div style="white-space:pre-wrap">{to_html(row.text, text_spans)}</div>'
         f'<table class="wb-explain"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>'
+        f"{source_details_html(row)}"
         f'<div style="{_MUTED}">Tokens, as BM25 indexes them</div>'
         f'<pre class="wb-tokens" style="white-space:pre-wrap">{html.escape(row.document.get("tokens", ""))}</pre>'
         f'<div style="{_MUTED}">Metadata</div><pre class="wb-metadata">{html.escape(metadata)}</pre>{chunk_line}'
     )
+
+
+def source_details_html(row: ResultRow) -> str:
+    """Each source's own explanation of its score (`SourceContribution.detail`), one table per
+    source that gave one, labelled by the source; keys and values escaped."""
+    parts = []
+    for source, contribution in row.fused.sources.items():
+        if not contribution.detail:
+            continue
+        body = "".join(f"<tr><th>{html.escape(str(key))}</th><td>{html.escape(detail_text(value))}</td></tr>"
+                       for key, value in contribution.detail.items())
+        parts.append(f'<div style="{_MUTED}">{html.escape(label(source))}: its own explanation</div>'
+                     f'<table class="wb-source-detail" data-source="{html.escape(source)}"><tbody>{body}</tbody></table>')
+    return "".join(parts)
+
+
+def detail_text(value: Any) -> str:
+    """A detail value as plain text: numbers as in the tables, lists joined by ', ', mappings as
+    'key: value' pairs joined by '; ' (not yet escaped)."""
+    if isinstance(value, Mapping):
+        return "; ".join(f"{key}: {detail_text(item)}" for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(detail_text(item) for item in value)
+    return _cell(value)
 
 
 def _cell(value) -> str:

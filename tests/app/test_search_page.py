@@ -2,12 +2,16 @@
 
 import html
 import json
+import re
 
 import pytest
 
 from conftest import QUERY, all_widgets, fused, nullable, open_page
 
+from ui import views
+
 SEARCH = "pages/1_Search.py"
+CARD_ID = re.compile(r'^<div class="wb-card"><b>#\d+</b> <span style="[^"]*">([^ ]+) · ')
 
 DEFAULTS = {
     "a.fusion": "rrf", "a.w_bm25": 0.5, "a.w_dense": 0.5, "a.rrf_k": 60, "a.normalization": "minmax",
@@ -122,31 +126,114 @@ def test_a_bad_link_value_is_reported_and_ignored():
     assert any("rrf\\_k" in w.value for w in at.warning)
 
 
-def test_highlights_escape_markup_in_documents():
+def cards(at) -> dict[str, str]:
+    """The result cards' HTML by doc id (the legend above them is not a card)."""
+    return {match.group(1): h.value for h in at.get("html") if (match := CARD_ID.match(h.value))}
+
+
+def between(text: str, start: str, end: str) -> str:
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def test_highlights_escape_markup_in_documents(app_db):
     at = open_page(SEARCH, q="alert markdown")
-    cards = [h.value for h in at.get("html")]
-    unsafe = [c for c in cards if "unsafe-1" in c]
-    assert unsafe, "the markup document is a result"
-    card = unsafe[0]
+    card = cards(at)["unsafe-1"]
     assert "<script>" not in card and "<b>Markup</b>" not in card
     assert "&lt;script&gt;<mark>alert</mark>(1)&lt;/script&gt;" in card
     assert "&lt;b&gt;Markup&lt;/b&gt; **title**" in card  # Markdown stays literal in st.html
     assert "**x** <mark>markdown</mark>" in card
-    # the expander label escapes Markdown in the id too
-    assert any(e.label == "Details of #1 (unsafe\\-1)" for e in at.expander)
+    # the details are collapsed under a summary naming the result, its id escaped
+    rank = list(at.dataframe[0].value["id"]).index("unsafe-1") + 1
+    assert f'<details class="wb-details"><summary>Details of #{rank} (unsafe-1)</summary>' in card
     # the table cell holds the text as it is (a dataframe shows it literally)
     assert at.dataframe[0].value["title"][0] == "<b>Markup</b> **title**"
 
 
-def test_expander_shows_tokens_and_metadata():
+def test_details_show_tokens_and_metadata(app_db):
     at = open_page(SEARCH, q="alert markdown")
-    details = next(e for e in at.expander if "unsafe" in e.label)
-    block = details.get("html")[0].value
-    tokens = block.split('<pre class="wb-tokens" style="white-space:pre-wrap">')[1].split("</pre>")[0]
+    details = between(cards(at)["unsafe-1"], '<details class="wb-details">', "</details>")
+    tokens = between(details, '<pre class="wb-tokens" style="white-space:pre-wrap">', "</pre>")
     assert "alert" in tokens.split() and "markdown" in tokens.split()
-    metadata = block.split('<pre class="wb-metadata">')[1].split("</pre>")[0]
+    metadata = between(details, '<pre class="wb-metadata">', "</pre>")
     assert json.loads(html.unescape(metadata)) == {"source": "test", "quality": 3}
-    assert "<th>contribution</th>" in block and "&lt;script&gt;" in block and "<script>" not in block
+    assert "<th>contribution</th>" in details and "&lt;script&gt;" in details and "<script>" not in details
+    assert "wb-source-detail" not in details  # BM25 and vectors give no detail of their own
+
+
+def test_each_card_has_a_contribution_bar_on_one_scale(workbench):
+    at = open_page(SEARCH, q=QUERY, rrf_k="5.0")
+    _, outcome = fused(workbench, rrf_k=5.0)
+    shown = cards(at)
+    assert list(shown) == [r.doc_id for r in outcome.results]
+    scale = max(r.score for r in outcome.results)  # RRF: every contribution ≥ 0
+    for r in outcome.results:
+        bar = between(shown[r.doc_id], '<div class="wb-bar"', "</span></div>")
+        for source, colour in (("bm25", "#d97706"), ("dense", "#2563eb")):
+            c = r.sources[source].contribution
+            if c > 0:
+                assert (f'data-source="{source}" title="{ {"bm25": "BM25", "dense": "vector"}[source]} adds {c:.5g}" '
+                        f'style="width:{c / scale * 100:.2f}%;background:{colour}"') in bar
+            else:
+                assert f'data-source="{source}"' not in bar
+        assert f"BM25 {r.sources['bm25'].contribution:.4g} + vector {r.sources['dense'].contribution:.4g}" in bar
+    assert "highest fused score shown" in next(h.value for h in at.get("html") if "Bars:" in h.value)
+
+
+def test_negative_contributions_grow_left_of_the_axis(workbench):
+    at = open_page(SEARCH, q=QUERY, fusion="weighted", normalization="zscore")
+    _, outcome = fused(workbench, fusion="weighted", normalization="zscore")
+    negative = [(r.doc_id, s) for r in outcome.results for s, c in r.sources.items() if c.contribution < 0]
+    assert negative, "the premise: z-scores below the mean subtract"
+    doc_id, source = negative[0]
+    bar = between(cards(at)[doc_id], '<div class="wb-bar"', "</span></div>")
+    left = between(bar, "justify-content:flex-end;border-right:1px solid #334155\">", "</div></div>")
+    assert f'data-source="{source}"' in left and "subtracts" in left
+
+
+def test_a_sources_own_detail_is_shown_escaped_and_labelled(workbench):
+    # "script" earns the markup document description 3 + one matching sentence 1: below the
+    # default minimum of 5, so the link lowers it
+    at = open_page(SEARCH, q="script", weights="bm25=0.5,dense=0.5,keyword=0.5", keyword="min_relevance=1")
+    from retrieval.config import SearchConfig
+
+    config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5, "keyword": 0.5}, keyword={"min_relevance": 1})
+    hit = next(h for h in workbench.candidates("small", "script", config).sources["keyword"].hits
+               if h.doc_id == "unsafe-1")
+    details = between(cards(at)["unsafe-1"], '<details class="wb-details">', "</details>")
+    assert "keyword: its own explanation" in details
+    table = between(details, '<table class="wb-source-detail" data-source="keyword"><tbody>', "</tbody></table>")
+    assert table == "".join(f"<tr><th>{html.escape(key)}</th><td>{html.escape(views.detail_text(value))}</td></tr>"
+                            for key, value in hit.detail.items())
+    assert hit.detail["content"] == "+1 (unsafe <script>alert(1)</script> text w…)"
+    assert "<td>+1 (unsafe &lt;script&gt;alert(1)&lt;/script&gt; text w…)</td>" in table  # escaped
+    assert details.count("wb-source-detail") == 1  # only the source that gave a detail
+
+
+def test_detail_values_read_as_text():
+    assert views.detail_text({"hop": 1, "matched": {"person": ["Liu Bei", "<b>"]}, "relevance": 0.1234567,
+                              "via": None}) == "hop: 1; matched: person: Liu Bei, <b>; relevance: 0.123457; via: –"
+
+
+def test_the_per_result_hook_is_called_under_each_card(workbench):
+    from streamlit.testing.v1 import AppTest
+
+    script = f"""
+import streamlit as st
+from retrieval.config import SearchConfig
+from ui import page, resources, results, views
+
+workbench = resources.workbench()
+result = page.search(workbench, "small", {QUERY!r}, SearchConfig(top_k=3))
+views.result_cards(result, results.final_rows(result), per_result=lambda doc_id: st.caption("hook " + doc_id))
+"""
+    at = AppTest.from_string(script, default_timeout=180).run()
+    assert not at.exception
+    _, outcome = fused(workbench, top_k=3)
+    drawn = [(node.type, node.value) for node in at.main.children.values()]
+    assert [kind for kind, _ in drawn] == ["html"] + ["html", "caption"] * 3  # the legend, then card, hook
+    assert [value for kind, value in drawn if kind == "caption"] == [f"hook {r.doc_id}" for r in outcome.results]
+    assert [CARD_ID.match(value).group(1) for kind, value in drawn[1:] if kind == "html"] == \
+        [r.doc_id for r in outcome.results]
 
 
 def test_an_empty_source_is_a_readable_warning():
