@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import controls, page, results, state, views
+from ui import controls, judging, page, results, state, views
 
 context = page.setup("Search")
 collection = page.require_collection(context)
@@ -29,7 +29,7 @@ def fusion_and_results(workbench, collection: str, query: str) -> None:
         return
     views.results_table(result, rows)
     st.subheader("Results")
-    views.result_cards(result, rows)
+    views.result_cards(result, rows, per_result=judging.judge(workbench, collection, query))
 
 
 fusion_and_results(context.workbench, collection, query)
