@@ -1,0 +1,317 @@
+"""Evaluate page and judging: ratings on the Search page feed the metrics, evaluation shows the
+core's exact values, the sweep's best config becomes config A, A/B and configs, uploads that fail
+change nothing.
+
+Expected values come from the retrieval core on the very Workbench the app uses.
+"""
+
+import copy
+
+import pytest
+
+from conftest import COLLECTION, QUERY, REPO, all_widgets, open_page, plain
+
+from retrieval.config import SearchConfig
+from retrieval.evaluate import DEFAULT_METRICS, evaluate_collection
+from retrieval.ingest import parse_path
+from retrieval.judgments import JudgmentStore
+from ui import eval_charts
+from ui.state import VIEW_KEY, with_ui_sources
+
+SEARCH = "pages/1_Search.py"
+EVALUATE = "pages/5_Evaluate.py"
+LABELS = [eval_charts.metric_label(m) for m in DEFAULT_METRICS]
+
+
+@pytest.fixture(scope="module")
+def small_set(app_db):
+    """Query set 'small-eval' on the test collection: 6 English and 6 Chinese sample queries
+    whose relevant paragraph is in the collection."""
+    sample = parse_path(REPO / "sample_data" / "xquad")
+    in_collection = {f"{lang}-{i:03d}" for lang in ("en", "zh") for i in range(1, 9)}
+    picked = []
+    for lang in ("en", "zh"):
+        ids = [q for q, docs in sample.qrels.items() if q.startswith(lang) and set(docs) <= in_collection]
+        picked += ids[:: max(1, len(ids) // 6)][:6]
+    queries = {q: sample.queries[q] for q in picked}
+    qrels = {q: dict(sample.qrels[q]) for q in picked}
+    from retrieval.store import Store
+
+    JudgmentStore(Store(app_db.uri)).save_query_set(COLLECTION, "small-eval", queries, qrels)
+    return queries, qrels
+
+
+def frame_records(frame):
+    return frame.to_dict("records")
+
+
+def test_evaluating_shows_the_core_metrics_and_reruns_do_not_requery(small_set, workbench, monkeypatch):
+    queries, qrels = small_set
+    at = open_page(EVALUATE, set="small-eval")
+    assert at.selectbox(key="eval.set").value == "small-eval"
+    assert any("'small-eval': 12 queries, 12 of them judged" in plain(c.value) for c in at.caption)
+    at.button(key="eval.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+
+    expected = evaluate_collection(workbench, COLLECTION, queries, qrels, SearchConfig(), DEFAULT_METRICS)
+    means = at.dataframe[0].value
+    assert list(means["system"]) == ["BM25", "vector", "fused"]
+    for system, row in zip(("bm25", "dense", "hybrid"), frame_records(means)):
+        assert [row[label] for label in LABELS] == [expected.metrics[system][m] for m in DEFAULT_METRICS]
+    assert [m.value for m in at.metric][:5] == [f"{expected.metrics['hybrid'][m]:.4f}" for m in DEFAULT_METRICS]
+
+    per_query = at.dataframe[1].value
+    fused = expected.per_query["hybrid"]
+    order = sorted(fused, key=lambda q: (fused[q]["ndcg@10"], q))
+    assert list(per_query["query id"]) == order
+    assert list(per_query["nDCG@10"]) == [fused[q]["ndcg@10"] for q in order]
+    assert list(per_query["BM25 nDCG@10"]) == [expected.per_query["bm25"][q]["ndcg@10"] for q in order]
+    # the worst query opens the Search page with that query and the evaluated config
+    worst_link = per_query["open"][0]
+    assert worst_link.startswith("Search?")
+    from urllib.parse import parse_qs, urlsplit
+
+    params = {k: v[0] for k, v in parse_qs(urlsplit(worst_link).query).items()}
+    assert params["q"] == queries[order[0]] and params["collection"] == COLLECTION
+    assert params["set"] == "small-eval" and params["rrf_k"] == "60.0"
+    assert any(f"]({worst_link})" in m.value for m in at.markdown)
+
+    # a rerun (another widget moved) redraws the stored result without querying again
+    calls = []
+    monkeypatch.setattr(workbench, "search", lambda *a, **k: calls.append(a) or pytest.fail("re-queried"))
+    monkeypatch.setattr(workbench, "candidates", lambda *a, **k: calls.append(a) or pytest.fail("re-queried"))
+    at.selectbox(key="eval.download_system").set_value("bm25").run()
+    assert calls == [] and not at.exception
+    assert list(at.dataframe[0].value["system"]) == ["BM25", "vector", "fused"]
+    assert {b.key for b in at.get("download_button")} >= {"eval.download_run", "eval.download_metrics"}
+
+    # changing config A marks the shown result as stale, still without querying
+    at.slider(key="a.rrf_k").set_value(5).run()
+    assert calls == []
+    assert any("changed since" in i.value for i in at.info)
+
+
+def test_judging_on_the_search_page_saves_and_feeds_the_metric(workbench):
+    judgments = JudgmentStore(workbench.store)
+    at = open_page(SEARCH, q=QUERY, set="rated-here")
+    ids = list(at.dataframe[0].value["id"])
+    ratings = at.segmented_control
+    assert len(ratings) == len(ids)
+    assert all(r.value is None for r in ratings)  # not rated yet
+    assert all(r.help for r in ratings)
+    assert any("query set 'rated\\-here'" in c.value for c in at.caption)
+
+    ratings[0].set_value(3).run()
+    assert not at.exception and not at.error
+    assert judgments.ratings(COLLECTION, "rated-here", QUERY) == {ids[0]: 3}
+
+    # the Evaluate page (same session) scores the set with that judgment
+    at.switch_page(EVALUATE).run()
+    assert at.selectbox(key="eval.set").value == "rated-here"
+    at.button(key="eval.run").click().run()
+    queries, qrels = judgments.queries(COLLECTION, "rated-here"), judgments.qrels(COLLECTION, "rated-here")
+    assert list(queries.values()) == [QUERY] and list(qrels.values()) == [{ids[0]: 3}]
+    first = evaluate_collection(workbench, COLLECTION, queries, qrels, SearchConfig(), DEFAULT_METRICS)
+    fused_row = frame_records(at.dataframe[0].value)[2]
+    assert fused_row["nDCG@10"] == first.metrics["hybrid"]["ndcg@10"] == 1.0  # the top result is the relevant one
+
+    # back on Search: the first result is judged not relevant, the third perfect
+    at.switch_page(SEARCH).run()
+    assert at.segmented_control[0].value == 3  # the saved grade is shown
+    at.segmented_control[0].set_value(0).run()
+    at.segmented_control[2].set_value(3).run()
+    assert judgments.ratings(COLLECTION, "rated-here", QUERY) == {ids[0]: 0, ids[2]: 3}
+    at.switch_page(EVALUATE).run()
+    at.button(key="eval.run").click().run()
+    second = evaluate_collection(workbench, COLLECTION, judgments.queries(COLLECTION, "rated-here"),
+                                 judgments.qrels(COLLECTION, "rated-here"), SearchConfig(), DEFAULT_METRICS)
+    fused_row = frame_records(at.dataframe[0].value)[2]
+    assert fused_row["nDCG@10"] == second.metrics["hybrid"]["ndcg@10"] == pytest.approx(0.5)  # 1/log2(3 + 1)
+    assert fused_row["MRR@10"] == second.metrics["hybrid"]["mrr@10"] == pytest.approx(1 / 3)
+
+
+def test_a_new_query_is_judged_into_the_default_set(workbench):
+    judgments = JudgmentStore(workbench.store)
+    query = "Who won Super Bowl 50?"
+    at = open_page(SEARCH, q=query)
+    assert any("query set 'judgments'" in c.value for c in at.caption)
+    doc = at.dataframe[0].value["id"][1]
+    at.segmented_control[1].set_value(2).run()
+    assert "judgments" in judgments.query_sets(COLLECTION)
+    assert judgments.ratings(COLLECTION, "judgments", query) == {doc: 2}
+    at.segmented_control[1].set_value(None).run()  # back to 'not rated': the grade is removed
+    assert not at.error
+    assert judgments.ratings(COLLECTION, "judgments", query) == {}
+    assert at.segmented_control[1].value is None
+
+
+def test_the_first_run_stores_the_sample_queries_and_judgments(tmp_path, monkeypatch):
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import APP, TIMEOUT
+    from retrieval.store import Store
+
+    sample = tmp_path / "sample"
+    (sample / "qrels").mkdir(parents=True)
+    texts = ["The Panthers defense gave up just 308 points.", "Denver won the Super Bowl.", "Tea is a drink."]
+    (sample / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": f"d{i}", "text": t})
+                                                   for i, t in enumerate(texts)))
+    (sample / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "Panthers points"}) + "\n"
+                                          + json.dumps({"_id": "q2", "text": "Who won?"}))
+    (sample / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td0\t1\nq2\td1\t2\n")
+    db = tmp_path / "db"
+    monkeypatch.setenv("WORKBENCH_DB", str(db))
+    monkeypatch.setenv("WORKBENCH_SAMPLE", str(sample))
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.switch_page(EVALUATE)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    judgments = JudgmentStore(Store(str(db)))
+    assert judgments.query_sets("sample-xquad") == ["sample"]
+    assert judgments.queries("sample-xquad", "sample") == {"q1": "Panthers points", "q2": "Who won?"}
+    assert judgments.qrels("sample-xquad", "sample") == {"q1": {"d0": 1}, "q2": {"d1": 2}}
+    assert at.selectbox(key="eval.set").value == "sample"  # ready to evaluate out of the box
+
+
+def test_applying_the_sweep_best_changes_config_a(small_set, workbench):
+    from retrieval.sweep import default_grid, run_sweep
+
+    queries, qrels = small_set
+    at = open_page(EVALUATE, set="small-eval")
+    at.button(key="sweep.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    expected = run_sweep(workbench, COLLECTION, queries, qrels, default_grid(SearchConfig()))
+    best = expected.best()
+    assert len(expected.rows) >= 82
+    table = next(d.value for d in at.dataframe if "label" in d.value.columns)
+    assert list(table["label"]) == [r["label"] for r in expected.rows]
+    assert list(table["nDCG@10"]) == [r["ndcg@10"] for r in expected.rows]
+    heat = next(c for c in at.get("plotly_chart"))
+    assert heat is not None
+    assert best.config != SearchConfig(), "the premise: the best variant is not the default config"
+
+    at.button(key="sweep.apply").click().run()
+    assert not at.exception
+    view = at.session_state[VIEW_KEY]
+    assert view.config_a == with_ui_sources(copy.deepcopy(best.config))
+    assert at.selectbox(key="a.fusion").value == best.config.fusion
+    assert at.slider(key="a.w_bm25").value == best.config.weights.get("bm25", 0.0)
+    assert at.slider(key="a.w_dense").value == best.config.weights.get("dense", 0.0)
+    if best.config.fusion == "rrf":
+        assert at.slider(key="a.rrf_k").value == best.config.rrf_k
+    else:
+        assert at.selectbox(key="a.normalization").value == best.config.normalization
+    assert at.query_params["fusion"] == best.config.fusion
+    assert any("Config A is now" in s.value for s in at.success)
+    assert not any("changed since" in i.value for i in at.info)  # the sweep is still the current one
+
+
+def test_an_invalid_upload_shows_an_error_and_changes_nothing(workbench):
+    judgments = JudgmentStore(workbench.store)
+    before = {name: (judgments.queries(COLLECTION, name), judgments.qrels(COLLECTION, name))
+              for name in judgments.query_sets(COLLECTION)}
+    at = open_page(EVALUATE)
+    at.text_input(key="eval.upload.name").set_value("broken")
+    at.file_uploader(key="eval.upload.queries").set_value(
+        [("q.tsv", b"q1\tHow many points?\nq2\tWho won?\n", "text/tab-separated-values")])
+    at.file_uploader(key="eval.upload.qrels").set_value(
+        [("bad.qrels", b"q1 0 en-001 1\nq2 0 en-002 high\n", "text/plain")])
+    at.button(key="eval.upload.save").click().run()
+    assert not at.exception
+    assert at.error, "a malformed qrels line is refused"
+    message = plain(at.error[0].value)
+    assert "bad.qrels" in message and "line 2" in message and "'high' is not an integer" in message
+    after = {name: (judgments.queries(COLLECTION, name), judgments.qrels(COLLECTION, name))
+             for name in judgments.query_sets(COLLECTION)}
+    assert after == before and "broken" not in after
+
+
+def test_a_valid_upload_is_stored_and_selected(workbench):
+    judgments = JudgmentStore(workbench.store)
+    at = open_page(EVALUATE)
+    at.text_input(key="eval.upload.name").set_value("uploaded")
+    at.file_uploader(key="eval.upload.queries").set_value(
+        [("q.jsonl", b'{"_id": "q1", "text": "How many points did the Panthers defense surrender?"}\n'
+                     b'{"_id": "q2", "text": "Who won Super Bowl 50?"}\n', "application/json")])
+    at.file_uploader(key="eval.upload.qrels").set_value(
+        [("j.csv", b"query_id,doc_id,relevance\nq1,en-001,2\nq2,en-002,1\nq2,en-003,0\n", "text/csv")])
+    at.button(key="eval.upload.save").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert judgments.queries(COLLECTION, "uploaded") == {
+        "q1": "How many points did the Panthers defense surrender?", "q2": "Who won Super Bowl 50?"}
+    assert judgments.qrels(COLLECTION, "uploaded") == {"q1": {"en-001": 2}, "q2": {"en-002": 1, "en-003": 0}}
+    assert at.selectbox(key="eval.set").value == "uploaded"
+    assert any("Saved query set 'uploaded'" in plain(s.value) for s in at.success)
+    # deleting needs the confirmation
+    assert at.button(key="eval.delete").disabled
+    at.checkbox(key="eval.delete.confirm").check().run()
+    at.button(key="eval.delete").click().run()
+    assert "uploaded" not in judgments.query_sets(COLLECTION)
+    assert any("Deleted query set 'uploaded'" in plain(s.value) for s in at.success)
+
+
+def test_ab_test_of_two_saved_configs_is_the_core_comparison(small_set, workbench):
+    from retrieval.abtest import compare
+    from retrieval.configs import ConfigStore
+
+    queries, qrels = small_set
+    configs = ConfigStore(workbench.store)
+    a, b = SearchConfig(), SearchConfig(fusion="weighted", weights={"bm25": 0.3, "dense": 0.7})
+    configs.save("ab-base", a, overwrite=True)
+    configs.save("ab-cand", b, overwrite=True)
+    at = open_page(EVALUATE, set="small-eval")
+    at.selectbox(key="ab.a").set_value("ab-base")
+    at.selectbox(key="ab.b").set_value("ab-cand")
+    at.button(key="ab.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run_a = evaluate_collection(workbench, COLLECTION, queries, qrels, a).runs["hybrid"]
+    run_b = evaluate_collection(workbench, COLLECTION, queries, qrels, b).runs["hybrid"]
+    expected = compare(qrels, run_a, run_b, metric="ndcg@10", test="t-test")
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["nDCG@10 A"] == f"{expected.mean_a:.4f}" and shown["nDCG@10 B"] == f"{expected.mean_b:.4f}"
+    assert shown["win / tie / loss"] == f"{expected.wins} / {expected.ties} / {expected.losses}"
+    assert shown["p-value"] == f"{expected.p_value:.4g}"
+    deltas = next(d.value for d in at.dataframe if "delta (B − A)" in d.value.columns)
+    assert dict(zip(deltas["query id"], deltas["delta (B − A)"])) == dict(expected.deltas)
+
+
+def test_configs_save_load_and_import(workbench):
+    from retrieval.configs import ConfigStore
+
+    configs = ConfigStore(workbench.store)
+    at = open_page(EVALUATE, rrf_k="7", weights="bm25=0.2,dense=0.8")
+    at.text_input(key="configs.name").set_value("k7").run()
+    at.checkbox(key="configs.overwrite").check()
+    at.button(key="configs.save").click().run()
+    assert not at.error, [e.value for e in at.error]
+    saved = configs.load("k7")
+    assert saved.rrf_k == 7.0 and saved.weights == {"bm25": 0.2, "dense": 0.8}
+
+    at.slider(key="a.rrf_k").set_value(30).run()
+    at.selectbox(key="configs.saved").set_value("k7").run()
+    at.button(key="configs.load").click().run()
+    assert at.slider(key="a.rrf_k").value == 7
+    # an invalid import changes nothing
+    at.file_uploader(key="configs.import_file").set_value([("c.json", b'{"rrf_k": 0}', "application/json")]).run()
+    at.button(key="configs.import").click().run()
+    assert any("rrf_k must be" in plain(e.value) for e in at.error)
+    assert at.slider(key="a.rrf_k").value == 7
+    at.file_uploader(key="configs.import_file").set_value([("d.json", b'{"depth": "ten"}', "application/json")]).run()
+    at.button(key="configs.import").click().run()
+    assert any("d.json is not a valid search config" in plain(e.value) for e in at.error)
+    assert at.slider(key="a.rrf_k").value == 7 and at.slider(key="a.depth").value == 100
+    text = SearchConfig(fusion="weighted", normalization="zscore").to_json().encode()
+    at.file_uploader(key="configs.import_file").set_value([("w.json", text, "application/json")]).run()
+    at.button(key="configs.import").click().run()
+    assert at.selectbox(key="a.fusion").value == "weighted"
+    assert at.selectbox(key="a.normalization").value == "zscore"
+
+
+def test_every_evaluate_control_has_help(small_set):
+    at = open_page(EVALUATE, set="small-eval")
+    at.button(key="eval.run").click().run()
+    widgets = all_widgets(at)
+    assert widgets
+    assert [getattr(w, "key", None) or w.label for w in widgets if not (w.help or "").strip()] == []
