@@ -46,12 +46,16 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--rerank", action="store_true", default=None, help="rerank the top-N fused results")
     g.add_argument("--rerank-top-n", type=int, dest="rerank_top_n")
     g.add_argument("--reranker", help="'e5' (offline default) or a CrossEncoder folder / id")
+    g.add_argument("--keyword", help="keyword source points (seed 000), e.g. name_exact=10,tag=3,min_relevance=5")
+    g.add_argument("--graph", help="entity graph parameters (seed 002), e.g. depth=3,threshold=0.1,person=1.5")
+    g.add_argument("--focus", dest="graph_focus", help="entity graph focus topics, comma-separated")
 
 
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
     data = SearchConfig.from_json(args.config.read_text(encoding="utf-8")).to_dict() if args.config else {}
     for name in ("fusion", "rrf_k", "normalization", "combination", "depth", "top_k", "min_score", "min_display_score",
-                 "tie_field", "bm25_backend", "bm25_k1", "bm25_b", "rerank", "rerank_top_n", "reranker"):
+                 "tie_field", "bm25_backend", "bm25_k1", "bm25_b", "rerank", "rerank_top_n", "reranker",
+                 "graph_focus"):
         value = getattr(args, name)
         if value is not None:
             data[name] = value
@@ -59,6 +63,9 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         data["weights"] = parse_weights(args.weights)
     if args.min_raw:
         data["min_raw"] = parse_weights(args.min_raw)
+    for group in ("keyword", "graph"):
+        if getattr(args, group):
+            data[group] = {**data.get(group, {}), **parse_weights(getattr(args, group))}
     return SearchConfig.from_dict(data)
 
 
@@ -158,6 +165,8 @@ def search_json(result) -> dict:
             meta[f"{source}_score"] = c.raw_score
             meta[f"{source}_normalized"] = c.normalized
             meta[f"{source}_contribution"] = c.contribution
+            if c.detail:
+                meta[f"{source}_detail"] = c.detail
         if result.reranked is not None:
             meta["rerank_score"] = reranked.rerank_score if reranked else None
         items.append({"id": fused_result.doc_id, "title": row.get("title", ""), "text": row.get("text", ""),

@@ -244,3 +244,24 @@ def test_cli_search_takes_the_combination_and_l2(small_beir, tmp_path, run_cli):
     parts = [(0.5, top["_meta"][f"{s}_normalized"]) for s in ("bm25", "dense")
              if top["_meta"][f"{s}_normalized"] is not None and top["_meta"][f"{s}_normalized"] > 0]
     assert top["score"] == pytest.approx(sum(w for w, _ in parts) / sum(w / x for w, x in parts), abs=1e-12)
+
+
+def test_cli_search_json_meta_covers_every_fused_source(small_beir, tmp_path, run_cli):
+    db = tmp_path / "db"
+    assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
+    sources = ("bm25", "dense", "keyword", "graph")
+    out = run_cli("search", "small", "Panthers defense points", "--json", "--k", "10",
+                  "--weights", "bm25=0.5,dense=0.5,keyword=0.5,graph=0.5", "--keyword", "description=4",
+                  "--graph", "depth=1", "--focus", "football", db=db)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["config"]["keyword"]["description"] == 4.0 and data["config"]["graph"]["depth"] == 1.0
+    assert data["config"]["graph_focus"] == "football"
+    for item in data["results"]:
+        meta = item["_meta"]
+        assert {f"{s}_rank" for s in sources} <= set(meta)
+        assert item["score"] == pytest.approx(sum(0.5 / (10 + meta[f"{s}_rank"]) for s in sources if meta[f"{s}_rank"]))
+    keyword_hits = [item["_meta"] for item in data["results"] if item["_meta"]["keyword_rank"]]
+    assert keyword_hits and all("description" in meta["keyword_detail"] for meta in keyword_hits)
+    bad = run_cli("search", "small", "x", "--keyword", "colour=1", db=db)
+    assert bad.returncode == 2 and "unknown keyword parameter" in bad.stderr
