@@ -91,7 +91,7 @@ def widget_key(collection: str, set_name: str, query: str, doc_id: str) -> str:
     import hashlib
 
     digest = hashlib.sha1("\x1f".join((collection, set_name, query, doc_id)).encode()).hexdigest()[:16]
-    return f"judge.{digest}"
+    return f"judge_{digest}"  # [a-zA-Z0-9_-] only: Streamlit puts it as st-key-<key> in the class
 
 
 @st.fragment

@@ -11,15 +11,21 @@ from retrieval.evaluate import evaluate_collection
 from retrieval.judgments import JudgmentStore
 from retrieval.store import Store
 from retrieval.workbench import Workbench
+from ui.judging import widget_key
 
 QUERY = "How many career sacks did Jared Allen have?"
 SET = "browser-tuning"
-RATINGS = '[data-testid="stMain"] [data-testid="stButtonGroup"]'
 
 
-def rate(page, index: int, label: str) -> None:
-    """Click grade `label` (e.g. '3 · perfect') of the `index`-th result's rating widget."""
-    page.locator(RATINGS).nth(index).get_by_role("radio", name=label, exact=True).click()
+def rate(page, doc_id: str, label: str) -> None:
+    """Click grade `label` (e.g. '3 · perfect') of result `doc_id`'s rating widget (found by its
+    widget key, which Streamlit puts in the element's class)."""
+    key = widget_key(harness.SAMPLE_COLLECTION, SET, QUERY, doc_id)
+    widget = page.locator(f'[data-testid="stMain"] [class~="st-key-{key}"]')
+    widget.get_by_role("radio", name=label, exact=True).click()
+    page.wait_for_function(
+        """key => document.querySelector(`[class~="st-key-${key}"] [role="radio"][aria-checked="true"]`)""",
+        arg=key)
 
 
 def wait_ratings(judgments: JudgmentStore, expected: dict[str, int], timeout_s: float = 30) -> None:
@@ -78,7 +84,7 @@ def test_rating_a_result_changes_the_evaluated_metric(page, ready_app, browser_d
     page.get_by_text(f"ratings go to query set '{SET}'", exact=False).wait_for()
 
     # the second result is the perfect answer: fused nDCG@10 = 1 / log2(3)
-    rate(page, 1, "3 · perfect")
+    rate(page, ids[1], "3 · perfect")
     wait_ratings(judgments, {ids[1]: 3})
     harness.wait_idle(page)
     go(page, "Evaluate", "Evaluate")
@@ -90,7 +96,7 @@ def test_rating_a_result_changes_the_evaluated_metric(page, ready_app, browser_d
     # back on Search (same session): the first result is rated perfect too, and the metric moves
     go(page, "Search", "Search")
     page.locator(".wb-card").first.wait_for()
-    rate(page, 0, "3 · perfect")
+    rate(page, ids[0], "3 · perfect")
     wait_ratings(judgments, {ids[0]: 3, ids[1]: 3})
     harness.wait_idle(page)
     go(page, "Evaluate", "Evaluate")
