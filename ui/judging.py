@@ -3,8 +3,12 @@ the collection's active query set (`retrieval.judgments.JudgmentStore`).
 
 The active set: the one the session chose on the Evaluate page (or a link's `set=`), else the
 sample's set when the query is one of its queries, else "judgments" (created by the first rating).
-Each rating widget is an `st.fragment`: rating a result reruns only that widget, not the page
-(no re-fusion, no redraw of the other results).
+A rating must not rerun the whole page. Where the results are drawn inside a fragment already
+(the Search page's controls-and-results fragment), the widget is drawn plainly and a rating reruns
+that fragment: candidates come from the cache, so it costs what a slider move costs. Elsewhere
+each widget is its own `st.fragment`. (Ten nested fragments, one per result, made every slider
+move on the Search page ~30 ms slower in AppTest and ~200 ms in the browser: see
+`benchmarks/bench_ui.py`.)
 """
 
 from __future__ import annotations
@@ -51,15 +55,18 @@ class Judge:
     set_name: str
     query: str
     grades: dict[str, int]
+    in_fragment: bool = False
 
     def __call__(self, doc_id: str) -> None:
         """Draw the rating widget of result `doc_id` (the per-result hook of the result cards)."""
-        rating(self.store, self.collection, self.set_name, self.query, doc_id, self.grades.get(doc_id))
+        draw = rating if self.in_fragment else rating_fragment
+        draw(self.store, self.collection, self.set_name, self.query, doc_id, self.grades.get(doc_id))
 
 
-def judge(workbench, collection: str, query: str) -> Judge | None:
+def judge(workbench, collection: str, query: str, in_fragment: bool = False) -> Judge | None:
     """Prepare the rating widgets for `query` and say where ratings go; None (with the error
-    shown) when the judgments cannot be read.
+    shown) when the judgments cannot be read. `in_fragment`: the caller draws the results inside
+    an `st.fragment` already (see the module doc).
 
     The set and its grades for this query are read once per session and query (~50 ms of
     LanceDB reads), then kept in the session (`CACHE_KEY`, updated by every rating saved here),
@@ -84,7 +91,7 @@ def judge(workbench, collection: str, query: str) -> Judge | None:
     st.caption(views.markdown_safe(
         f"Rate results 0–3 below: ratings go to query set '{set_name}' of '{collection}' "
         f"({len(grades)} rated for this query) and feed the Evaluate page."))
-    return Judge(workbench.store, collection, set_name, query, dict(grades))
+    return Judge(workbench.store, collection, set_name, query, dict(grades), in_fragment)
 
 
 def widget_key(collection: str, set_name: str, query: str, doc_id: str) -> str:
@@ -94,9 +101,8 @@ def widget_key(collection: str, set_name: str, query: str, doc_id: str) -> str:
     return f"judge_{digest}"  # [a-zA-Z0-9_-] only: Streamlit puts it as st-key-<key> in the class
 
 
-@st.fragment
 def rating(store, collection: str, set_name: str, query: str, doc_id: str, grade: int | None) -> None:
-    """One result's rating (a fragment: a click reruns only this)."""
+    """One result's rating widget; the grade is saved by its on_change callback."""
     key = widget_key(collection, set_name, query, doc_id)
     if key not in st.session_state:
         st.session_state[key] = grade
@@ -108,6 +114,9 @@ def rating(store, collection: str, set_name: str, query: str, doc_id: str, grade
     message = st.session_state.pop(f"{key}.error", None)
     if message:
         views.show_error(message)
+
+
+rating_fragment = st.fragment(rating)  # the same widget as its own fragment: a click reruns only it
 
 
 def _save(store, collection: str, set_name: str, query: str, doc_id: str, key: str) -> None:
