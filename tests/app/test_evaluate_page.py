@@ -9,7 +9,8 @@ import copy
 
 import pytest
 
-from conftest import COLLECTION, QUERY, REPO, all_widgets, open_page, plain
+# At module level: tests/browser has a conftest too, and a later `from conftest import` would get it.
+from conftest import APP, COLLECTION, QUERY, REPO, TIMEOUT, all_widgets, open_page, plain
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import DEFAULT_METRICS, evaluate_collection
@@ -150,7 +151,6 @@ def test_the_first_run_stores_the_sample_queries_and_judgments(tmp_path, monkeyp
 
     from streamlit.testing.v1 import AppTest
 
-    from conftest import APP, TIMEOUT
     from retrieval.store import Store
 
     sample = tmp_path / "sample"
