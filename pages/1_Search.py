@@ -29,7 +29,8 @@ def fusion_and_results(workbench, collection: str, query: str) -> None:
         return
     views.results_table(result, rows)
     st.subheader("Results")
-    views.result_cards(result, rows, per_result=judging.judge(workbench, collection, query, in_fragment=True))
+    rate = judging.judging_toggle() and judging.judge(workbench, collection, query, in_fragment=True)
+    views.result_cards(result, rows, per_result=rate or None)
 
 
 fusion_and_results(context.workbench, collection, query)

@@ -50,3 +50,14 @@ def test_weights_always_list_both_ui_sources():
     view = view_from_params({"weights": "bm25=0,dense=0"})
     assert view.config_a.weights == {"bm25": 0.5, "dense": 0.5}
     assert any("at least one source weight" in n for n in view.notices)
+
+
+def test_judging_is_off_by_default_and_on_for_links_that_judge():
+    from ui.state import params_for, view_from_params
+
+    assert view_from_params({}).judging is False
+    assert view_from_params({"judge": "1"}).judging is True
+    assert view_from_params({"set": "sample"}).judging is True  # e.g. Evaluate's worst-query links
+    view = view_from_params({"judge": "1", "q": "x"})
+    assert params_for(view, "search")["judge"] == "1"
+    assert "judge" not in params_for(view_from_params({"q": "x"}), "search")

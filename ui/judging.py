@@ -30,6 +30,17 @@ RATING_HELP = ("Your relevance judgment of this result for the current query, sa
                "not rated. The Evaluate page scores rankings with these grades (nDCG uses them as gains).")
 
 
+def judging_toggle() -> bool:
+    """The Search page's "Rate results" switch (bound to the View, mirrored as `judge=1`)."""
+    def write(value: bool) -> None:
+        state.view().judging = bool(value)
+
+    return state.bound(st.toggle, "Rate results", "view.judging", lambda: state.view().judging, write,
+                       help="Shows a 0–3 rating under each result, saved at once into the query set named "
+                            "above the results; the Evaluate page scores rankings with these grades. Off "
+                            "while tuning: ten rating widgets make every slider move slower to draw.")
+
+
 def judgment_store(store):
     from retrieval.judgments import JudgmentStore
 

@@ -135,6 +135,8 @@ def test_a_new_query_is_judged_into_the_default_set(workbench):
     judgments = JudgmentStore(workbench.store)
     query = "Who won Super Bowl 50?"
     at = open_page(SEARCH, q=query)
+    assert at.segmented_control.len == 0  # rating is off until switched on
+    at.toggle(key="view.judging").set_value(True).run()
     assert any("query set 'judgments'" in c.value for c in at.caption)
     doc = at.dataframe[0].value["id"][1]
     at.segmented_control[1].set_value(2).run()
