@@ -129,6 +129,18 @@ def _workbench(args):
     return Workbench(Store(args.db))
 
 
+def _beir_judged(args, workbench) -> tuple[str, object, dict]:
+    """The BEIR folder's cache collection (ingested once), its parsed corpus, and the judgments
+    to use (the first `--max-queries` judged queries when that is given)."""
+    from .evaluate import ensure_beir_collection
+
+    name, corpus = ensure_beir_collection(workbench.store, args.beir_dir, args.model, _log, _progress)
+    qrels = corpus.qrels
+    if args.max_queries:
+        qrels = dict(list(qrels.items())[: args.max_queries])
+    return name, corpus, qrels
+
+
 def cmd_ingest(args) -> int:
     from .ingest import ColumnMapping, ParseOptions, parse_path
 
@@ -203,14 +215,11 @@ def cmd_search(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from .evaluate import ensure_beir_collection, evaluate_collection
+    from .evaluate import evaluate_collection
 
     config = config_from_args(args)
     workbench = _workbench(args)
-    name, corpus = ensure_beir_collection(workbench.store, args.beir_dir, args.model, _log, _progress)
-    qrels = corpus.qrels
-    if args.max_queries:
-        qrels = dict(list(qrels.items())[: args.max_queries])
+    name, corpus, qrels = _beir_judged(args, workbench)
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -232,17 +241,14 @@ def cmd_evaluate(args) -> int:
 def cmd_sweep(args) -> int:
     """Ingest once (cache collection), fetch candidates once per query, rank every variant of
     `sweep.default_grid(config)` in memory and print the variants best first."""
-    from .evaluate import DEFAULT_METRICS, ensure_beir_collection
+    from .evaluate import DEFAULT_METRICS
     from .sweep import default_grid, held_out_estimate, run_sweep
 
     base = config_from_args(args)
     sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
     variants = default_grid(base, sources)
     workbench = _workbench(args)
-    name, corpus = ensure_beir_collection(workbench.store, args.beir_dir, args.model, _log, _progress)
-    qrels = corpus.qrels
-    if args.max_queries:
-        qrels = dict(list(qrels.items())[: args.max_queries])
+    name, corpus, qrels = _beir_judged(args, workbench)
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from .store import Store, aux_table_name, sql_string, validate_collection_name
+from .store import COLLECTION_NAME_RE, Store, aux_table_name, sql_string, validate_collection_name
 from .types import RetrievalError
 
 RATING_GRADES = (0, 1, 2, 3)  # what `rate` accepts
@@ -34,7 +34,7 @@ RATING_GRADES = (0, 1, 2, 3)  # what `rate` accepts
 MIN_IMPORTED_GRADE, MAX_IMPORTED_GRADE = -2, 4
 MAX_ID_CHARS = 200
 MAX_QUERY_CHARS = 2000
-SET_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+SET_NAME_RE = COLLECTION_NAME_RE  # set names follow the collection-name rule
 _ID_RE = re.compile(r"^\S+$")
 
 QUERIES_SCHEMA = pa.schema([

@@ -54,23 +54,14 @@ def default_collection(names: list[str]) -> str:
 
 
 def ingest_sample(store: Store, progress: Progress | None = None) -> bool:
-    """Create the sample collection on a first run (see `needs_sample`).
-
-    Returns True when it was created. Safe when two sessions race: the loser finds it exists.
-    """
-    from retrieval.ingest import parse_path
-    from retrieval.types import RetrievalError
-
+    """On a first run (see `needs_sample`): the XQuAD sample with its queries and judgments, the
+    data-source catalogue and the Three Kingdoms history. True when the sample was created."""
     if not needs_sample(store):
         return False
-    corpus = parse_path(sample_dir())
-    try:
-        store.create(SAMPLE_COLLECTION, corpus, description="XQuAD sample (60 English + 60 Chinese paragraphs)",
-                     progress=progress)
-    except RetrievalError:
-        if store.exists(SAMPLE_COLLECTION):
-            return False
-        raise
+    corpus = _create_missing(store, SAMPLE_COLLECTION, sample_dir(), progress,
+                             lambda c: "XQuAD sample (60 English + 60 Chinese paragraphs)")
+    if corpus is None:
+        return False
     store_sample_queries(store, corpus)
     ingest_catalogue(store, progress)
     ingest_three_kingdoms(store, progress)
@@ -80,20 +71,33 @@ def ingest_sample(store: Store, progress: Progress | None = None) -> bool:
 def ingest_catalogue(store: Store, progress: Progress | None = None) -> bool:
     """Create the bundled data-source catalogue (`sample_data/catalogue/records.json`) as
     CATALOGUE_COLLECTION, so the keyword source has records out of the box. True when created."""
+    return _create_missing(store, CATALOGUE_COLLECTION, REPO_DIR / "sample_data" / "catalogue" / "records.json",
+                           progress, lambda c: f"Data-source catalogue ({len(c.documents)} bilingual records)") is not None
+
+
+def ingest_three_kingdoms(store: Store, progress: Progress | None = None) -> bool:
+    """Create the bundled Markdown history (`sample_data/three_kingdoms/`) as GRAPH_COLLECTION, so
+    the entity graph and the Graph page have people, places and years out of the box."""
+    return _create_missing(store, GRAPH_COLLECTION, REPO_DIR / "sample_data" / "three_kingdoms", progress,
+                           lambda c: f"Battles of the Three Kingdoms (Markdown, {len(c.documents)} chunks)") is not None
+
+
+def _create_missing(store: Store, name: str, path: Path, progress: Progress | None, description):
+    """Parse `path` and create collection `name` from it unless it exists; the parsed corpus, or
+    None when nothing was created. Safe when two sessions race: the loser finds it exists."""
     from retrieval.ingest import parse_path
     from retrieval.types import RetrievalError
 
-    if store.exists(CATALOGUE_COLLECTION):
-        return False
-    corpus = parse_path(REPO_DIR / "sample_data" / "catalogue" / "records.json")
+    if store.exists(name):
+        return None
+    corpus = parse_path(path)
     try:
-        store.create(CATALOGUE_COLLECTION, corpus, progress=progress,
-                     description=f"Data-source catalogue ({len(corpus.documents)} bilingual records)")
+        store.create(name, corpus, description=description(corpus), progress=progress)
     except RetrievalError:
-        if store.exists(CATALOGUE_COLLECTION):
-            return False
+        if store.exists(name):
+            return None
         raise
-    return True
+    return corpus
 
 
 def store_sample_queries(store: Store, corpus) -> None:
@@ -106,20 +110,3 @@ def store_sample_queries(store: Store, corpus) -> None:
                                             {q: dict(d) for q, d in corpus.qrels.items()} or None)
 
 
-def ingest_three_kingdoms(store: Store, progress: Progress | None = None) -> bool:
-    """Create the bundled Markdown history (`sample_data/three_kingdoms/`) as GRAPH_COLLECTION, so
-    the entity graph and the Graph page have people, places and years out of the box."""
-    from retrieval.ingest import parse_path
-    from retrieval.types import RetrievalError
-
-    if store.exists(GRAPH_COLLECTION):
-        return False
-    corpus = parse_path(REPO_DIR / "sample_data" / "three_kingdoms")
-    try:
-        store.create(GRAPH_COLLECTION, corpus, progress=progress,
-                     description=f"Battles of the Three Kingdoms (Markdown, {len(corpus.documents)} chunks)")
-    except RetrievalError:
-        if store.exists(GRAPH_COLLECTION):
-            return False
-        raise
-    return True
