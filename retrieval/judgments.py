@@ -120,7 +120,8 @@ class JudgmentStore:
         return self.store.db.create_table(name, schema=schema, exist_ok=True)
 
     def _lock(self, collection: str):
-        return self.store._lock(aux_table_name(validate_collection_name(collection), "judgments"))
+        # The collection's own writer lock, so a rating cannot re-create a table `delete` drops.
+        return self.store.writer_lock(collection)
 
     def _query_rows(self, collection: str, set_name: str | None = None) -> list[dict]:
         table = self._open(collection, "queries")

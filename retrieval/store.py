@@ -19,6 +19,7 @@ import json
 import os
 import re
 import threading
+import uuid
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -151,6 +152,7 @@ class Store:
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
         self._locks: dict[str, threading.Lock] = {}
         self._handles: dict[str, Any] = {}
+        self._incarnations: dict[str, str] = {}
         self._locks_guard = threading.Lock()
 
     # ---- catalogue -------------------------------------------------------------------------
@@ -217,11 +219,26 @@ class Store:
             if not self._has_table(name):
                 self.info(name)  # raises the readable "no collection named …" error
             handle = self._handles[name] = self.db.open_table(name)
+            self._incarnations[name] = uuid.uuid4().hex
         return handle
 
     def version(self, name: str) -> int:
-        """The collection's LanceDB table version: bumps on every write; caches key on it."""
+        """The collection's LanceDB table version: bumps on every write."""
         return self.table(name).version
+
+    def state_key(self, name: str) -> tuple[str, int]:
+        """What caches of a collection's data key on: the table version, and an id given to the
+        handle when it is opened. LanceDB restarts version numbers when a table is dropped and
+        created again, so the version alone would let a deleted and re-ingested collection of
+        the same name hit the old collection's caches; `delete` drops the handle, so a re-created
+        collection gets a new id."""
+        table = self.table(name)
+        return (self._incarnations[name], table.version)
+
+    def writer_lock(self, name: str) -> threading.Lock:
+        """The lock every write to collection `name` (and its auxiliary tables) holds; a reader
+        that must see the collection and its auxiliary tables at one state holds it too."""
+        return self._lock(validate_collection_name(name))
 
     # ---- writes ----------------------------------------------------------------------------
     def create(

@@ -13,9 +13,10 @@ would still be ranked behind, tied at 0.
 
 `run_sweep` fetches each query's candidates once per (source, source parameters) at the largest
 depth any variant asks for (through the workbench's candidate cache), then, for every variant,
-ranks each query's candidates in memory with `fusion.fused_order` (the same formulas and tie-breaks
-as `fusion.fuse`, without explanation objects), cuts at the variant's depth and scores the run
-with `evaluate.evaluate_run` (ranx). As in `evaluate.evaluate_collection`: the per-source minimum
+ranks each query's candidates in memory (`fusion.prepare_source` once per query and source, then
+`scores_from_prepared` and `rank_ids` per variant: the same formulas and tie-breaks as
+`fusion.fuse`, without explanation objects), cuts at the variant's depth and scores the run with
+`evaluate.QrelsEvaluator` (ranx's metric functions on prebuilt arrays). As in `evaluate.evaluate_collection`: the per-source minimum
 raw scores apply, the fused-score thresholds and top-K do not cut evaluation runs, and the sweep
 is first-stage only (variants have `rerank` off).
 """

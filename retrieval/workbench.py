@@ -57,7 +57,7 @@ class CandidateSet:
     """Per-source candidates for one query on one collection version, plus their documents."""
 
     collection: str
-    version: int
+    version: tuple[str, int]  # Store.state_key: handle id and table version
     query: str
     depth: int
     sources: dict[str, SourceResult]
@@ -122,7 +122,7 @@ class Workbench:
         self._build_lock = threading.Lock()
 
     # ---- sources ---------------------------------------------------------------------------
-    def source(self, collection: str, version: int, name: str, config: SearchConfig) -> Source:
+    def source(self, collection: str, version: tuple[str, int], name: str, config: SearchConfig) -> Source:
         """The built source for a collection version (built once, then cached)."""
         key = (collection, version) + source_params(name, config)
         with self._build_lock:
@@ -139,7 +139,7 @@ class Workbench:
     # ---- candidates ------------------------------------------------------------------------
     def candidates(self, collection: str, query: str, config: SearchConfig) -> CandidateSet:
         """Each configured source's top `config.depth` hits, retrieved once and then cached."""
-        version = self.store.version(collection)
+        version = self.store.state_key(collection)
         results: dict[str, SourceResult] = {}
         seconds: dict[str, float] = {}
         all_cached = True
@@ -169,7 +169,11 @@ class Workbench:
         documents = self._documents(collection, version, doc_ids)
         return CandidateSet(collection, version, query, config.depth, results, documents, seconds, all_cached)
 
-    def _documents(self, collection: str, version: int, ids: set[str]) -> dict[str, dict[str, Any]]:
+    def documents(self, collection: str, ids) -> dict[str, dict[str, Any]]:
+        """Rows of the given documents (no vectors), from the cache kept per collection state."""
+        return self._documents(collection, self.store.state_key(collection), set(ids))
+
+    def _documents(self, collection: str, version: tuple[str, int], ids: set[str]) -> dict[str, dict[str, Any]]:
         key = (collection, version, "documents")
         cache = self._candidates.get(key)
         if cache is None:

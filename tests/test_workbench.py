@@ -182,3 +182,17 @@ def test_parameter_slides_of_one_source_never_evict_another_built_source(workben
         workbench.search("animals", "milk", moved)
     assert workbench.source("animals", version, "dense", config) is dense
     assert workbench.source("animals", version, "bm25", config) is bm25
+
+
+def test_a_deleted_and_recreated_collection_never_hits_the_old_caches(tmp_path):
+    # LanceDB restarts version numbers for a re-created table: caches must not key on them alone.
+    wb = Workbench(Store(str(tmp_path / "db")))
+    config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0, "keyword": 1.0}, keyword={"min_relevance": 3})
+    wb.store.create("again", parse_bytes(b"id,text\nold,Cows give milk on dairy farms.\n", "a.csv"))
+    first = wb.search("again", "milk", config)
+    assert [r.doc_id for r in first.outcome.results] == ["old"]
+    wb.store.delete("again")
+    wb.store.create("again", parse_bytes(b"id,text\nnew,Goats give milk in the mountains.\n", "b.csv"))
+    second = wb.search("again", "milk", config)
+    assert [r.doc_id for r in second.outcome.results] == ["new"]
+    assert [h.doc_id for h in second.candidates.sources["keyword"].hits] == ["new"]

@@ -340,7 +340,8 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
     key = (collection, qset.name, sweep_base_key(config), qset.fingerprint())
     st.caption(views.markdown_safe(
         f"{len(variants)} variants around config A (fusion, normalisation, combination, BM25 weight, RRF k), "
-        f"each scored on the judged queries from the same cached candidates: only fusion runs per variant."))
+        f"each scored on the judged queries from the same cached candidates: only fusion runs per variant."
+        + _left_out_note(config, sources)))
     if st.button("Run the sweep", key="sweep.run", type="primary",
                  help="Evaluate every variant of the grid on this query set and rank them by nDCG@10. Retrieval "
                       "runs once per query; each variant only re-fuses the cached candidates."):
@@ -381,6 +382,15 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
     st.dataframe(eval_charts.sweep_frame(rows, names), hide_index=True, width="stretch",
                  column_config={eval_charts.metric_label(m): st.column_config.NumberColumn(format="%.4f")
                                 for m in names})
+
+
+def _left_out_note(config: SearchConfig, sources: tuple[str, ...]) -> str:
+    """Say which of config A's sources the grid (two sources) leaves out, and so does applying it."""
+    others = [s for s in config.weights if s not in sources]
+    if not others:
+        return ""
+    return (f" The grid fuses {' and '.join(sources)} only: {', '.join(others)} "
+            f"{'is' if len(others) == 1 else 'are'} left out of every variant and of the config it applies.")
 
 
 def sweep_base_key(config: SearchConfig) -> str:
@@ -497,10 +507,11 @@ def configs_section(workbench) -> None:
         if st.button("Save", key="configs.save", help="Save config A as it is now under the name above."):
             try:
                 configs.save((name or "").strip(), copy.deepcopy(view.config_a), overwrite=overwrite)
+            except Exception as exc:  # bad name or a failing database: readable, the page stays up
+                views.show_error(exc)
+            else:  # st.rerun raises: outside the try
                 st.session_state["configs.flash"] = f"Saved config A as '{name.strip()}'."
                 st.rerun()
-            except RetrievalError as exc:
-                views.show_error(exc)
         st.download_button("Export config A (JSON)", view.config_a.to_json(), file_name="config-a.json",
                            mime="application/json", key="configs.export_a",
                            help="Config A as a JSON file (the CLI reads it with --config FILE.json).")
@@ -548,7 +559,8 @@ def configs_section(workbench) -> None:
         if st.button("Delete", key="configs.delete", help="Remove this saved config (config A is not changed)."):
             try:
                 configs.delete(chosen)
+            except Exception as exc:
+                views.show_error(exc)
+            else:
                 st.session_state["configs.flash"] = f"Deleted config '{chosen}'."
                 st.rerun()
-            except RetrievalError as exc:
-                views.show_error(exc)

@@ -29,7 +29,7 @@ def graph_source(workbench: Workbench, collection: str, config: SearchConfig) ->
     """The built graph source for the collection's version and these parameters (cached)."""
     try:
         config.validate()
-        return workbench.source(collection, workbench.store.version(collection), "graph", config)
+        return workbench.source(collection, workbench.store.state_key(collection), "graph", config)
     except Exception as exc:  # bad parameters, a missing model: readable, and the page stays up
         show_error(exc)
         return None
@@ -137,7 +137,11 @@ def _clicked_event(event: Any, ids: list[str]) -> str | None:
 
 def chunk_details(workbench: Workbench, collection: str, event_id: str, activation, source: GraphSource) -> None:
     """The chunk's title and text (escaped), its entities by type and how it was activated."""
-    row = workbench.store.documents(collection, [event_id]).get(event_id)
+    try:  # the workbench's document cache: a slider move reads nothing from the table
+        row = workbench.documents(collection, [event_id]).get(event_id)
+    except Exception as exc:  # a failing database: readable, the page stays up
+        show_error(exc)
+        return
     if row is None:
         st.warning("This chunk is no longer in the collection.")
         return

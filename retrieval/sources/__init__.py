@@ -31,19 +31,11 @@ SOURCE_MODULES: dict[str, str] = {
 }
 
 
-def known_sources() -> tuple[str, ...]:
-    return tuple(SOURCE_MODULES)
-
-
 def source_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(SOURCE_MODULES[name])
     except KeyError:
         raise KeyError(f"unknown source {name!r}; known: {', '.join(SOURCE_MODULES)}") from None
-
-
-def source_label(name: str) -> str:
-    return source_module(name).LABEL if name in SOURCE_MODULES else name
 
 
 def source_params(name: str, config: "SearchConfig") -> tuple:
@@ -55,5 +47,4 @@ def build_source(store: "Store", collection: str, name: str, config: "SearchConf
     return source_module(name).build(store, collection, config)
 
 
-__all__ = ["Source", "run_source", "SOURCE_MODULES", "known_sources", "source_label", "source_params",
-           "build_source"]
+__all__ = ["Source", "run_source", "SOURCE_MODULES", "source_params", "build_source"]

@@ -29,7 +29,7 @@ Final score of an activated event e (weights from `config.graph`, seed 0.3/0.3/0
 `q` is the query embedded by the collection's own encoder (cached per query, so a slider never
 re-embeds), `v_e` the chunk's stored vector. `days_e` = whole days from the chunk's date (its
 metadata `date`/`created`/… field, else the day it was ingested; table `event_times`) to the day
-the source was built, never negative.
+the collection's index was first loaded in this process (`load_index`), never negative.
 
 Query entities: the query goes through the same extractor as the chunks; then, since a query is
 short, every entity name of the collection found in the query (Chinese names of ≥ 2 characters as
@@ -414,13 +414,15 @@ _indexes_lock = threading.Lock()
 
 def load_index(store, collection: str, today: date | None = None) -> GraphIndex:
     """The collection's graph index for its current version, read once (LRU of 8)."""
-    version = store.version(collection)
-    key = (store.uri, collection, version)
-    with _indexes_lock:
-        if key in _indexes:
-            _indexes.move_to_end(key)
-            return _indexes[key]
-    index = _read_index(store, collection, today or datetime.now(timezone.utc).date())
+    # Under the writer lock: `Store.add` bumps the collection's version before it writes the
+    # entity tables, and an index read in between would pair new chunks with old entities.
+    with store.writer_lock(collection):
+        key = (store.uri, collection, store.state_key(collection))
+        with _indexes_lock:
+            if key in _indexes:
+                _indexes.move_to_end(key)
+                return _indexes[key]
+        index = _read_index(store, collection, today or datetime.now(timezone.utc).date())
     with _indexes_lock:
         _indexes[key] = index
         while len(_indexes) > 8:

@@ -262,8 +262,8 @@ _LOAD_LOCK = threading.Lock()
 
 def load_fields(store, collection: str) -> list[KeywordFields]:
     """Every row of the collection as `KeywordFields`, read once per (database, collection,
-    version): rebuilding the source for new points reuses them."""
-    key = (store.uri, collection, store.version(collection))
+    `Store.state_key`): rebuilding the source for new points reuses them."""
+    key = (store.uri, collection, store.state_key(collection))
     with _LOAD_LOCK:
         if key in _LOADED:
             _LOADED.move_to_end(key)
