@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 
 from .config import SearchConfig
-from .store import Store, sql_string
+from .store import Store, counts_as_write, sql_string
 from .types import RetrievalError
 
 CONFIGS_TABLE = "_configs"
@@ -68,6 +68,7 @@ class ConfigStore:
         names = table.search().select(["name"]).limit(None).to_arrow().column("name").to_pylist()
         return sorted(names, key=lambda n: (n.lower(), n))
 
+    @counts_as_write
     def save(self, name: str, config: SearchConfig, overwrite: bool = False) -> None:
         """Save `config` under `name`; an existing name is an error unless `overwrite`."""
         validate_config_name(name)
@@ -92,6 +93,7 @@ class ConfigStore:
             raise RetrievalError(f"No saved config named {name!r} (saved: {known})")
         return SearchConfig.from_json(row["config"])
 
+    @counts_as_write
     def delete(self, name: str) -> None:
         """Remove a saved config (an unknown name is an error)."""
         validate_config_name(name)

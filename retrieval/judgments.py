@@ -26,7 +26,8 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from .store import COLLECTION_NAME_RE, Store, aux_table_name, sql_string, validate_collection_name
+from .store import (COLLECTION_NAME_RE, Store, aux_table_name, counts_as_write, sql_string,
+                    validate_collection_name)
 from .types import RetrievalError
 
 RATING_GRADES = (0, 1, 2, 3)  # what `rate` accepts
@@ -188,6 +189,7 @@ class JudgmentStore:
                 sorted(self._judgment_rows(collection, set_name, query_id), key=lambda r: r["doc_id"])}
 
     # ---- writes ----------------------------------------------------------------------------
+    @counts_as_write
     def save_query_set(
         self,
         collection: str,
@@ -242,6 +244,7 @@ class JudgmentStore:
         self.save_query_set(collection, set_name, queries, qrels, replace=replace)
         return len(queries), sum(len(docs) for docs in (qrels or {}).values())
 
+    @counts_as_write
     def rate(self, collection: str, set_name: str, query_text: str, doc_id: str, grade: int) -> str:
         """Grade (0–3) `doc_id` for the query with this text in the set, saved at once. The query
         is found by its text or added with id `ui-<8 hex of sha1(text)>` (the set is created if
@@ -264,6 +267,7 @@ class JudgmentStore:
             self._write_both(collection, new_query, judgment, None)
         return query_id
 
+    @counts_as_write
     def unrate(self, collection: str, set_name: str, query_text: str, doc_id: str) -> bool:
         """Remove the grade of `doc_id` for this query (the query stays in the set). Returns
         whether there was one."""
@@ -280,6 +284,7 @@ class JudgmentStore:
             table.delete(where)
             return True
 
+    @counts_as_write
     def delete_query_set(self, collection: str, set_name: str) -> None:
         """Remove a set with its judgments (an unknown set is an error)."""
         with self._lock(collection):

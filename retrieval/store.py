@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import functools
 import threading
 import uuid
 import warnings
@@ -77,6 +78,19 @@ def aux_table_name(collection: str, kind: str) -> str:
     if kind not in AUX_KINDS:
         raise ValueError(f"unknown auxiliary table kind {kind!r}")
     return f"_{kind}__{validate_collection_name(collection)}"
+
+
+def counts_as_write(method):
+    """Decorator for a method of an object with a `store` (or of the Store itself) that writes:
+    afterwards, even when it failed half-way and restored, `Store.writes` has grown, so readers
+    that memoise what they read (the Evaluate page) know to read again."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            getattr(self, "store", self).note_write()
+    return wrapper
 
 
 def sql_string(value: str) -> str:
@@ -153,6 +167,7 @@ class Store:
         self._locks: dict[str, threading.Lock] = {}
         self._handles: dict[str, Any] = {}
         self._incarnations: dict[str, str] = {}
+        self.writes = 0  # how many writes went through this Store (and its judgments/configs)
         self._locks_guard = threading.Lock()
 
     # ---- catalogue -------------------------------------------------------------------------
@@ -235,12 +250,17 @@ class Store:
         table = self.table(name)
         return (self._incarnations[name], table.version)
 
+    def note_write(self) -> None:
+        with self._locks_guard:
+            self.writes += 1
+
     def writer_lock(self, name: str) -> threading.Lock:
         """The lock every write to collection `name` (and its auxiliary tables) holds; a reader
         that must see the collection and its auxiliary tables at one state holds it too."""
         return self._lock(validate_collection_name(name))
 
     # ---- writes ----------------------------------------------------------------------------
+    @counts_as_write
     def create(
         self,
         name: str,
@@ -278,6 +298,7 @@ class Store:
                 raise
             return info
 
+    @counts_as_write
     def add(self, name: str, corpus: ParsedCorpus, progress: Progress | None = None) -> CollectionInfo:
         """Add documents to an existing collection with its recorded model. All or nothing."""
         from .embed import load_encoder
@@ -379,6 +400,7 @@ class Store:
             return None
         return {kind: self.db.open_table(n).to_arrow() for kind, n in names.items()}
 
+    @counts_as_write
     def build_vector_index(self, name: str, index_type: str = "IVF_PQ", num_partitions: int | None = None) -> None:
         """An approximate vector index for large collections (exact search is fine below ~100k).
 
@@ -392,6 +414,7 @@ class Store:
                 table.create_index(metric="cosine", index_type=index_type, num_partitions=num_partitions,
                                    vector_column_name="vector", replace=True)
 
+    @counts_as_write
     def delete(self, name: str) -> None:
         """Drop the collection, its auxiliary tables and its catalogue entry."""
         with self._lock(name):
@@ -409,6 +432,7 @@ class Store:
                 self._handles.pop(table_name, None)
                 self.db.drop_table(table_name)
 
+    @counts_as_write
     def clear(self, name: str) -> CollectionInfo:
         """Remove every document but keep the collection, its model and its history."""
         with self._lock(name):

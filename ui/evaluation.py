@@ -110,13 +110,31 @@ def _stale_note(kind: str, stored: dict[str, Any], key: tuple) -> None:
             "to update."), icon="🕒")
 
 
+# ---- reads -----------------------------------------------------------------------------------
+READS_KEY = "_workbench_eval_reads"
+
+
+def memo_read(store, key: tuple, read):
+    """`read()`'s result, kept in the session until the next write through the Store
+    (`Store.writes`: ratings, uploads, saved configs, ingests …), so a rerun of this page, e.g.
+    a sidebar slider move, reads nothing from the database."""
+    memo = st.session_state.setdefault(READS_KEY, {})
+    full_key = (store.uri, store.writes) + key
+    if full_key not in memo:
+        if len(memo) >= 64:
+            memo.clear()
+        memo[full_key] = read()
+    return memo[full_key]
+
+
 # ---- query sets -----------------------------------------------------------------------------
 def query_set_section(workbench, collection: str) -> QuerySet | None:
     """Pick the query set (bound to the View, so Search page ratings go to it too), its
     numbers and exports, and the upload form. Returns the chosen set, None when there is none."""
     try:
         judgments = judging.judgment_store(workbench.store)
-        names = _with_sample_set(judgments, workbench.store, collection)
+        names = memo_read(workbench.store, ("sets", collection),
+                          lambda: _with_sample_set(judgments, workbench.store, collection))
     except Exception as exc:
         views.show_error(exc)
         return None
@@ -134,7 +152,8 @@ def query_set_section(workbench, collection: str) -> QuerySet | None:
                            help="The queries and judgments (qrels) to evaluate with. Ratings given on the Search "
                                 "page go into this set too. Each collection has its own sets.")
         try:
-            chosen = QuerySet(name, judgments.queries(collection, name), judgments.qrels(collection, name))
+            chosen = memo_read(workbench.store, ("set", collection, name), lambda: QuerySet(
+                name, judgments.queries(collection, name), judgments.qrels(collection, name)))
         except Exception as exc:
             views.show_error(exc)
             return None
@@ -167,8 +186,8 @@ def _with_sample_set(judgments, store, collection: str) -> list[str]:
 def _qrels_downloads(judgments, collection: str, name: str) -> None:
     left, right, _ = st.columns([1, 1, 3])
     try:
-        trec = judgments.export_qrels(collection, name, fmt="trec")
-        beir = judgments.export_qrels(collection, name, fmt="beir")
+        trec, beir = memo_read(judgments.store, ("qrels", collection, name), lambda: (
+            judgments.export_qrels(collection, name, fmt="trec"), judgments.export_qrels(collection, name, fmt="beir")))
     except Exception as exc:
         views.show_error(exc)
         return
@@ -414,7 +433,7 @@ def _apply_best(config: SearchConfig) -> None:
 def ab_section(workbench, collection: str, qset: QuerySet) -> None:
     configs = config_store(workbench.store)
     try:
-        names = configs.names()
+        names = memo_read(workbench.store, ("configs",), configs.names)
     except Exception as exc:
         views.show_error(exc)
         return
@@ -534,7 +553,7 @@ def configs_section(workbench) -> None:
     with right:
         st.markdown("**Saved configs**")
         try:
-            names = configs.names()
+            names = memo_read(configs.store, ("configs",), configs.names)
         except Exception as exc:
             views.show_error(exc)
             return
@@ -544,7 +563,7 @@ def configs_section(workbench) -> None:
         chosen = st.selectbox("Saved config", names, key="configs.saved",
                               help="A saved config to load into config A, export or delete.")
         try:
-            config = configs.load(chosen)
+            config = memo_read(configs.store, ("config", chosen), lambda: configs.load(chosen))
         except Exception as exc:
             views.show_error(exc)
             return

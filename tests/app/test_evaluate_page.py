@@ -86,9 +86,15 @@ def test_evaluating_shows_the_core_metrics_and_reruns_do_not_requery(small_set, 
     assert list(at.dataframe[0].value["system"]) == ["BM25", "vector", "fused"]
     assert {b.key for b in at.get("download_button")} >= {"eval.download_run", "eval.download_metrics"}
 
-    # changing config A marks the shown result as stale, still without querying
+    # changing config A marks the shown result as stale, still without querying or reading
+    # the query set, its judgments or the saved configs again
+    from retrieval.configs import ConfigStore
+
+    for cls, names in ((JudgmentStore, ("query_sets", "queries", "qrels", "export_qrels")), (ConfigStore, ("names",))):
+        for name in names:
+            monkeypatch.setattr(cls, name, lambda *a, _n=name, **k: calls.append(_n) or pytest.fail(f"{_n} read again"))
     at.slider(key="a.rrf_k").set_value(5).run()
-    assert calls == []
+    assert calls == [] and not at.exception
     assert any("changed since" in i.value for i in at.info)
 
 
