@@ -56,7 +56,7 @@ def activation_view(workbench: Workbench, collection: str, query: str, config: S
                                  + _entities_line(activation.unknown)))
     if not activation.events:
         st.info("No chunk shares an entity with the query. Try names of people, places or years of this "
-                "collection (on sample-three-kingdoms: “曹操和刘备的战役”, “诸葛亮北伐”).")
+                "collection (on sample-three-kingdoms: “诸葛亮北伐”, “赤壁之战”, “曹操和刘备的战役”).")
         return
     trace = activation_trace(activation)
     settings = source.settings
