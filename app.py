@@ -9,9 +9,11 @@ state.write_url("home")
 
 st.title("🔎 Search relevance workbench")
 st.markdown(
-    "Search a collection with **BM25** and **vector** retrieval and fuse both with RRF or a weighted sum.  \n"
+    "Search a collection with **BM25**, **vector**, a field-weighted **keyword** scorer and an **entity graph**, "
+    "fused by RRF or a weighted sum.  \n"
     "Every score is explained: per source its rank, raw score, normalised score and contribution.  \n"
-    "Move a slider and see at once how the fusion, thresholds and rerank change the ranking."
+    "Move a slider and see the ranking change at once; rate results, evaluate them on judgments, sweep fusion "
+    "variants and A/B-test configs."
 )
 
 PAGE_LINKS = [
