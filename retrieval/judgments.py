@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from .store import (COLLECTION_NAME_RE, Store, aux_table_name, counts_as_write, sql_string,
+from .store import (Store, aux_table_name, counts_as_write, sql_string,
                     validate_collection_name)
 from .types import RetrievalError
 
@@ -35,7 +35,6 @@ RATING_GRADES = (0, 1, 2, 3)  # what `rate` accepts
 MIN_IMPORTED_GRADE, MAX_IMPORTED_GRADE = -2, 4
 MAX_ID_CHARS = 200
 MAX_QUERY_CHARS = 2000
-SET_NAME_RE = COLLECTION_NAME_RE  # set names follow the collection-name rule
 _ID_RE = re.compile(r"^\S+$")
 
 QUERIES_SCHEMA = pa.schema([
@@ -57,12 +56,7 @@ JUDGMENT_KEY = ["set_name", "query_id", "doc_id"]
 def validate_set_name(name: str) -> str:
     """Set names follow the collection-name rule: 1–64 of a–z, 0–9, '_' and '-', starting with a
     letter or digit."""
-    if not isinstance(name, str) or not SET_NAME_RE.match(name):
-        raise RetrievalError(
-            f"Invalid query set name {name!r}: use 1–64 characters from a–z, 0–9, '_' and '-', "
-            "starting with a letter or digit"
-        )
-    return name
+    return validate_collection_name(name, what="query set name")
 
 
 def validate_id(value: str, what: str) -> str:

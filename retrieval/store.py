@@ -60,14 +60,15 @@ def default_db_uri() -> str:
     return os.environ.get("WORKBENCH_DB") or str(REPO_DIR / "data" / "lancedb")
 
 
-def validate_collection_name(name: str) -> str:
+def validate_collection_name(name: str, what: str = "collection name") -> str:
     """Names are 1–64 characters of a–z, 0–9, '_' and '-', starting with a letter or digit.
 
-    They become LanceDB table names, so nothing else (no dots, slashes or spaces) is allowed.
+    They become (parts of) LanceDB table names, so nothing else (no dots, slashes or spaces) is
+    allowed. `what` names the kind of name in the error (query sets follow the same rule).
     """
     if not isinstance(name, str) or not COLLECTION_NAME_RE.match(name):
         raise RetrievalError(
-            f"Invalid collection name {name!r}: use 1–64 characters from a–z, 0–9, '_' and '-', "
+            f"Invalid {what} {name!r}: use 1–64 characters from a–z, 0–9, '_' and '-', "
             "starting with a letter or digit"
         )
     return name
