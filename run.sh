@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two commands of this project (see README.md):
 #   ./run.sh app    set up (venv + requirements, once) and start the workbench on http://127.0.0.1:8501
-#   ./run.sh test   set up (also Debian's chromium for the browser tests) and run the whole test suite
+#   ./run.sh test   set up (dev requirements, Debian's chromium for the browser tests), lint with ruff, run the whole test suite
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -9,18 +9,22 @@ VENV="${WORKBENCH_VENV:-.venv}"
 PY="$VENV/bin/python"
 
 setup_python() {
+  # $1: the requirements file to install, requirements.txt (app) or requirements-dev.txt (tests,
+  # lint; it includes requirements.txt).
+  local reqs="$1"
   if [ ! -x "$PY" ]; then
     local base
     base="$(command -v python3.11 || command -v python3)"
     echo "creating virtualenv $VENV with $base" >&2
     "$base" -m venv "$VENV"
   fi
-  # Reinstall only when requirements.txt changed since the last successful install.
-  local stamp="$VENV/.requirements.sha256" want
-  want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+  # Reinstall only when requirements.txt or requirements-dev.txt changed since the last successful
+  # install of this file (one stamp per file, so app and test runs do not undo each other's).
+  local stamp="$VENV/.${reqs%.txt}.sha256" want
+  want="$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "installing requirements (torch CPU build, streamlit, lancedb, models …)" >&2
-    "$PY" -m pip install --quiet --disable-pip-version-check -r requirements.txt
+    echo "installing $reqs (torch CPU build, streamlit, lancedb, models …)" >&2
+    "$PY" -m pip install --quiet --disable-pip-version-check -r "$reqs"
     echo "$want" > "$stamp"
   fi
 }
@@ -40,15 +44,19 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LANCEDB_LOG=error
 
 case "${1:-}" in
   app)
-    setup_python
+    setup_python requirements.txt
     shift
     exec "$PY" -m streamlit run app.py "$@"
     ;;
   test)
-    setup_python
+    setup_python requirements-dev.txt
     setup_chromium
     shift
-    exec "$PY" -m pytest -q "$@"
+    # Lint first, then the tests even when lint fails (one run shows both); either failing fails.
+    lint=0
+    "$PY" -m ruff check . || lint=$?
+    "$PY" -m pytest -q "$@" || exit $?
+    exit "$lint"
     ;;
   *)
     echo "usage: ./run.sh app | test [pytest args]" >&2
