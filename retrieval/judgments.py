@@ -21,8 +21,10 @@ built only from validated names through `store.sql_string`.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -355,3 +357,32 @@ def _merge(table, key: list[str], rows: pa.Table, delete_rest: str | None) -> No
     if delete_rest is not None:
         builder = builder.when_not_matched_by_source_delete(delete_rest)
     builder.execute(rows)
+
+
+@dataclass
+class QuerySet:
+    """One query set as read from a `JudgmentStore`: its queries (id -> text) and qrels
+    (query id -> doc id -> grade)."""
+
+    name: str
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+    @property
+    def judged(self) -> list[str]:
+        """Query ids with at least one judgment and a text: the ones evaluation scores."""
+        return [q for q, docs in self.qrels.items() if docs and q in self.queries]
+
+    def fingerprint(self) -> str:
+        data = json.dumps([self.queries, self.qrels], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha1(data.encode()).hexdigest()
+
+    def summary(self) -> str:
+        n_judgments = sum(len(d) for d in self.qrels.values())
+        relevant = sum(1 for d in self.qrels.values() for g in d.values() if g > 0)
+        return (f"Query set '{self.name}': {_plural(len(self.queries), 'query', 'queries')}, "
+                f"{len(self.judged)} of them judged ({_plural(n_judgments, 'judgment')}, {relevant} relevant).")
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
