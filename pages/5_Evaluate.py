@@ -3,15 +3,15 @@ test between saved configs, and saved configs."""
 
 import streamlit as st
 
-from ui import controls, evaluation, page, state
+from ui import controls, eval_ab, eval_configs, eval_run, eval_sets, eval_sweep, page, state
 
 context = page.setup("Evaluate")
 collection = page.require_collection(context)
 st.title("Evaluate")
 config = controls.config_controls("a", title="Config A")
-evaluation.flash()
+eval_sets.flash()
 st.subheader("Query set")
-qset = evaluation.query_set_section(context.workbench, collection)
+qset = eval_sets.query_set_section(context.workbench, collection)
 state.write_url("evaluate")
 
 tab_eval, tab_sweep, tab_ab, tab_configs = st.tabs(["Evaluate", "Sweep", "A/B test", "Configs"])
@@ -20,12 +20,12 @@ if qset is not None and not ready:
     st.info("This query set has no judged query yet: rate results on the Search page or upload judgments.")
 with tab_eval:
     if ready:
-        evaluation.evaluate_section(context.workbench, collection, qset, config)
+        eval_run.evaluate_section(context.workbench, collection, qset, config)
 with tab_sweep:
     if ready:
-        evaluation.sweep_section(context.workbench, collection, qset, config)
+        eval_sweep.sweep_section(context.workbench, collection, qset, config)
 with tab_ab:
     if ready:
-        evaluation.ab_section(context.workbench, collection, qset)
+        eval_ab.ab_section(context.workbench, collection, qset)
 with tab_configs:
-    evaluation.configs_section(context.workbench)
+    eval_configs.configs_section(context.workbench)

@@ -1,5 +1,5 @@
-"""The Evaluate page's plain steps (ui/evaluation.py) on a real JudgmentStore: uploads in every
-format, all-or-nothing failures, and the sweep's cache key."""
+"""The Evaluate page's plain steps (ui/eval_sets.py, ui/eval_sweep.py, ui/eval_common.py) on a
+real JudgmentStore: uploads in every format, all-or-nothing failures, and the sweep's cache key."""
 
 import pytest
 
@@ -7,7 +7,9 @@ from retrieval.config import SearchConfig
 from retrieval.judgments import JudgmentStore
 from retrieval.store import Store
 from retrieval.types import IngestError, RetrievalError
-from ui.evaluation import config_label, sweep_base_key, upload_query_set
+from ui.eval_common import config_label
+from ui.eval_sets import upload_query_set
+from ui.eval_sweep import sweep_base_key
 
 QUERIES_TSV = ("q.tsv", b"query-id\ttext\nq1\tHow many points?\nq2\tWho won the game?\n")
 QUERIES_JSONL = ("q.jsonl", b'{"_id": "q1", "text": "How many points?"}\n{"_id": "q2", "text": "Who won the game?"}\n')

@@ -1,0 +1,84 @@
+"""The Evaluate page's A/B test: two saved configs evaluated on the judged queries, their
+per-query differences in one metric tested for significance (paired t-test or randomization)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import streamlit as st
+
+from retrieval.evaluate import DEFAULT_METRICS
+from retrieval.judgments import QuerySet
+
+from . import eval_charts, views
+from .eval_common import memo_read, results, stale_note
+from .progress import progress_bar
+
+AB_TESTS = {"t-test": "paired t-test", "randomization": "paired randomization test"}
+
+
+def ab_section(workbench, collection: str, qset: QuerySet) -> None:
+    try:
+        configs = workbench.configs
+        names = memo_read(workbench, ("configs",), configs.names)
+    except Exception as exc:
+        views.show_error(exc)
+        return
+    if len(names) < 2:
+        st.info("Save at least two configs (in **Configs** below) to compare them here.")
+        return
+    c1, c2, c3, c4 = st.columns(4)
+    name_a = c1.selectbox("Config A (baseline)", names, index=0, key="ab.a",
+                          help="The saved config the deltas are measured from.")
+    name_b = c2.selectbox("Config B (candidate)", names, index=1, key="ab.b",
+                          help="The saved config compared against A: a positive delta means B is better.")
+    metric = c3.selectbox("Metric", list(DEFAULT_METRICS), format_func=eval_charts.metric_label, key="ab.metric",
+                          help="The per-query metric whose differences are tested.")
+    test = c4.selectbox("Significance test", list(AB_TESTS), format_func=AB_TESTS.get, key="ab.test",
+                        help="Paired t-test on the per-query differences, or a paired randomization test "
+                             "(randomly swaps A and B per query); both two-sided.")
+    key = (collection, qset.name, name_a, name_b, metric, test, qset.fingerprint())
+    if st.button("Compare A and B", key="ab.run", type="primary",
+                 help="Evaluate both saved configs on the judged queries and test the per-query differences."):
+        from retrieval.abtest import compare
+        from retrieval.evaluate import evaluate_collection
+
+        try:
+            with progress_bar("Comparing…", "Config {part}: query {done} of {total}", parts=("A", "B")) as progress:
+                runs = []
+                for i, name in enumerate((name_a, name_b)):
+                    report = evaluate_collection(workbench, collection, qset.queries, qset.qrels, configs.load(name),
+                                                 DEFAULT_METRICS, progress.part(i))
+                    runs.append(report.runs["hybrid"])
+                judged = {q: qset.qrels[q] for q in qset.judged}
+                outcome = compare(judged, runs[0], runs[1], metric=metric, test=test)
+        except Exception as exc:
+            views.show_error(exc)
+            return
+        results()["ab"] = {"key": key, "result": outcome, "queries": dict(qset.queries),
+                           "when": time.strftime("%H:%M:%S")}
+    stored = results().get("ab")
+    if stored is None or stored["key"][0] != collection:
+        return
+    stale_note("A/B test", stored, key)
+    _show_ab(stored)
+
+
+def _show_ab(stored: dict[str, Any]) -> None:
+    _, _, name_a, name_b, metric, test, _ = stored["key"]
+    result = stored["result"]
+    label = eval_charts.metric_label(metric)
+    cols = st.columns(5)
+    cols[0].metric(f"{label} A", f"{result.mean_a:.4f}", help=f"Mean {label} of '{name_a}'")
+    cols[1].metric(f"{label} B", f"{result.mean_b:.4f}", delta=f"{result.mean_b - result.mean_a:+.4f}",
+                   help=f"Mean {label} of '{name_b}' and its difference to A")
+    cols[2].metric("win / tie / loss", f"{result.wins} / {result.ties} / {result.losses}",
+                   help="Queries where B scores higher / the same / lower than A")
+    cols[3].metric("p-value", f"{result.p_value:.4g}", help=f"{AB_TESTS.get(test, test)}, two-sided")
+    cols[4].metric(f"significant (p < {result.alpha:g})", "yes" if result.significant else "no",
+                   help=f"Whether the difference is unlikely under 'A and B are equally good' at the "
+                        f"{result.alpha:.0%} level")
+    st.plotly_chart(eval_charts.delta_chart(result.deltas, stored["queries"], metric), width="stretch")
+    st.dataframe(eval_charts.delta_frame(result.deltas, stored["queries"]), hide_index=True, width="stretch",
+                 column_config={"delta (B − A)": st.column_config.NumberColumn(format="%+.4f")})

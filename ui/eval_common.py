@@ -1,0 +1,62 @@
+"""What the Evaluate page's sections share: the session's run results, memoised reads, and the
+short label of a config.
+
+Long runs (evaluate, sweep, A/B) happen only on a button press; their results are kept in the
+session (`RESULTS_KEY`) with the inputs they were computed from, so a rerun redraws them without
+re-querying, and says so (`stale_note`) when the config or the judgments have changed since.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from retrieval.config import SearchConfig
+
+from . import views
+
+RESULTS_KEY = "_workbench_eval_results"
+READS_KEY = "_workbench_eval_reads"
+
+
+# ---- session results ------------------------------------------------------------------------
+def results() -> dict[str, dict[str, Any]]:
+    if RESULTS_KEY not in st.session_state:
+        st.session_state[RESULTS_KEY] = {}
+    return st.session_state[RESULTS_KEY]
+
+
+def stale_note(kind: str, stored: dict[str, Any], key: tuple) -> None:
+    if stored["key"] != key:
+        st.info(views.markdown_safe(
+            f"Shown: the {kind} of {stored['when']} (query set '{stored['key'][1]}' on "
+            f"'{stored['key'][0]}'). The config, the collection or the judgments changed since: run it again "
+            "to update."), icon="🕒")
+
+
+# ---- reads -----------------------------------------------------------------------------------
+def memo_read(workbench, key: tuple, read):
+    """`read()`'s result, kept in the session until the next write through the Workbench
+    (`Workbench.writes`: ratings, uploads, saved configs, ingests …), so a rerun of this page,
+    e.g. a sidebar slider move, reads nothing from the database."""
+    memo = st.session_state.setdefault(READS_KEY, {})
+    full_key = (workbench.store.uri, workbench.writes) + key
+    if full_key not in memo:
+        if len(memo) >= 64:
+            memo.clear()
+        memo[full_key] = read()
+    return memo[full_key]
+
+
+# ---- labels ----------------------------------------------------------------------------------
+def config_label(config: SearchConfig) -> str:
+    """A short description of a config: 'RRF k=60, BM25 0.5, vector 0.5, depth 100'."""
+    from .results import label
+
+    weights = ", ".join(f"{label(s)} {w:g}" for s, w in config.weights.items())
+    if config.fusion == "rrf":
+        head = f"RRF k={config.rrf_k:g}"
+    else:
+        head = f"weighted sum ({config.normalization}, {config.combination})"
+    return f"{head}, {weights}, depth {config.depth}" + (", rerank" if config.rerank else "")

@@ -1,0 +1,94 @@
+"""The Evaluate page's sweep section: a grid of fusion variants around config A, each scored on
+the judged queries from the same cached candidates; the best one can be applied to config A."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+
+import streamlit as st
+
+from retrieval.config import SearchConfig
+from retrieval.evaluate import DEFAULT_METRICS
+from retrieval.judgments import QuerySet
+
+from . import eval_charts, state, views
+from .eval_common import config_label, results, stale_note
+from .progress import progress_bar
+
+
+def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConfig) -> None:
+    from retrieval.sweep import default_grid
+
+    sources = tuple(s for s in state.UI_SOURCES if s in config.weights) or state.UI_SOURCES
+    try:
+        variants = default_grid(copy.deepcopy(config), sources=sources)
+    except Exception as exc:
+        views.show_error(exc)
+        return
+    key = (collection, qset.name, sweep_base_key(config), qset.fingerprint())
+    st.caption(views.markdown_safe(
+        f"{len(variants)} variants around config A (fusion, normalisation, combination, BM25 weight, RRF k), "
+        f"each scored on the judged queries from the same cached candidates: only fusion runs per variant."
+        + _left_out_note(config, sources)))
+    if st.button("Run the sweep", key="sweep.run", type="primary",
+                 help="Evaluate every variant of the grid on this query set and rank them by nDCG@10. Retrieval "
+                      "runs once per query; each variant only re-fuses the cached candidates."):
+        from retrieval.sweep import run_sweep
+
+        try:
+            with progress_bar("Sweeping…", "Sweep: {done} of {total}") as progress:
+                result = run_sweep(workbench, collection, qset.queries, qset.qrels, variants, progress=progress)
+                best = result.best()
+        except Exception as exc:
+            views.show_error(exc)
+            return
+        results()["sweep"] = {"key": key, "result": result, "best": best, "when": time.strftime("%H:%M:%S")}
+    stored = results().get("sweep")
+    if stored is None or stored["key"][0] != collection:
+        st.info("Press **Run the sweep** to score every variant.")
+        return
+    stale_note("sweep", stored, key)
+    result, best = stored["result"], stored["best"]
+    rows = list(result.rows)
+    names = [m for m in DEFAULT_METRICS if rows and m in rows[0]]
+    top = rows[0] if rows else {}
+    st.markdown(views.markdown_safe(
+        f"Best of {len(rows)} variants: {best.label} — nDCG@10 {top.get('ndcg@10', float('nan')):.4f} "
+        f"({config_label(best.config)})."))
+    applied = stored.get("applied")
+    st.button("Apply the best config to config A", key="sweep.apply", on_click=_apply_best, args=(best.config,),
+              help="Replace config A (the sidebar, shared by every page) with the best variant's config.")
+    if applied:
+        st.success(views.markdown_safe(f"Config A is now {applied}."))
+    st.plotly_chart(eval_charts.sweep_heatmap(rows), width="stretch")
+    st.dataframe(eval_charts.sweep_frame(rows, names), hide_index=True, width="stretch",
+                 column_config={eval_charts.metric_label(m): st.column_config.NumberColumn(format="%.4f")
+                                for m in names})
+
+
+def _left_out_note(config: SearchConfig, sources: tuple[str, ...]) -> str:
+    """Say which of config A's sources the grid (two sources) leaves out, and so does applying it."""
+    others = [s for s in config.weights if s not in sources]
+    if not others:
+        return ""
+    return (f" The grid fuses {' and '.join(sources)} only: {', '.join(others)} "
+            f"{'is' if len(others) == 1 else 'are'} left out of every variant and of the config it applies.")
+
+
+def sweep_base_key(config: SearchConfig) -> str:
+    """What a sweep result depends on in config A: everything but the fields the grid varies
+    (so applying the best variant does not make the sweep it came from stale)."""
+    varied = ("fusion", "weights", "rrf_k", "normalization", "combination", "rerank")
+    return json.dumps({k: v for k, v in config.to_dict().items() if k not in varied}, sort_keys=True)
+
+
+def _apply_best(config: SearchConfig) -> None:
+    """on_click: config A becomes (a copy of) the best variant's config, before the next run
+    draws the sidebar, so every control shows it."""
+    view = state.view()
+    view.config_a = state.with_ui_sources(copy.deepcopy(config))
+    stored = results().get("sweep")
+    if stored is not None:
+        stored["applied"] = f"{stored['best'].label} ({config_label(view.config_a)})"
