@@ -31,7 +31,7 @@ for col, (path, name, what) in zip(cols, PAGE_LINKS):
         st.caption(what)
 
 st.subheader("Collections")
-frame = corpus.collections_overview(context.workbench.store)
+frame = corpus.collections_overview(context.workbench)
 if frame.empty:
     st.info("No collection yet: upload files on the Corpus page.")
 else:

@@ -12,7 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from .config import BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig, parse_weights
+from .config import (BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, PARAM_GROUPS, SearchConfig,
+                     parse_weights)
+from .sources import SOURCES
 from .types import RetrievalError
 
 
@@ -46,8 +48,9 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--rerank", action="store_true", default=None, help="rerank the top-N fused results")
     g.add_argument("--rerank-top-n", type=int, dest="rerank_top_n")
     g.add_argument("--reranker", help="'e5' (offline default) or a CrossEncoder folder / id")
-    g.add_argument("--keyword", help="keyword source points (seed 000), e.g. name_exact=10,tag=3,min_relevance=5")
-    g.add_argument("--graph", help="entity graph parameters (seed 002), e.g. depth=3,threshold=0.1,person=1.5")
+    for group in PARAM_GROUPS:  # one option per source with its own parameters, from its descriptor
+        names = [p.key for p in SOURCES[group].params if p.group == group]
+        g.add_argument(f"--{group}", help=f"{SOURCES[group].label} parameters as name=value,…; names: {', '.join(names)}")
     g.add_argument("--focus", dest="graph_focus", help="entity graph focus topics, comma-separated")
 
 
@@ -63,7 +66,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         data["weights"] = parse_weights(args.weights)
     if args.min_raw:
         data["min_raw"] = parse_weights(args.min_raw)
-    for group in ("keyword", "graph"):
+    for group in PARAM_GROUPS:
         if getattr(args, group):
             data[group] = {**data.get(group, {}), **parse_weights(getattr(args, group))}
     return SearchConfig.from_dict(data)
@@ -152,12 +155,12 @@ def cmd_ingest(args) -> int:
     _log(f"parsed {len(corpus.documents)} documents ({corpus.format}, encoding {corpus.encoding})")
     for note in corpus.notes:
         _log(f"  note: {note}")
-    store = _workbench(args).store
+    workbench = _workbench(args)
     started = time.perf_counter()
     if args.add:
-        info = store.add(args.collection, corpus, progress=_progress)
+        info = workbench.add(args.collection, corpus, progress=_progress)
     else:
-        info = store.create(args.collection, corpus, model=args.model, progress=_progress)
+        info = workbench.create(args.collection, corpus, model=args.model, progress=_progress)
     seconds = time.perf_counter() - started
     _log(f"collection {info.name}: {info.doc_count} documents, model {info.model} ({info.dim}-d), "
          f"language {info.language}, {len(corpus.documents) / seconds:.0f} docs/s")
@@ -285,25 +288,25 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_collections(args) -> int:
-    store = _workbench(args).store
+    workbench = _workbench(args)
     if args.action == "list":
-        for info in store.list_collections():
+        for info in workbench.collections():
             print(f"{info.name}\t{info.doc_count} docs\t{info.model}\t{info.language}\t{info.created}")
         return 0
     if not args.name:
         raise RetrievalError(f"'collections {args.action}' needs a collection name")
     if args.action == "stats":
-        stats = store.stats(args.name)
+        stats = workbench.stats(args.name)
         print(json.dumps({"info": stats.info.__dict__, **{k: v for k, v in stats.__dict__.items() if k != "info"}},
                          ensure_ascii=False, indent=2))
     elif args.action == "index":
-        store.build_vector_index(args.name)
+        workbench.build_vector_index(args.name)
         _log(f"built an IVF_PQ vector index on {args.name} (searches refine to exact similarities)")
     elif args.action == "delete":
-        store.delete(args.name)
+        workbench.delete(args.name)
         _log(f"deleted {args.name}")
     else:
-        store.clear(args.name)
+        workbench.clear(args.name)
         _log(f"cleared {args.name}")
     return 0
 

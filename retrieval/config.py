@@ -1,7 +1,10 @@
 """`SearchConfig`: the one object the UI edits, the CLI parses and an experiment records.
 
-Fields split in two: those that decide which candidates are retrieved (`depth`, BM25 `k1`/`b`,
-`bm25_backend`) form the candidate cache key; everything else is applied to cached candidates.
+Fields split in two: those that decide which candidates are retrieved (`depth` and what each
+source's descriptor names in its `key`: BM25's backend, k1 and b, the keyword points, the graph
+parameters) form the candidate cache key (`sources.candidate_key`); everything else is applied to
+cached candidates. The seed sources' parameter defaults come from their descriptors
+(`sources/keyword.py`, `sources/graph.py`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .sources import SOURCES
 from .types import RetrievalError
 
 FUSION_METHODS = ("rrf", "weighted")
@@ -18,23 +22,15 @@ NORMALIZATIONS = ("minmax", "zscore", "l2", "none")
 # Weighted fusion: how the weighted, normalised scores combine (OpenSearch's three techniques).
 COMBINATIONS = ("arithmetic", "harmonic", "geometric")
 BM25_BACKENDS = ("rank_bm25", "lancedb")
-DEFAULT_SOURCES = ("bm25", "dense")
+# Sources whose parameters live in a dict field of the same name (`config.keyword`, `config.graph`).
+PARAM_GROUPS = ("keyword", "graph")
 
-# Seed 000's field points, its minimum relevance and its result limit (1–50).
-KEYWORD_DEFAULTS: dict[str, float] = {
-    "name_exact": 10.0, "name_partial": 5.0, "description": 3.0, "tag": 2.0, "domain": 2.0,
-    "organization": 2.0, "content": 1.0, "min_relevance": 5.0, "limit": 10.0,
-}
-# Seed 002: entity-type weights (§4.2), multi-hop recall (§6: depth, breadth per hop, relevance
-# threshold — 0.1, not the seed's 0.5: rule-found entities give a chunk many entities per type, so
-# chunk-to-chunk relevance stays around 0.02–0.2 and a higher threshold stops every hop) and the
-# final-score mix (§7: match 0.3, vector 0.3, time decay 0.2, preference 0.2,
-# decay λ per day in e^(−λ·days)).
-GRAPH_DEFAULTS: dict[str, float] = {
-    "time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5, "action": 1.2, "tag": 1.0,
-    "depth": 2.0, "breadth": 5.0, "threshold": 0.1,
-    "match": 0.3, "vector": 0.3, "recency": 0.2, "preference": 0.2, "decay": 0.01,
-}
+
+_GROUP_DEFAULTS = {group: SOURCES[group].defaults(group) for group in PARAM_GROUPS}
+
+
+def _defaults(group: str) -> dict[str, float]:
+    return dict(_GROUP_DEFAULTS[group])
 
 
 @dataclass
@@ -61,13 +57,13 @@ class SearchConfig:
     rerank_top_n: int = 20
     reranker: str = "e5"  # "e5" (offline default) or a CrossEncoder path / id
     # Parameters of the seed sources; a partial dict is completed from the defaults.
-    keyword: dict[str, float] = field(default_factory=lambda: dict(KEYWORD_DEFAULTS))
-    graph: dict[str, float] = field(default_factory=lambda: dict(GRAPH_DEFAULTS))
+    keyword: dict[str, float] = field(default_factory=lambda: _defaults("keyword"))
+    graph: dict[str, float] = field(default_factory=lambda: _defaults("graph"))
     graph_focus: str = ""  # comma-separated focus topics for the graph's preference score
 
     def __post_init__(self) -> None:
-        self.keyword = {**KEYWORD_DEFAULTS, **{k: float(v) for k, v in self.keyword.items()}}
-        self.graph = {**GRAPH_DEFAULTS, **{k: float(v) for k, v in self.graph.items()}}
+        self.keyword = {**_defaults("keyword"), **{k: float(v) for k, v in self.keyword.items()}}
+        self.graph = {**_defaults("graph"), **{k: float(v) for k, v in self.graph.items()}}
         self.validate()
 
     def validate(self) -> None:
@@ -97,8 +93,8 @@ class SearchConfig:
             problems.append(f"rerank_top_n must be ≥ 1, got {self.rerank_top_n}")
         if self.bm25_k1 < 0 or not (0 <= self.bm25_b <= 1):
             problems.append(f"BM25 needs k1 ≥ 0 and 0 ≤ b ≤ 1, got k1={self.bm25_k1}, b={self.bm25_b}")
-        for name, given, defaults in (("keyword", self.keyword, KEYWORD_DEFAULTS),
-                                      ("graph", self.graph, GRAPH_DEFAULTS)):
+        for name in PARAM_GROUPS:
+            given, defaults = getattr(self, name), _defaults(name)
             unknown = sorted(set(given) - set(defaults))
             if unknown:
                 problems.append(f"unknown {name} parameter(s) {', '.join(unknown)}; known: {', '.join(defaults)}")
@@ -167,13 +163,6 @@ class SearchConfig:
             except ValueError as exc:
                 raise RetrievalError(f"Bad value for {f.name!r} in the link: {raw!r}") from exc
         return cls(**kwargs)
-
-
-def candidate_key(config: SearchConfig) -> tuple:
-    """The part of a config that decides which candidates the sources return."""
-    from .sources import source_params
-
-    return (config.depth,) + tuple(source_params(name, config) for name in sorted(config.sources))
 
 
 def parse_weights(text: str) -> dict[str, float]:

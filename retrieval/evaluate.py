@@ -254,6 +254,7 @@ def ensure_beir_collection(
 ) -> tuple[str, ParsedCorpus]:
     """Parse a BEIR folder; ingest it into a cache collection unless one exists already."""
     from .ingest import parse_path
+    from .pipeline import create_collection
 
     folder = Path(folder)
     if not (folder / "corpus.jsonl").is_file():
@@ -266,5 +267,5 @@ def ensure_beir_collection(
         log(f"reusing cached collection {name}")
     else:
         log(f"ingesting {len(corpus.documents)} documents into {name} …")
-        store.create(name, corpus, model=model, description=f"BEIR cache of {folder}", progress=progress)
+        create_collection(store, name, corpus, model=model, description=f"BEIR cache of {folder}", progress=progress)
     return name, corpus

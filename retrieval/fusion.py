@@ -296,14 +296,16 @@ def fuse(
         if minimum is not None:
             dropped_raw[source] = {h.doc_id: h for h in result.hits if h.raw_score < minimum}
             removed[f"min raw {source}"] = len(dropped_raw[source])
+
+    # The scores come from the one fusion path the sweep runs too (`prepare` → `scores_from_prepared`
+    # → `rank_ids`); what follows only explains them. Normalised scores are prepared for RRF as
+    # well, because every result shows them.
     kept = kept_hits(candidates, config)
-
-    per_source: dict[str, dict[str, tuple[Hit, float]]] = {}
-    for source, hits in kept.items():
-        normalized = normalize([h.raw_score for h in hits], config.normalization)
-        per_source[source] = {h.doc_id: (h, n) for h, n in zip(hits, normalized)}
-
-    fused_ids = set().union(*(s.keys() for s in per_source.values())) if per_source else set()
+    prepared = {source: prepare_source(hits, None, config.normalization) for source, hits in kept.items()}
+    scores = scores_from_prepared(prepared, config)
+    per_source: dict[str, dict[str, tuple[Hit, float]]] = {
+        source: {h.doc_id: (h, n) for h, n in zip(kept[source], prepared[source].norms)} for source in weights
+    }
     rrf = config.fusion == "rrf"
     combination = config.combination
     if rrf:
@@ -311,24 +313,18 @@ def fuse(
     else:
         display_factor = weighted_display_factor(combination, total_weight)
 
-    unranked = []
-    for doc_id in fused_ids:
+    ranked = []
+    for rank, doc_id in enumerate(rank_ids(scores, tie_values), start=1):
+        score = scores[doc_id]
         present = [(source, weight, per_source[source].get(doc_id)) for source, weight in weights.items()]
-        contributions: dict[str, SourceContribution] = {}
         if rrf:
-            score = 0.0
-            parts = []
-            for source, weight, entry in present:
-                if entry is not None:
-                    part = rrf_term(entry[0].rank, config.rrf_k, weight)
-                    score += part
-                    parts.append(part)
+            parts = [rrf_term(entry[0].rank, config.rrf_k, weight) for _, weight, entry in present if entry]
         else:
-            pairs = [(weight, entry[1]) for _, weight, entry in present if entry is not None]
-            score = weighted_score(pairs, combination)
-            parts = contribution_shares(pairs, score, combination)
+            parts = contribution_shares([(weight, entry[1]) for _, weight, entry in present if entry], score,
+                                        combination)
         returned = iter(parts)
-        for source, weight, entry in present:
+        contributions: dict[str, SourceContribution] = {}
+        for source, _weight, entry in present:
             if entry is None:
                 contributions[source] = _absent(source, doc_id, config, dropped_raw.get(source, {}))
                 continue
@@ -337,14 +333,8 @@ def fuse(
                 f"normalised score {norm:.4g} ≤ 0: left out of the {combination} mean, contributes 0")
             contributions[source] = SourceContribution(source, hit.raw_score, norm, hit.rank, next(returned),
                                                        note, detail=hit.detail)
-        unranked.append((doc_id, score, contributions))
-
-    key = order_key(tie_values)
-    unranked.sort(key=lambda item: key((item[0], item[1])))
-    ranked = [
-        FusedResult(doc_id, rank, score, score * display_factor, contributions, tie_values.get(doc_id))
-        for rank, (doc_id, score, contributions) in enumerate(unranked, start=1)
-    ]
+        ranked.append(FusedResult(doc_id, rank, score, score * display_factor, contributions,
+                                  tie_values.get(doc_id)))
 
     results = ranked
     if config.min_score is not None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from .cache import RerankCache
 from .embed import E5, load_failure, looks_like_path, open_encoder
 from .types import FusedResult, RerankedResult, RetrievalError
 
@@ -111,46 +111,6 @@ def get_reranker(name: str) -> Reranker:
         if name not in _rerankers:
             _rerankers[name] = E5Reranker() if name == E5_RERANKER else CrossEncoderReranker(name)
         return _rerankers[name]
-
-
-class RerankCache:
-    """Bounded LRU of rerank scores, thread-safe.
-
-    Keyed by (model name, query, doc id, hash of the text): the text is part of the key so that
-    a document whose text changed, or the same id in another collection, is scored afresh.
-    """
-
-    def __init__(self, max_entries: int = 50_000):
-        self.max_entries = max_entries
-        self._scores: OrderedDict[tuple[str, str, str, int], float] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._scores)
-
-    def get_many(self, model: str, query: str, docs: dict[str, str]) -> dict[str, float]:
-        """Cached scores for those of `docs` (doc id -> text) that have one."""
-        found = {}
-        with self._lock:
-            for doc_id, text in docs.items():
-                key = (model, query, doc_id, hash(text))
-                if key in self._scores:
-                    self._scores.move_to_end(key)
-                    found[doc_id] = self._scores[key]
-        return found
-
-    def put_many(self, model: str, query: str, docs: dict[str, str], scores: dict[str, float]) -> None:
-        with self._lock:
-            for doc_id, score in scores.items():
-                key = (model, query, doc_id, hash(docs[doc_id]))
-                self._scores[key] = score
-                self._scores.move_to_end(key)
-            while len(self._scores) > self.max_entries:
-                self._scores.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._scores.clear()
 
 
 def rerank(

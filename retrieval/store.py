@@ -8,17 +8,19 @@ space-joined, so they can be shown and indexed), n_tokens, language, vector, met
 text), and chunk fields (parent_id, chunk_index, start_line, end_line). A native full-text index
 over `tokens` (whitespace tokenizer, LanceDB's own processing off) serves the scale BM25 backend.
 
-Writes are all-or-nothing: input is parsed, validated, tokenised and embedded in memory first;
-the table is written in one commit; if anything after that fails the table is restored to its
-previous version (or dropped, for a new collection). One writer per collection at a time.
+The store owns collections, their tables, the catalogue and versions, and nothing else: rows
+arrive ready (tokenised, embedded, entities extracted) from the ingest pipeline (`pipeline.py`).
+Writes are all-or-nothing: the table is written in one commit; if anything after that fails the
+table is restored to its previous version (or dropped, for a new collection). One writer per
+collection at a time (`writer_lock`, re-entrant so the pipeline can hold it around a whole ingest).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
-import functools
 import threading
 import uuid
 import warnings
@@ -32,8 +34,8 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from .tokenize import TOKENIZER_NAME, corpus_language, document_language, language_from_mix, tokenize
-from .types import Document, IngestError, ParsedCorpus, RetrievalError
+from .tokenize import language_from_mix
+from .types import RetrievalError
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
@@ -125,7 +127,8 @@ class CollectionStats:
     metadata_fields: list[str]
 
 
-def _schema(dim: int) -> pa.Schema:
+def collection_schema(dim: int) -> pa.Schema:
+    """The columns of a collection table whose vectors have `dim` dimensions."""
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -151,11 +154,6 @@ DOCUMENT_COLUMNS = ["id", "title", "text", "tokens", "metadata", "parent_id", "c
                     "start_line", "end_line", "language"]
 
 
-def embedding_text(doc: Document) -> str:
-    """What the encoder and BM25 see: title and text together, as BEIR systems index them."""
-    return f"{doc.title}\n{doc.text}" if doc.title else doc.text
-
-
 class Store:
     """Collections and their catalogue in one LanceDB database."""
 
@@ -165,16 +163,16 @@ class Store:
             Path(self.uri).mkdir(parents=True, exist_ok=True)
         # Interval 0: every read sees the latest committed version, also another process's.
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks: dict[str, threading.RLock] = {}
         self._handles: dict[str, Any] = {}
         self._incarnations: dict[str, str] = {}
         self.writes = 0  # how many writes went through this Store (and its judgments/configs)
         self._locks_guard = threading.Lock()
 
     # ---- catalogue -------------------------------------------------------------------------
-    def _lock(self, name: str) -> threading.Lock:
+    def _lock(self, name: str) -> threading.RLock:
         with self._locks_guard:
-            return self._locks.setdefault(name, threading.Lock())
+            return self._locks.setdefault(name, threading.RLock())
 
     def _table_names(self) -> list[str]:
         names: list[str] = []
@@ -255,40 +253,25 @@ class Store:
         with self._locks_guard:
             self.writes += 1
 
-    def writer_lock(self, name: str) -> threading.Lock:
+    def writer_lock(self, name: str) -> threading.RLock:
         """The lock every write to collection `name` (and its auxiliary tables) holds; a reader
         that must see the collection and its auxiliary tables at one state holds it too."""
         return self._lock(validate_collection_name(name))
 
+    def has_table(self, name: str) -> bool:
+        """Whether the collection's table exists (also before its catalogue entry does)."""
+        return self._has_table(validate_collection_name(name))
+
     # ---- writes ----------------------------------------------------------------------------
     @counts_as_write
-    def create(
-        self,
-        name: str,
-        corpus: ParsedCorpus,
-        model: str | None = None,
-        description: str = "",
-        progress: Progress | None = None,
-    ) -> CollectionInfo:
-        """Create a collection from parsed documents; the model defaults by corpus language."""
-        from .embed import default_model_for, load_encoder
-
-        validate_collection_name(name)
+    def write_collection(self, info: CollectionInfo, rows: pa.Table, graph_rows: dict[str, list[dict]]) -> CollectionInfo:
+        """Create collection `info.name` from prepared rows (`collection_schema(info.dim)`) and its
+        entity graph rows, with its native BM25 index and catalogue entry. All or nothing."""
+        name = validate_collection_name(info.name)
         with self._lock(name):
             if self._has_table(name):
                 raise RetrievalError(f"Collection {name!r} already exists: add to it, or delete it first")
-            _check_documents(corpus.documents)
-            language = corpus_language(embedding_text(d) for d in corpus.documents)
-            encoder = load_encoder(model or default_model_for(language))
-            data = _build_rows(corpus.documents, encoder, progress)
-            graph_rows = _graph_rows(corpus.documents, datetime.now(timezone.utc), progress)
-            now = _now()
-            info = CollectionInfo(
-                name=name, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
-                language=language, doc_count=len(corpus.documents), created=now, updated=now,
-                lancedb_version=lancedb.__version__, description=description,
-            )
-            table = self.db.create_table(name, data, schema=_schema(encoder.spec.dim))
+            table = self.db.create_table(name, rows, schema=collection_schema(info.dim))
             try:
                 _index_tokens(table)
                 self._write_graph_tables(name, graph_rows)
@@ -300,45 +283,22 @@ class Store:
             return info
 
     @counts_as_write
-    def add(self, name: str, corpus: ParsedCorpus, progress: Progress | None = None) -> CollectionInfo:
-        """Add documents to an existing collection with its recorded model. All or nothing."""
-        from .embed import load_encoder
-
+    def append(self, name: str, rows: pa.Table, graph_rows: dict[str, list[dict]]) -> CollectionInfo:
+        """Append prepared rows and their entity graph rows to an existing collection; update its
+        catalogue entry (document count, language mix, time). All or nothing."""
         with self._lock(name):
             info = self.info(name)
             table = self.db.open_table(name)
-            _check_documents(corpus.documents)
-            new_ids = [d.id for d in corpus.documents]
-            clashes = self._existing_ids(table, new_ids)
-            if clashes:
-                raise IngestError(
-                    f"{len(clashes)} document id(s) already exist in {name!r}; nothing was added",
-                    [f"id {i!r} is already in the collection" for i in sorted(clashes)],
-                )
-            encoder = load_encoder(info.model)
-            if encoder.spec.dim != info.dim:
-                raise RetrievalError(f"Model {info.model!r} now gives {encoder.spec.dim}-d vectors, "
-                                     f"the collection holds {info.dim}-d ones")
-            data = _build_rows(corpus.documents, encoder, progress)
-            graph_rows = _graph_rows(corpus.documents, datetime.now(timezone.utc), progress)
             graph_before = self._aux_versions(name, GRAPH_KINDS)
-            if graph_before["entities"] is None and table.count_rows():
-                # Collection ingested before the entity graph existed: index its documents too.
-                from .entities import merge_entities
-
-                old = self._graph_rows_of_table(table, datetime.fromisoformat(info.created))
-                graph_rows = {"entities": merge_entities(old["entities"], graph_rows["entities"]),
-                              "event_entities": old["event_entities"] + graph_rows["event_entities"],
-                              "event_times": old["event_times"] + graph_rows["event_times"]}
             before = table.version
-            table.add(data)
+            table.add(rows)
             try:
                 _index_tokens(table)
                 self._write_graph_tables(name, graph_rows)
                 languages = table.search().select(["language"]).limit(None).to_arrow().column("language")
                 info.language = language_from_mix(languages.to_pylist())
                 info.doc_count = table.count_rows()
-                info.updated = _now()
+                info.updated = now_iso()
                 self._write_info(info)
             except Exception:
                 table.restore(before)
@@ -385,12 +345,10 @@ class Store:
             elif rows[kind]:
                 table.add(pa.Table.from_pylist(rows[kind], schema=schema))
 
-    def _graph_rows_of_table(self, table, ingested: datetime) -> dict[str, list[dict]]:
-        """Entity rows for the documents already stored in a collection table."""
-        stored = table.search().select(["id", "title", "text", "metadata"]).limit(None).to_arrow().to_pylist()
-        docs = [Document(id=r["id"], text=r["text"] or "", title=r["title"] or "",
-                         metadata=json.loads(r["metadata"] or "{}")) for r in stored]
-        return _graph_rows(docs, ingested, None)
+    def has_graph_tables(self, name: str) -> bool:
+        """False for a collection ingested before the entity graph tables existed."""
+        existing = set(self._table_names())
+        return all(aux_table_name(name, kind) in existing for kind in GRAPH_KINDS)
 
     def graph_tables(self, name: str) -> dict[str, pa.Table] | None:
         """The collection's entity graph tables (None when it was ingested before they existed)."""
@@ -442,12 +400,14 @@ class Store:
             table.delete("true")
             self._drop_aux(name, every=False)
             info.doc_count = 0
-            info.updated = _now()
+            info.updated = now_iso()
             self._write_info(info)
             return info
 
     # ---- reads -----------------------------------------------------------------------------
-    def _existing_ids(self, table, ids: list[str]) -> set[str]:
+    def existing_ids(self, name: str, ids: list[str]) -> set[str]:
+        """Which of `ids` the collection already holds."""
+        table = self.table(name)
         found: set[str] = set()
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
@@ -499,71 +459,9 @@ class Store:
         )
 
 
-def _now() -> str:
+def now_iso() -> str:
+    """Now, UTC, to the second: the catalogue's time format."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _check_documents(documents: list[Document]) -> None:
-    """Last line of defence before a write (parsers report problems with row numbers first)."""
-    if not documents:
-        raise IngestError("No documents to ingest")
-    problems = []
-    seen: set[str] = set()
-    for doc in documents:
-        if not doc.id or not doc.id.strip():
-            problems.append("a document has an empty id")
-        elif doc.id in seen:
-            problems.append(f"id {doc.id!r} appears more than once")
-        seen.add(doc.id)
-        if not doc.text or not doc.text.strip():
-            problems.append(f"document {doc.id!r} has empty text")
-    if problems:
-        raise IngestError("Documents rejected; nothing was written", problems)
-
-
-def _build_rows(documents: list[Document], encoder, progress: Progress | None) -> pa.Table:
-    """Tokenise and embed in memory: nothing touches the table until this has fully succeeded."""
-    total = len(documents)
-    texts = [embedding_text(d) for d in documents]
-    token_lists = []
-    for i, text in enumerate(texts):
-        token_lists.append(tokenize(text))
-        if progress and (i % 500 == 0 or i == total - 1):
-            progress("tokenising", i + 1, total)
-    vectors = encoder.encode_passages(
-        texts, progress=(lambda done, n: progress("embedding", done, n)) if progress else None
-    )
-    return pa.table(
-        {
-            "id": [d.id for d in documents],
-            "title": [d.title for d in documents],
-            "text": [d.text for d in documents],
-            "tokens": [" ".join(t) for t in token_lists],
-            "n_tokens": pa.array([len(t) for t in token_lists], pa.int32()),
-            "language": [document_language(t) for t in texts],
-            "vector": pa.FixedSizeListArray.from_arrays(
-                pa.array(np.asarray(vectors, dtype=np.float32).ravel()), encoder.spec.dim
-            ),
-            "metadata": [json.dumps(d.metadata, ensure_ascii=False, default=str) for d in documents],
-            "parent_id": [d.parent_id for d in documents],
-            "chunk_index": pa.array([d.chunk_index for d in documents], pa.int32()),
-            "start_line": pa.array([d.start_line for d in documents], pa.int32()),
-            "end_line": pa.array([d.end_line for d in documents], pa.int32()),
-        },
-        schema=_schema(encoder.spec.dim),
-    )
-
-
-def _graph_rows(documents: list[Document], ingested: datetime, progress: Progress | None) -> dict[str, list[dict]]:
-    """Entities, event–entity links and event times of `documents`, in memory (entities.py)."""
-    from .entities import graph_table_rows
-
-    if progress:
-        progress("finding entities", 0, len(documents))
-    rows = graph_table_rows(documents, ingested)
-    if progress:
-        progress("finding entities", len(documents), len(documents))
-    return rows
 
 
 def _index_tokens(table) -> None:

@@ -1,55 +1,27 @@
 """The facade the UI, CLI and benchmarks use: cached candidates, then pure fusion, then rerank.
 
-Caches, each keyed by what determines its content:
-- sources (a built BM25 index, a dense searcher): (collection, version, source, parameters);
-- candidates: (collection, version, source, parameters, query), reused for any depth up to the
-  depth fetched, so moving the depth slider down never re-queries;
-- rerank scores: (reranker, query, doc id), in `rerank.RerankCache`.
-Everything after candidates (`fuse`) is a pure function of them and the config.
+A query walks: `search` → `candidates` (each configured source's top `depth` hits, through the
+caches of `cache.Caches`, which the Workbench owns) → `fuse` (pure, milliseconds: what a slider
+move runs) → `apply_rerank` (scores cached per reranker, query and text). Front ends also manage
+collections, judgments and saved configs through it, so none of them talks to the store directly.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+import numpy as np
+
+from .cache import Caches
 from .config import SearchConfig
 from .fusion import fuse
-from .sources import SOURCE_MODULES, build_source, source_params
-from .sources.base import Source, run_source
-from .store import Store, embedding_text
-from .types import FusedResult, FusionOutcome, RerankedResult, SourceResult
-
-BUILT_SOURCES_PER_NAME = 16
-
-
-class LRU:
-    """A small thread-safe least-recently-used mapping."""
-
-    def __init__(self, maxsize: int):
-        self.maxsize = maxsize
-        self._data: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key, default=None):
-        with self._lock:
-            if key not in self._data:
-                return default
-            self._data.move_to_end(key)
-            return self._data[key]
-
-    def put(self, key, value) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
+from .sources import SOURCES, Source, run_source, source_params, unknown_source
+from .store import CollectionInfo, CollectionStats, Progress, Store
+from .types import FusedResult, FusionOutcome, ParsedCorpus, RerankedResult, SourceResult
 
 
 @dataclass
@@ -110,79 +82,139 @@ def tie_values(documents: dict[str, dict[str, Any]], field_name: str | None) -> 
 
 class Workbench:
     def __init__(self, store: Store | None = None, candidate_cache_size: int = 4096):
-        from .rerank import RerankCache
-
         self.store = store or Store()
-        # One LRU per source name: sliding a keyword or graph parameter builds new sources of that
-        # kind only, and can never evict the BM25 index or the vector source (whose query
-        # embeddings are cached on it).
-        self._sources: dict[str, LRU] = {}
-        self._candidates = LRU(candidate_cache_size)
-        self.rerank_cache = RerankCache()
-        self._build_lock = threading.Lock()
+        self.caches = Caches(candidate_cache_size)
+
+    @property
+    def rerank_cache(self):
+        return self.caches.rerank
+
+    # ---- collections (the front ends' only way to the store) ---------------------------------
+    def collections(self) -> list[CollectionInfo]:
+        return self.store.list_collections()
+
+    def collection_names(self) -> list[str]:
+        """Names only, from the table listing (cheap enough for a picker redrawn on every move)."""
+        return self.store.collection_names()
+
+    def exists(self, collection: str) -> bool:
+        return self.store.exists(collection)
+
+    def info(self, collection: str) -> CollectionInfo:
+        return self.store.info(collection)
+
+    def stats(self, collection: str) -> CollectionStats:
+        return self.store.stats(collection)
+
+    def create(self, collection: str, corpus: ParsedCorpus, model: str | None = None, description: str = "",
+               progress: Progress | None = None) -> CollectionInfo:
+        """A new collection from parsed documents, through the ingest pipeline (all or nothing)."""
+        from .pipeline import create_collection
+
+        return create_collection(self.store, collection, corpus, model, description, progress)
+
+    def add(self, collection: str, corpus: ParsedCorpus, progress: Progress | None = None) -> CollectionInfo:
+        from .pipeline import add_documents
+
+        return add_documents(self.store, collection, corpus, progress)
+
+    def build_vector_index(self, collection: str) -> None:
+        """An approximate vector index for a large collection (similarities stay exact: refine)."""
+        self.store.build_vector_index(collection)
+
+    def delete(self, collection: str) -> None:
+        self.store.delete(collection)
+
+    def clear(self, collection: str) -> CollectionInfo:
+        return self.store.clear(collection)
+
+    @cached_property
+    def judgments(self):
+        """Query sets and graded judgments per collection (`judgments.JudgmentStore`)."""
+        from .judgments import JudgmentStore
+
+        return JudgmentStore(self.store)
+
+    @cached_property
+    def configs(self):
+        """Saved search configs (`configs.ConfigStore`)."""
+        from .configs import ConfigStore
+
+        return ConfigStore(self.store)
+
+    @property
+    def writes(self) -> int:
+        """How many writes went through this Workbench's store: readers that memoise what they read
+        (the Evaluate page) read again when it grows."""
+        return self.store.writes
 
     # ---- sources ---------------------------------------------------------------------------
-    def source(self, collection: str, version: tuple[str, int], name: str, config: SearchConfig) -> Source:
-        """The built source for a collection version (built once, then cached)."""
-        key = (collection, version) + source_params(name, config)
-        with self._build_lock:
-            cache = self._sources.setdefault(name, LRU(BUILT_SOURCES_PER_NAME))
-        built = cache.get(key)
-        if built is None:
-            with self._build_lock:
-                built = cache.get(key)
-                if built is None:
-                    built = build_source(self.store, collection, name, config)
-                    cache.put(key, built)
-        return built
+    def query_vector(self, model: str, query: str) -> np.ndarray:
+        """`query` embedded by `model`, once per (model, query): shared by every source that embeds."""
+        def embed() -> np.ndarray:
+            from .embed import load_encoder
+
+            return load_encoder(model).encode_queries([query])[0]
+
+        return self.caches.query_vectors.get_or_create((model, query), embed)
+
+    def source(self, collection: str, name: str, config: SearchConfig, state: tuple | None = None) -> Source:
+        """The built source `name` for the collection's current state (or `state`) and `config`:
+        the collection is read once per state (`SourceSpec.load`), the source built once per
+        parameters (`SourceSpec.build`)."""
+        spec = SOURCES.get(name)
+        if spec is None:
+            raise KeyError(unknown_source(name))
+        state = state if state is not None else self.store.state_key(collection)
+        loaded_key = (collection, state, name)
+        return self.caches.sources(name).get_or_create(
+            (collection, state) + source_params(name, config),
+            lambda: spec.build(self.caches.loaded.get_or_create(loaded_key, lambda: spec.load(self, collection)),
+                               config))
 
     # ---- candidates ------------------------------------------------------------------------
     def candidates(self, collection: str, query: str, config: SearchConfig) -> CandidateSet:
-        """Each configured source's top `config.depth` hits, retrieved once and then cached."""
-        version = self.store.state_key(collection)
+        """Each configured source's top `config.depth` hits, retrieved once and then cached (a
+        smaller depth reuses a larger fetch, so moving the depth slider down never re-queries)."""
+        state = self.store.state_key(collection)
         results: dict[str, SourceResult] = {}
         seconds: dict[str, float] = {}
         all_cached = True
         for name in config.sources:
-            key = (collection, version) + source_params(name, config) + (query,)
-            cached = self._candidates.get(key)
+            key = (collection, state) + source_params(name, config) + (query,)
+            cached = self.caches.candidates.get(key)
             if cached is not None and cached[0] >= config.depth:
-                fetched_depth, result = cached
-                results[name] = _truncate(result, config.depth)
+                results[name] = _truncate(cached[1], config.depth)
                 continue
             all_cached = False
-            if name not in SOURCE_MODULES:
-                results[name] = SourceResult(name, (), error=f"unknown source {name!r}; known: {', '.join(SOURCE_MODULES)}")
+            if name not in SOURCES:
+                results[name] = SourceResult(name, (), error=unknown_source(name))
                 continue
             started = time.perf_counter()
             try:
-                source = self.source(collection, version, name, config)
+                source = self.source(collection, name, config, state)
             except Exception as exc:  # a source that cannot even be built is reported, not fatal
                 results[name] = SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
                 continue
             result = run_source(source, query, config.depth)
             seconds[name] = time.perf_counter() - started
             if result.error is None:
-                self._candidates.put(key, (config.depth, result))
+                self.caches.candidates.put(key, (config.depth, result))
             results[name] = result
         doc_ids = {h.doc_id for r in results.values() for h in r.hits}
-        documents = self._documents(collection, version, doc_ids)
-        return CandidateSet(collection, version, query, config.depth, results, documents, seconds, all_cached)
+        documents = self._documents(collection, state, doc_ids)
+        return CandidateSet(collection, state, query, config.depth, results, documents, seconds, all_cached)
 
-    def documents(self, collection: str, ids) -> dict[str, dict[str, Any]]:
+    def documents(self, collection: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Rows of the given documents (no vectors), from the cache kept per collection state."""
         return self._documents(collection, self.store.state_key(collection), set(ids))
 
-    def _documents(self, collection: str, version: tuple[str, int], ids: set[str]) -> dict[str, dict[str, Any]]:
-        key = (collection, version, "documents")
-        cache = self._candidates.get(key)
-        if cache is None:
-            cache = {}
-            self._candidates.put(key, cache)
-        missing = [i for i in ids if i not in cache]
+    def _documents(self, collection: str, state: tuple, ids: set[str]) -> dict[str, dict[str, Any]]:
+        rows = self.caches.documents.get_or_create((collection, state), dict)
+        missing = [i for i in ids if i not in rows]
         if missing:
-            cache.update(self.store.documents(collection, missing))
-        return {i: cache[i] for i in ids if i in cache}
+            rows.update(self.store.documents(collection, missing))
+        return {i: rows[i] for i in ids if i in rows}
 
     # ---- fusion and rerank -----------------------------------------------------------------
     @staticmethod
@@ -191,6 +223,8 @@ class Workbench:
         return fuse(candidates.sources, config, tie_values(candidates.documents, config.tie_field))
 
     def search(self, collection: str, query: str, config: SearchConfig) -> SearchResult:
+        """Candidates, fusion and (when the config says so) rerank: the whole query path."""
+        config.validate()  # a UI edits fields in place, which __post_init__ never saw
         candidates = self.candidates(collection, query, config)
         outcome = self.fuse(candidates, config)
         result = SearchResult(query, config, candidates, outcome)
@@ -206,12 +240,13 @@ class Workbench:
         texts = {doc_id: embedding_text_of(row) for doc_id, row in result.documents.items()}
         # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.
         result.reranked = rerank(result.query, result.eligible(), texts, reranker,
-                                 result.config.rerank_top_n, self.rerank_cache)
+                                 result.config.rerank_top_n, self.caches.rerank)
         result.reranker_name, result.reranker_kind = reranker.name, reranker.kind
 
 
 def embedding_text_of(row: dict[str, Any]) -> str:
     """Title and text of a stored row, joined as at ingest."""
+    from .pipeline import embedding_text
     from .types import Document
 
     return embedding_text(Document(id=row["id"], text=row["text"], title=row.get("title") or ""))

@@ -1,6 +1,7 @@
 import pytest
 
-from retrieval.config import SearchConfig, candidate_key, parse_weights
+from retrieval.config import SearchConfig, parse_weights
+from retrieval.sources import candidate_key
 from retrieval.types import RetrievalError
 
 
@@ -37,7 +38,8 @@ def test_candidate_key_ignores_fusion_only_fields():
 
 
 def test_source_parameter_dicts_complete_from_defaults_and_round_trip():
-    from retrieval.config import GRAPH_DEFAULTS, KEYWORD_DEFAULTS
+    from retrieval.sources.graph import GRAPH_DEFAULTS
+    from retrieval.sources.keyword import KEYWORD_DEFAULTS
 
     config = SearchConfig(keyword={"name_exact": 12}, graph={"depth": 3}, graph_focus="战役", combination="harmonic")
     assert config.keyword == {**KEYWORD_DEFAULTS, "name_exact": 12.0}

@@ -2,21 +2,17 @@
 breaks a search: the other sources are fused as if it were absent, and a note names the source
 and the reason (seed 004's failure cases, with real BM25 and vector sources beside them)."""
 
-import sys
-import types
-
 import pytest
 
+from retrieval.pipeline import create_collection
 from retrieval.config import SearchConfig
 from retrieval.ingest import parse_bytes
-from retrieval.sources import SOURCE_MODULES
+from retrieval.sources import SOURCES, SourceSpec
 from retrieval.store import Store
 from retrieval.types import Hit
 from retrieval.workbench import Workbench
 
 from test_workbench import ANIMALS
-
-FAULTY_MODULE = "workbench_test_faulty_sources"
 
 
 class _Faulty:
@@ -33,26 +29,23 @@ class _Faulty:
 
 
 def _register(monkeypatch, behaviour: str) -> str:
-    """A source module named after `behaviour`, registered like any real source."""
+    """A source named after `behaviour`, registered like any real source (a `SourceSpec`)."""
     name = f"faulty_{behaviour}"
-    module = types.ModuleType(f"{FAULTY_MODULE}_{behaviour}")
-    module.LABEL = name
-    module.params = lambda config: ()
     if behaviour == "unbuildable":
-        def build(store, collection, config):
+        def build(loaded, config):
             raise OSError("entity tables missing")
-        module.build = build
     else:
-        module.build = lambda store, collection, config: _Faulty(name, behaviour)
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(SOURCE_MODULES, name, module.__name__)
+        def build(loaded, config):
+            return _Faulty(name, behaviour)
+    monkeypatch.setitem(SOURCES, name, SourceSpec(name=name, label=name, load=lambda context, collection: None,
+                                                  build=build))
     return name
 
 
 @pytest.fixture(scope="module")
 def workbench(tmp_path_factory):
     wb = Workbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
-    wb.store.create("animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    create_collection(wb.store, "animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
     return wb
 
 

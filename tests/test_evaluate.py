@@ -171,7 +171,7 @@ def test_metrics_equal_trec_eval_on_a_real_bm25_run_over_nfcorpus():
     from retrieval.evaluate import QrelsEvaluator
     from retrieval.ingest import parse_path
     from retrieval.sources.bm25 import RankBM25Source
-    from retrieval.store import embedding_text
+    from retrieval.pipeline import embedding_text
     from retrieval.tokenize import tokenize
 
     assert NFCORPUS.is_dir(), f"missing shared evaluation data: {NFCORPUS}"

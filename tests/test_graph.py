@@ -6,12 +6,14 @@ import math
 import numpy as np
 import pytest
 
+from retrieval.pipeline import create_collection
 from retrieval.chunking import chunk_markdown
-from retrieval.config import GRAPH_DEFAULTS, SearchConfig
+from retrieval.activation import (Activated, Activation, GraphSettings, activate, activation_trace,
+                                  complete_neighbours, final_score, jaccard, match_ratio, match_score,
+                                  preference, recency, relevance, score_events)
+from retrieval.config import SearchConfig
 from retrieval.embed import load_encoder
-from retrieval.sources.graph import (Activated, Activation, GraphSettings, activate, activation_trace,
-                                     complete_neighbours, final_score, jaccard, load_index, match_ratio,
-                                     match_score, preference, recency, relevance, score_events)
+from retrieval.sources.graph import GRAPH_DEFAULTS, load_index
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus
 from retrieval.workbench import Workbench
@@ -110,7 +112,7 @@ E3 = sets(time={"234年"}, location={"渭南"}, person={"诸葛亮"}, action={"�
 @pytest.fixture(scope="module")
 def mini(tmp_path_factory):
     store = Store(str(tmp_path_factory.mktemp("graph_db")))
-    store.create("mini", ParsedCorpus(chunk_markdown(MINI, "mini")))
+    create_collection(store, "mini", ParsedCorpus(chunk_markdown(MINI, "mini")))
     return store
 
 
@@ -177,7 +179,7 @@ def test_source_scores_and_details_by_hand(mini):
     config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5, "graph": 1.0}, graph={"threshold": 0.08},
                           graph_focus="")
     wb = Workbench(mini)
-    source = wb.source("mini", mini.version("mini"), "graph", config)
+    source = wb.source("mini", "graph", config)
     hits = source.search("袁绍", 10)
     assert [(h.doc_id, h.detail["hop"]) for h in hits] == [("mini#0", 0), ("mini#1", 1), ("mini#2", 2)]
     encoder = load_encoder(mini.info("mini").model)
@@ -196,7 +198,7 @@ def test_source_scores_and_details_by_hand(mini):
     assert hits[0].detail["matched"] == {"person": ["袁绍"]} and hits[1].detail["via"] == "mini#0"
     # focus raises the preference of chunks whose topics or tags hold it (here none: 0.5 stays)
     assert all(h.detail["preference"] == 0.5 for h in
-               wb.source("mini", mini.version("mini"), "graph",
+               wb.source("mini", "graph",
                          SearchConfig(graph={"threshold": 0.08}, graph_focus="战役")).search("袁绍", 10))
 
 
@@ -217,16 +219,16 @@ def test_three_sources_fused_by_rrf_with_contributions(mini):
     top = result.outcome.ranked[0]
     assert top.doc_id == "mini#0" and top.sources["graph"].detail["hop"] == 0
     # a graph slider move re-activates without re-reading tables or re-embedding
-    index = load_index(mini, "mini")
+    index = wb.source("mini", "graph", config).index
     moved = SearchConfig(weights=config.weights, rrf_k=10, graph={"threshold": 0.08, "depth": 1})
     again = wb.search("mini", "袁绍", moved)
-    assert load_index(mini, "mini") is index
+    assert wb.source("mini", "graph", moved).index is index
     assert [h.doc_id for h in again.candidates.sources["graph"].hits] == ["mini#0", "mini#1"]
 
 
 def test_collection_without_tables_is_indexed_in_memory(tmp_path):
     store = Store(str(tmp_path))
-    store.create("old", ParsedCorpus(chunk_markdown(MINI, "mini")))
+    create_collection(store, "old", ParsedCorpus(chunk_markdown(MINI, "mini")))
     for kind in ("entities", "event_entities", "event_times"):
         store.db.drop_table(f"_{kind}__old")
     index = load_index(store, "old")
@@ -240,9 +242,9 @@ def test_three_kingdoms_sample_spreads_beyond_direct_matches(tmp_path):
 
     store = Store(str(tmp_path))
     corpus = parse_path(Path(__file__).resolve().parents[1] / "sample_data" / "three_kingdoms")
-    store.create("tk", corpus)
+    create_collection(store, "tk", corpus)
     texts = {d.id: d.title + "\n" + d.text for d in corpus.documents}
-    source = Workbench(store).source("tk", store.version("tk"), "graph", SearchConfig(graph={"threshold": 0.1}))
+    source = Workbench(store).source("tk", "graph", SearchConfig(graph={"threshold": 0.1}))
     activation = source.activation("曹操和刘备的战役")
     assert activation.query_entities == {"person": ("刘备", "曹操"), "topic": ("战役",)}
     # hop 0 = the chunks whose entities hold 曹操, 刘备 or the topic 战役

@@ -3,6 +3,7 @@ clear and delete, counts merged by add. Real LanceDB, real models."""
 
 import pytest
 
+from retrieval.pipeline import add_documents, create_collection
 from retrieval.chunking import chunk_markdown
 from retrieval.store import GRAPH_KINDS, Store, aux_table_name
 from retrieval.types import Document, IngestError, ParsedCorpus
@@ -22,7 +23,7 @@ def snapshot(store, name):
 @pytest.fixture
 def store(tmp_path):
     store = Store(str(tmp_path))
-    store.create("hist", ParsedCorpus(chunk_markdown(DOC, "hist")))
+    create_collection(store, "hist", ParsedCorpus(chunk_markdown(DOC, "hist")))
     return store
 
 def test_create_writes_three_tables(store):
@@ -36,7 +37,7 @@ def test_create_writes_three_tables(store):
     assert [r["date_source"] for r in tables["event_times"].to_pylist()] == ["ingest", "ingest"]
 
 def test_add_merges_counts_and_appends_links(store):
-    store.add("hist", ParsedCorpus([Document("extra", "曹操在许昌休整。", metadata={"date": "2020-01-02"})]))
+    add_documents(store, "hist", ParsedCorpus([Document("extra", "曹操在许昌休整。", metadata={"date": "2020-01-02"})]))
     tables = store.graph_tables("hist")
     entities = {r["id"]: r for r in tables["entities"].to_pylist()}
     assert entities["person:曹操"]["event_count"] == 3 and entities["person:袁绍"]["event_count"] == 1
@@ -47,7 +48,7 @@ def test_failed_add_leaves_collection_and_tables_unchanged(store, monkeypatch):
     before, version = snapshot(store, "hist"), store.version("hist")
     # rejected before any write (an id clash)
     with pytest.raises(IngestError):
-        store.add("hist", ParsedCorpus([Document("hist#0", "曹操又来了。")]))
+        add_documents(store, "hist", ParsedCorpus([Document("hist#0", "曹操又来了。")]))
     assert snapshot(store, "hist") == before
     # failing after the tables were written: everything is restored
     def fail(info):
@@ -55,7 +56,7 @@ def test_failed_add_leaves_collection_and_tables_unchanged(store, monkeypatch):
 
     monkeypatch.setattr(store, "_write_info", fail)
     with pytest.raises(RuntimeError):
-        store.add("hist", ParsedCorpus([Document("new", "孙权在建业称帝。")]))
+        add_documents(store, "hist", ParsedCorpus([Document("new", "孙权在建业称帝。")]))
     assert snapshot(store, "hist") == before
     assert store.column("hist", ["id"]).column("id").to_pylist() == ["hist#0", "hist#1"]
     assert store.version("hist") > version  # restored by a new version, as LanceDB does
@@ -64,7 +65,7 @@ def test_failed_create_leaves_no_tables(tmp_path, monkeypatch):
     store = Store(str(tmp_path))
     monkeypatch.setattr(store, "_write_info", lambda info: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError):
-        store.create("gone", ParsedCorpus(chunk_markdown(DOC, "gone")))
+        create_collection(store, "gone", ParsedCorpus(chunk_markdown(DOC, "gone")))
     assert store._table_names() == [] or set(store._table_names()) <= {"_catalogue"}
 
 def test_clear_and_delete_drop_the_graph_tables(store):
@@ -72,7 +73,7 @@ def test_clear_and_delete_drop_the_graph_tables(store):
     assert names <= set(store._table_names())
     store.clear("hist")
     assert not names & set(store._table_names()) and store.graph_tables("hist") is None
-    store.add("hist", ParsedCorpus([Document("again", "周瑜在巴丘病逝。")]))
+    add_documents(store, "hist", ParsedCorpus([Document("again", "周瑜在巴丘病逝。")]))
     assert {r["event_id"] for r in store.graph_tables("hist")["event_entities"].to_pylist()} == {"again"}
     store.delete("hist")
     assert not names & set(store._table_names())
@@ -80,7 +81,7 @@ def test_clear_and_delete_drop_the_graph_tables(store):
 def test_add_to_a_collection_from_before_the_graph_indexes_old_documents(store):
     for kind in GRAPH_KINDS:
         store.db.drop_table(aux_table_name("hist", kind))
-    store.add("hist", ParsedCorpus([Document("extra", "曹操在许昌休整。")]))
+    add_documents(store, "hist", ParsedCorpus([Document("extra", "曹操在许昌休整。")]))
     tables = store.graph_tables("hist")
     entities = {r["id"]: r for r in tables["entities"].to_pylist()}
     assert entities["person:曹操"]["event_count"] == 3

@@ -4,6 +4,7 @@ import hashlib
 
 import pytest
 
+from retrieval.pipeline import create_collection
 from retrieval import judgments as judgments_module
 from retrieval.judgments import JudgmentStore, ui_query_id
 from retrieval.qrels import parse_qrels
@@ -149,7 +150,7 @@ def test_delete_set_and_collection_lifecycle(judgments, store):
     judgments.delete_query_set("docs", "a")
     assert judgments.query_sets("docs") == ["b"] and judgments.qrels("docs", "b") == {"x": {"d": 1}}
     # clear keeps query sets, delete drops them with the collection
-    store.create("docs", parse_bytes(b"id,text\nd,a document about bones\n", "d.csv"))
+    create_collection(store, "docs", parse_bytes(b"id,text\nd,a document about bones\n", "d.csv"))
     store.clear("docs")
     assert judgments.query_sets("docs") == ["b"]
     store.delete("docs")

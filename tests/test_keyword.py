@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.config import KEYWORD_DEFAULTS, SearchConfig
+from retrieval.pipeline import create_collection
+from retrieval.config import SearchConfig
 from retrieval.ingest import parse_path
 from retrieval.sources import keyword
-from retrieval.sources.keyword import (KeywordSource, catalogue_fields, contains_term, document_fields,
+from retrieval.sources.keyword import (KEYWORD_DEFAULTS, KeywordSource, catalogue_fields, contains_term, document_fields,
                                        parse_query, score_fields)
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus
@@ -162,7 +163,7 @@ def test_documents_that_are_not_records_map_title_text_and_metadata():
 
 def test_params_follow_the_config():
     config = SearchConfig(keyword={"tag": 4})
-    assert keyword.params(config) == (10, 5, 3, 4, 2, 2, 1, 5, 10)
+    assert keyword.key(config) == (10, 5, 3, 4, 2, 2, 1, 5, 10)
 
 
 # ---- through the workbench, on a real collection -------------------------------------------------
@@ -174,7 +175,7 @@ SUBSET = ("cn-nbs-labour-force", "cn-cgss", "ml-benchmarks", "us-bls-employment-
 def workbench(tmp_path_factory):
     wb = Workbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
     documents = [d for d in parse_path(SAMPLE).documents if d.id in SUBSET]
-    wb.store.create("catalogue", ParsedCorpus(documents))  # mixed English/Chinese: multilingual-e5-small
+    create_collection(wb.store, "catalogue", ParsedCorpus(documents))  # mixed English/Chinese: multilingual-e5-small
     return wb
 
 
@@ -213,9 +214,8 @@ def test_job_finds_employment_records_only_through_vectors(workbench):
 
 
 def test_a_points_change_rescores_from_the_records_loaded_once(workbench):
-    store = workbench.store
-    first = keyword.build(store, "catalogue", SearchConfig())
-    moved = keyword.build(store, "catalogue", SearchConfig(keyword={"tag": 6}))
+    first = workbench.source("catalogue", "keyword", SearchConfig())
+    moved = workbench.source("catalogue", "keyword", SearchConfig(keyword={"tag": 6}))
     assert moved.records is first.records  # the same loaded records: only the points differ
     scores = {}
     for tag in (2, 6):

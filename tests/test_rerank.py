@@ -8,10 +8,10 @@ import pytest
 from retrieval.rerank import (
     CrossEncoderReranker,
     E5Reranker,
-    RerankCache,
     get_reranker,
     rerank,
 )
+from retrieval.cache import RerankCache
 from retrieval.embed import E5, load_encoder
 from retrieval.types import FusedResult, RetrievalError
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from retrieval.pipeline import add_documents, create_collection
 from retrieval.ingest import parse_bytes
 from retrieval.store import Store, validate_collection_name
 from retrieval.types import IngestError, RetrievalError
@@ -37,7 +38,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pets(store):
-    store.create("pets", parse_bytes(PETS_CSV.encode(), "pets.csv"))
+    create_collection(store, "pets", parse_bytes(PETS_CSV.encode(), "pets.csv"))
     return "pets"
 
 
@@ -67,7 +68,7 @@ def test_rejected_add_leaves_collection_exactly_as_it_was(store, pets):
     before_version, before_count = store.version(pets), store.info(pets).doc_count
     clash = parse_bytes(b"id,text\np9,A new hamster\np2,Duplicate of the cats row\n", "more.csv")
     with pytest.raises(IngestError, match="already exist") as err:
-        store.add(pets, clash)
+        add_documents(store, pets, clash)
     assert "id 'p2' is already in the collection" in err.value.problems
     assert store.version(pets) == before_version
     assert store.info(pets).doc_count == before_count
@@ -76,10 +77,10 @@ def test_rejected_add_leaves_collection_exactly_as_it_was(store, pets):
 
 def test_add_then_clear_then_delete(store, tmp_path):
     name = "scratch"
-    store.create(name, parse_bytes(b"id,text\na,first text\n", "a.csv"))
+    create_collection(store, name, parse_bytes(b"id,text\na,first text\n", "a.csv"))
     with pytest.raises(RetrievalError, match="already exists"):
-        store.create(name, parse_bytes(b"id,text\nb,second\n", "b.csv"))
-    info = store.add(name, parse_bytes(b"id,text\nb,second text\n", "b.csv"))
+        create_collection(store, name, parse_bytes(b"id,text\nb,second\n", "b.csv"))
+    info = add_documents(store, name, parse_bytes(b"id,text\nb,second text\n", "b.csv"))
     assert info.doc_count == 2
     assert store.clear(name).doc_count == 0
     assert store.stats(name).doc_count == 0
@@ -92,7 +93,7 @@ def test_add_then_clear_then_delete(store, tmp_path):
 def test_gbk_csv_chooses_multilingual_model_and_keeps_chinese(store):
     corpus = parse_bytes(TEA_CSV_GBK, "tea.csv")
     assert corpus.encoding == "gbk"
-    info = store.create("tea", corpus)
+    info = create_collection(store, "tea", corpus)
     assert (info.model, info.language) == ("multilingual-e5-small", "zh")
     row = store.documents("tea", ["t2"])["t2"]
     assert row["text"] == "普洱茶产于云南，是一种发酵茶，越陈越香。"
@@ -101,7 +102,7 @@ def test_gbk_csv_chooses_multilingual_model_and_keeps_chinese(store):
 
 def test_markdown_chunks_keep_positions(store):
     corpus = parse_bytes(HISTORY_MD.encode(), "battles.md")
-    store.create("battles", corpus)
+    create_collection(store, "battles", corpus)
     rows = store.documents("battles", [d.id for d in corpus.documents])
     chibi = next(r for r in rows.values() if r["title"] == "赤壁之战")
     assert chibi["parent_id"] == "battles"

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.pipeline import create_collection
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
 from retrieval.fusion import fuse, fused_order
@@ -47,7 +48,7 @@ def small_nfcorpus(tmp_path_factory):
     (folder / "qrels" / "test.tsv").write_text("\n".join([header, *judged]) + "\n", encoding="utf-8")
     corpus = parse_path(folder)
     workbench = CountingWorkbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
-    workbench.store.create("nfsmall", corpus)
+    create_collection(workbench.store, "nfsmall", corpus)
     return workbench, corpus
 
 

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from retrieval.pipeline import add_documents, create_collection
 from retrieval.config import SearchConfig
 from retrieval.ingest import parse_bytes
 from retrieval.sources.base import run_source
@@ -25,7 +26,7 @@ cow,Cows,"Cows graze on grass and give milk on dairy farms.",3
 @pytest.fixture(scope="module")
 def workbench(tmp_path_factory):
     wb = Workbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
-    wb.store.create("animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    create_collection(wb.store, "animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
     return wb
 
 
@@ -93,10 +94,10 @@ def test_candidates_are_retrieved_once_and_sliders_only_refuse(workbench):
 
 def test_a_write_bumps_the_version_and_invalidates_candidates(tmp_path):
     wb = Workbench(Store(str(tmp_path / "db")))
-    wb.store.create("notes", parse_bytes(b"id,text\na,apples are red\n", "n.csv"))
+    create_collection(wb.store, "notes", parse_bytes(b"id,text\na,apples are red\n", "n.csv"))
     config = SearchConfig(weights={"bm25": 1.0})
     assert [h.doc_id for h in wb.candidates("notes", "apples", config).sources["bm25"].hits] == ["a"]
-    wb.store.add("notes", parse_bytes(b"id,text\nb,green apples and red apples\n", "m.csv"))
+    add_documents(wb.store, "notes", parse_bytes(b"id,text\nb,green apples and red apples\n", "m.csv"))
     after = wb.candidates("notes", "apples", config)
     assert not after.from_cache
     assert [h.doc_id for h in after.sources["bm25"].hits] == ["b", "a"]
@@ -161,11 +162,11 @@ def test_rerank_top_n_then_first_stage_tail_cut_at_top_k(workbench):
 
 def test_vector_index_keeps_similarities_exact(tmp_path):
     wb = Workbench(Store(str(tmp_path / "db")))
-    wb.store.create("zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
     config = SearchConfig(weights={"dense": 1.0}, depth=6)
     exact = [(h.doc_id, h.raw_score) for h in wb.candidates("zoo", "night hunters", config).sources["dense"].hits]
     wb.store.build_vector_index("zoo", index_type="IVF_FLAT", num_partitions=2)
-    source = wb.source("zoo", wb.store.version("zoo"), "dense", config)
+    source = wb.source("zoo", "dense", config)
     assert source.has_index
     indexed = [(h.doc_id, h.raw_score) for h in wb.candidates("zoo", "night hunters", config).sources["dense"].hits]
     assert [d for d, _ in indexed] == [d for d, _ in exact]
@@ -174,25 +175,24 @@ def test_vector_index_keeps_similarities_exact(tmp_path):
 
 def test_parameter_slides_of_one_source_never_evict_another_built_source(workbench):
     config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0, "keyword": 1.0})
-    version = workbench.store.version("animals")
-    dense = workbench.source("animals", version, "dense", config)
-    bm25 = workbench.source("animals", version, "bm25", config)
+    dense = workbench.source("animals", "dense", config)
+    bm25 = workbench.source("animals", "bm25", config)
     for points in range(40):  # more keyword parameter sets than any per-source cache holds
         moved = SearchConfig(weights=config.weights, keyword={"description": float(points)})
         workbench.search("animals", "milk", moved)
-    assert workbench.source("animals", version, "dense", config) is dense
-    assert workbench.source("animals", version, "bm25", config) is bm25
+    assert workbench.source("animals", "dense", config) is dense
+    assert workbench.source("animals", "bm25", config) is bm25
 
 
 def test_a_deleted_and_recreated_collection_never_hits_the_old_caches(tmp_path):
     # LanceDB restarts version numbers for a re-created table: caches must not key on them alone.
     wb = Workbench(Store(str(tmp_path / "db")))
     config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0, "keyword": 1.0}, keyword={"min_relevance": 3})
-    wb.store.create("again", parse_bytes(b"id,text\nold,Cows give milk on dairy farms.\n", "a.csv"))
+    create_collection(wb.store, "again", parse_bytes(b"id,text\nold,Cows give milk on dairy farms.\n", "a.csv"))
     first = wb.search("again", "milk", config)
     assert [r.doc_id for r in first.outcome.results] == ["old"]
     wb.store.delete("again")
-    wb.store.create("again", parse_bytes(b"id,text\nnew,Goats give milk in the mountains.\n", "b.csv"))
+    create_collection(wb.store, "again", parse_bytes(b"id,text\nnew,Goats give milk in the mountains.\n", "b.csv"))
     second = wb.search("again", "milk", config)
     assert [r.doc_id for r in second.outcome.results] == ["new"]
     assert [h.doc_id for h in second.candidates.sources["keyword"].hits] == ["new"]

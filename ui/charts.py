@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from retrieval.fusion import rrf_term
 
-from .results import label
+from retrieval.sources import label
 
 SOURCE_COLORS = {"bm25": "#d97706", "dense": "#2563eb"}
 THRESHOLD_COLOR = "#dc2626"

@@ -12,17 +12,15 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.config import (BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, GRAPH_DEFAULTS, KEYWORD_DEFAULTS,
-                              NORMALIZATIONS, SearchConfig)
-from retrieval.store import Store
+from retrieval.config import BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
+from retrieval.sources import SOURCES, Param, label
+from retrieval.workbench import Workbench
 
 from . import resources, state
-from .results import label
 
 FUSION_LABELS = {"rrf": "RRF (reciprocal rank fusion)", "weighted": "Weighted sum of normalised scores"}
 NORMALIZATION_LABELS = {"minmax": "min-max", "zscore": "z-score", "l2": "l2 (x / ‖x‖)", "none": "none (raw scores)"}
 COMBINATION_LABELS = {"arithmetic": "arithmetic mean", "harmonic": "harmonic mean", "geometric": "geometric mean"}
-MIN_RAW_RANGES = {"bm25": (0.0, 30.0, 0.1), "dense": (0.0, 1.0, 0.01)}
 
 
 def _clamp(value: float, low: float, high: float) -> float:
@@ -46,25 +44,54 @@ def _set(name: str, cast: Callable[[Any], Any] = lambda v: v) -> Callable[[Searc
     return lambda config, value: setattr(config, name, cast(value))
 
 
-def _weight_knob(source: str, help_text: str) -> Knob:
+def _weight_knob(source: str) -> Knob:
     def write(config: SearchConfig, value: float) -> None:
         config.weights = {**config.weights, source: float(value)}
 
-    return Knob(f"w_{source}", f"{label(source)} weight", help_text, st.slider,
+    return Knob(f"w_{source}", f"{label(source)} weight", SOURCES[source].weight_help, st.slider,
                 lambda c: _clamp(float(c.weights.get(source, 0.0)), 0.0, 1.0), write,
                 dict(min_value=0.0, max_value=1.0, step=0.05))
 
 
-def _min_raw_knob(source: str, help_text: str) -> Knob:
-    low, high, step = MIN_RAW_RANGES[source]
+def _min_raw_knob(source: str) -> Knob:
+    param = SOURCES[source].min_raw
+    low, high, step = param.low, param.high, param.step
 
     def write(config: SearchConfig, value: float) -> None:
         rest = {k: v for k, v in config.min_raw.items() if k != source}
         config.min_raw = {**rest, source: float(value)} if value > low else rest
 
-    return Knob(f"min_raw_{source}", f"Minimum {label(source)} raw score", help_text, st.slider,
+    return Knob(f"min_raw_{source}", param.label, param.help, st.slider,
                 lambda c: _clamp(float(c.min_raw.get(source, low)), low, high), write,
                 dict(min_value=low, max_value=high, step=step))
+
+
+def _param_knob(param: Param) -> Knob:
+    """A slider over one source parameter: a config field (`bm25_k1`) or an entry of a source's
+    parameter dict (`keyword.tag`, `graph.depth`), as its descriptor states it."""
+    whole = all(float(v).is_integer() for v in (param.low, param.high, param.step))
+    cast = int if whole else float
+    group, key = param.group, param.key
+
+    def read(config: SearchConfig) -> Any:
+        value = getattr(config, group)[key] if group else getattr(config, key)
+        return cast(_clamp(value, param.low, param.high))
+
+    def write(config: SearchConfig, value: Any) -> None:
+        if group:
+            setattr(config, group, {**getattr(config, group), key: float(value)})
+        else:
+            setattr(config, key, float(value))
+
+    return Knob(param.path, param.label, param.help, st.slider, read, write,
+                dict(min_value=cast(param.low), max_value=cast(param.high), step=cast(param.step)))
+
+
+# BM25 and vector are always retrieved (weight 0 keeps their ranks visible); optional sources join
+# the fusion when picked, with a weight and their own parameters.
+CORE_SOURCES = tuple(name for name, spec in SOURCES.items() if not spec.optional)
+EXTRA_SOURCES = tuple(name for name, spec in SOURCES.items() if spec.optional)
+EXTRA_SOURCE_DEFAULT_WEIGHT = 0.5
 
 
 MAIN_KNOBS: tuple[Knob, ...] = (
@@ -74,10 +101,7 @@ MAIN_KNOBS: tuple[Knob, ...] = (
          "so the normalisation below matters.",
          st.selectbox, lambda c: c.fusion, _set("fusion"),
          dict(options=list(FUSION_METHODS), format_func=FUSION_LABELS.get)),
-    _weight_knob("bm25", "Multiplies BM25's part of the fused score: RRF adds w/(k + BM25 rank), weighted sum "
-                         "adds w × normalised BM25 score. 0 keeps BM25's ranks visible but makes it add nothing."),
-    _weight_knob("dense", "Multiplies the vector (embedding) part of the fused score: RRF adds w/(k + vector rank), "
-                          "weighted sum adds w × normalised cosine similarity. 0 makes it add nothing."),
+    *(_weight_knob(source) for source in CORE_SOURCES),
     Knob("rrf_k", "RRF k",
          "RRF only: each source adds w/(k + rank). A small k makes rank 1 worth far more than rank 10 "
          "(k=1: 1/2 vs 1/11); a large k flattens the curve (k=60: 1/61 vs 1/70), which squeezes raw "
@@ -104,12 +128,7 @@ MAIN_KNOBS: tuple[Knob, ...] = (
          st.slider, lambda c: _clamp(c.min_display_score or 0.0, 0.0, 1.0),
          _set("min_display_score", lambda v: float(v) if v > 0 else None),
          dict(min_value=0.0, max_value=1.0, step=0.01)),
-    _min_raw_knob("bm25", "Drops BM25 hits whose raw BM25 score is below this before fusion (0 = off): they add "
-                          "nothing from BM25, the other BM25 hits keep their ranks, and normalisation is "
-                          "recomputed over the hits that remain."),
-    _min_raw_knob("dense", "Drops vector hits whose cosine similarity is below this before fusion (0 = off): they "
-                           "add nothing from the vector side, the others keep their ranks, and normalisation is "
-                           "recomputed over the hits that remain."),
+    *(_min_raw_knob(source) for source in CORE_SOURCES if SOURCES[source].min_raw is not None),
     Knob("top_k", "Top-K results",
          "How many fused results are shown, after the thresholds. Cuts the tail only: no score changes.",
          st.slider, lambda c: int(_clamp(c.top_k, 1, 100)), _set("top_k", int),
@@ -141,27 +160,12 @@ ADVANCED_KNOBS: tuple[Knob, ...] = (
          "Which BM25 implementation scores the text: rank_bm25 in memory with the k1 and b below, or "
          "LanceDB's native full-text index (its own fixed k1 = 1.2, b = 0.75). Retrieves BM25 candidates again.",
          st.selectbox, lambda c: c.bm25_backend, _set("bm25_backend"), dict(options=list(BM25_BACKENDS))),
-    Knob("bm25_k1", "BM25 k1",
-         "Term-frequency saturation (rank_bm25): a higher k1 lets repeated query terms keep adding score, "
-         "0 counts presence only. Retrieves BM25 candidates again.",
-         st.slider, lambda c: _clamp(c.bm25_k1, 0.0, 3.0), _set("bm25_k1", float),
-         dict(min_value=0.0, max_value=3.0, step=0.05)),
-    Knob("bm25_b", "BM25 b",
-         "Length normalisation (rank_bm25): 1 fully penalises long documents, 0 ignores length. "
-         "Retrieves BM25 candidates again.",
-         st.slider, lambda c: _clamp(c.bm25_b, 0.0, 1.0), _set("bm25_b", float),
-         dict(min_value=0.0, max_value=1.0, step=0.05)),
+    *(_param_knob(p) for source in CORE_SOURCES for p in SOURCES[source].params),
     Knob("reranker", "Reranker",
          "'e5' re-scores with multilingual-e5-small (offline); or a local CrossEncoder folder. Changes only "
          "the rerank score and the reranked order.",
          st.text_input, lambda c: c.reranker, _set("reranker", lambda v: (v or "").strip() or "e5")),
 )
-
-
-# Optional sources: BM25 and vector are always retrieved (weight 0 keeps their ranks visible);
-# these join the fusion when picked, with a weight and their own parameters.
-EXTRA_SOURCES = ("keyword", "graph")
-EXTRA_SOURCE_DEFAULT_WEIGHT = 0.5
 
 
 def _pick_sources(config: SearchConfig, picked: list[str]) -> None:
@@ -172,87 +176,23 @@ def _pick_sources(config: SearchConfig, picked: list[str]) -> None:
 
 SOURCES_KNOB = Knob(
     "extra_sources", "Extra sources",
-    "Adds a seed system as a third (or fourth) fused source. Keyword: seed 000's field-weighted substring "
-    "scorer over structured records (name, description, tags, domains, organisation, content). Entity "
-    "graph: seed 002's entity activation over typed entities (person, place, time, topic, action, tag) "
-    "with multi-hop recall. Each adds w/(k + its rank) in RRF, or w × its normalised score.",
+    " ".join(["Adds a seed system as a third (or fourth) fused source.",
+              *(SOURCES[s].description for s in EXTRA_SOURCES),
+              "Each adds w/(k + its rank) in RRF, or w × its normalised score."]),
     st.multiselect, lambda c: [s for s in EXTRA_SOURCES if s in c.weights], _pick_sources,
     dict(options=list(EXTRA_SOURCES), format_func=label))
 
-EXTRA_WEIGHT_KNOBS = {
-    "keyword": _weight_knob("keyword", "Multiplies the keyword scorer's part of the fused score: RRF adds "
-                                       "w/(k + keyword rank), weighted sum adds w × normalised keyword points."),
-    "graph": _weight_knob("graph", "Multiplies the entity graph's part of the fused score: RRF adds "
-                                   "w/(k + graph rank), weighted sum adds w × normalised graph score."),
+EXTRA_WEIGHT_KNOBS = {source: _weight_knob(source) for source in EXTRA_SOURCES}
+SOURCE_KNOBS: dict[str, tuple[Knob, ...]] = {
+    source: tuple(_param_knob(p) for p in SOURCES[source].params) for source in EXTRA_SOURCES
 }
-
-
-def _param_knob(group: str, key: str, label_text: str, help_text: str, low: float, high: float, step: float) -> Knob:
-    """A slider over one entry of a source's parameter dict (`config.keyword` / `config.graph`)."""
-    whole = all(float(v).is_integer() for v in (low, high, step))
-    cast = int if whole else float
-
-    def read(config: SearchConfig) -> Any:
-        return cast(_clamp(getattr(config, group)[key], low, high))
-
-    def write(config: SearchConfig, value: Any) -> None:
-        setattr(config, group, {**getattr(config, group), key: float(value)})
-
-    return Knob(f"{group}.{key}", label_text, help_text, st.slider, read, write,
-                dict(min_value=cast(low), max_value=cast(high), step=cast(step)))
-
-
-_FIELD_HELP = "Points a record gets when a query term (lowercased, split on spaces) is a substring of "
-KEYWORD_KNOBS: tuple[Knob, ...] = (
-    _param_knob("keyword", "name_exact", "Name: whole query", "Points when the whole lowercased query is a "
-                "substring of the record's English or Chinese name (seed default 10).", 0, 30, 1),
-    _param_knob("keyword", "name_partial", "Name: any term", _FIELD_HELP + "the name, when the whole query "
-                "is not (seed default 5).", 0, 30, 1),
-    _param_knob("keyword", "description", "Description", _FIELD_HELP + "the English or Chinese description "
-                "(once per record; seed default 3).", 0, 20, 1),
-    _param_knob("keyword", "tag", "Each tag", _FIELD_HELP + "a tag, for every matching tag (seed default 2).",
-                0, 10, 0.5),
-    _param_knob("keyword", "domain", "Each domain", _FIELD_HELP + "a coverage domain, for every matching domain "
-                "(seed default 2).", 0, 10, 0.5),
-    _param_knob("keyword", "organization", "Organisation", _FIELD_HELP + "the organisation's name (seed "
-                "default 2).", 0, 10, 0.5),
-    _param_knob("keyword", "content", "Each content item", _FIELD_HELP + "a data-content item, for every "
-                "matching item (seed default 1).", 0, 5, 0.5),
-    _param_knob("keyword", "min_relevance", "Minimum relevance", "Records scoring fewer points are not "
-                "returned by the keyword source at all (seed default 5).", 0, 30, 0.5),
-    _param_knob("keyword", "limit", "Result limit", "How many records the keyword source returns, best first "
-                "(seed: 1–50, default 10); ties are broken by the mean quality score.", 1, 50, 1),
-)
-
-_TYPE_HELP = ("Weight of this entity type in relevance(A, B) = Σ w_t·Jaccard_t / Σ w_t over the types both "
-              "sides have (seed 002 default {}). Higher: sharing this type's entities counts more.")
-GRAPH_KNOBS: tuple[Knob, ...] = tuple(
-    _param_knob("graph", t, f"{t.capitalize()} weight", _TYPE_HELP.format(GRAPH_DEFAULTS[t]), 0, 3, 0.1)
-    for t in ("time", "location", "person", "topic", "action", "tag")
-) + (
-    _param_knob("graph", "depth", "Hops", "How many times activation spreads from the query's entities to "
-                "chunks sharing entities with already activated chunks (BFS depth; 0 = direct matches only).",
-                0, 5, 1),
-    _param_knob("graph", "breadth", "Breadth per hop", "At most this many new chunks are activated from "
-                "each chunk per hop, the most relevant first.", 1, 20, 1),
-    _param_knob("graph", "threshold", "Hop relevance threshold", "A chunk is activated by a hop only if its "
-                "entity relevance to the chunk it spreads from reaches this.", 0.0, 1.0, 0.05),
-    _param_knob("graph", "match", "Final score: entity match", "Weight of the entity match "
-                "(match_ratio × 0.4 + relevance × 0.6) in the graph's final score (seed 0.3).", 0.0, 1.0, 0.05),
-    _param_knob("graph", "vector", "Final score: vector similarity", "Weight of the cosine similarity "
-                "between query and chunk in the graph's final score (seed 0.3).", 0.0, 1.0, 0.05),
-    _param_knob("graph", "recency", "Final score: time decay", "Weight of the time decay e^(−λ·days) in the "
-                "graph's final score (seed 0.2).", 0.0, 1.0, 0.05),
-    _param_knob("graph", "preference", "Final score: preference", "Weight of the preference score (chunk "
-                "topics or tags among the focus topics) in the graph's final score (seed 0.2).", 0.0, 1.0, 0.05),
-    _param_knob("graph", "decay", "Time decay λ (per day)", "λ in e^(−λ·days): 0 ignores age; 0.01 halves "
-                "the recency score after about 69 days.", 0.0, 0.1, 0.001),
+SOURCE_KNOBS["graph"] += (
     Knob("graph_focus", "Focus topics",
          "Comma-separated topics or tags a user cares about; a chunk whose topics or tags include one gets a "
          "higher preference score.", st.text_input, lambda c: c.graph_focus,
          _set("graph_focus", lambda v: (v or "").strip())),
 )
-SOURCE_KNOBS = {"keyword": KEYWORD_KNOBS, "graph": GRAPH_KNOBS}
+GRAPH_KNOBS = SOURCE_KNOBS["graph"]
 
 
 def _draw(knob: Knob, which: str, **extra: Any) -> Any:
@@ -306,10 +246,10 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
     return state.view().config(which)
 
 
-def collection_picker(store: Store) -> str | None:
+def collection_picker(workbench: Workbench) -> str | None:
     """The sidebar collection picker shared by every page; None when there is no collection."""
     view = state.view()
-    names = store.collection_names()
+    names = workbench.collection_names()
     if not names:
         view.collection = None
         st.sidebar.info("No collection yet: add one on the Corpus page.")

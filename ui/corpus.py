@@ -12,7 +12,8 @@ import pandas as pd
 
 from retrieval.embed import E5, MINILM
 from retrieval.ingest import ColumnMapping, ParseOptions, parse_files, preview
-from retrieval.store import CollectionInfo, Progress, Store, validate_collection_name
+from retrieval.store import CollectionInfo, Progress, validate_collection_name
+from retrieval.workbench import Workbench
 from retrieval.types import ParsedCorpus, RetrievalError
 
 UPLOAD_TYPES = ["csv", "tsv", "json", "jsonl", "ndjson", "txt", "md", "markdown"]
@@ -78,7 +79,7 @@ class IngestReport:
     added: bool
 
 
-def ingest(store: Store, files: list[tuple[str, bytes]], options: ParseOptions, collection: str,
+def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseOptions, collection: str,
            add: bool = False, model: str | None = None, progress: Progress | None = None) -> IngestReport:
     """Parse the uploaded files and create the collection (or add to it). All or nothing: any
     problem raises RetrievalError (IngestError for input problems) and nothing is written."""
@@ -86,24 +87,24 @@ def ingest(store: Store, files: list[tuple[str, bytes]], options: ParseOptions, 
     validate_collection_name(collection)
     if not files:
         raise RetrievalError("Upload at least one file first")
-    if add and not store.exists(collection):
+    if add and not workbench.exists(collection):
         raise RetrievalError(f"No collection named {collection!r} to add to")
     corpus = parse_files(files, options)
     if progress:
         progress("parsed", len(corpus.documents), len(corpus.documents))
     if add:
-        info = store.add(collection, corpus, progress=progress)
+        info = workbench.add(collection, corpus, progress=progress)
     else:
-        info = store.create(collection, corpus, model=model, progress=progress)
+        info = workbench.create(collection, corpus, model=model, progress=progress)
     return IngestReport(info, corpus, add)
 
 
-def collections_frame(store: Store) -> pd.DataFrame:
+def collections_frame(workbench: Workbench) -> pd.DataFrame:
     """One row per collection with its stats."""
     rows = []
-    for info in store.list_collections():
+    for info in workbench.collections():
         try:
-            stats = store.stats(info.name)
+            stats = workbench.stats(info.name)
         except RetrievalError as exc:
             rows.append({"collection": info.name, "model": info.model, "note": str(exc)})
             continue
@@ -126,10 +127,10 @@ def collections_frame(store: Store) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def collections_overview(store: Store) -> pd.DataFrame:
+def collections_overview(workbench: Workbench) -> pd.DataFrame:
     """The catalogue only (cheap): name, documents, language, model, last update."""
     return pd.DataFrame([
         {"collection": i.name, "documents": i.doc_count, "language": i.language, "model": i.model,
          "updated": i.updated, "description": i.description}
-        for i in store.list_collections()
+        for i in workbench.collections()
     ])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.store import Store
+from retrieval.workbench import Workbench
 
 from . import corpus, state, views
 
@@ -26,15 +26,15 @@ def _done(message: str) -> None:
     st.rerun()
 
 
-def collections_table(store: Store) -> None:
-    frame = corpus.collections_frame(store)
+def collections_table(workbench: Workbench) -> None:
+    frame = corpus.collections_frame(workbench)
     if frame.empty:
         st.info("No collection yet.")
     else:
         st.dataframe(frame, hide_index=True, width="stretch")
 
 
-def upload_form(store: Store) -> None:
+def upload_form(workbench: Workbench) -> None:
     uploaded = st.file_uploader(
         "Files (csv, tsv, json, jsonl, txt, md)", type=corpus.UPLOAD_TYPES, accept_multiple_files=True,
         key="corpus.files",
@@ -74,11 +74,11 @@ def upload_form(store: Store) -> None:
         ]):
             mapping[name] = col.selectbox(f"{name} column", [corpus.DETECT] + columns, key=f"corpus.map_{name}",
                                           help=f"Which column holds {what}.")
-    _target_and_ingest(store, files, mapping, text_mode, max_chars)
+    _target_and_ingest(workbench, files, mapping, text_mode, max_chars)
 
 
-def _target_and_ingest(store: Store, files, mapping, text_mode, max_chars) -> None:
-    existing = [i.name for i in store.list_collections()]
+def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_chars) -> None:
+    existing = [i.name for i in workbench.collections()]
     target = st.radio("Into", ["new collection", "existing collection"], horizontal=True, key="corpus.target",
                       help="A new collection gets its own BM25 index and embedding model; adding keeps the "
                            "collection's model, so old and new documents are scored alike.")
@@ -113,7 +113,7 @@ def _target_and_ingest(store: Store, files, mapping, text_mode, max_chars) -> No
 
         try:
             options = corpus.parse_options(mapping["id"], mapping["title"], mapping["text"], text_mode, max_chars)
-            report = corpus.ingest(store, files, options, name, add=add,
+            report = corpus.ingest(workbench, files, options, name, add=add,
                                    model=corpus.model_name(model_choice, model_path), progress=progress)
         except Exception as exc:  # every core error is shown; the store wrote nothing
             bar.empty()
@@ -125,8 +125,8 @@ def _target_and_ingest(store: Store, files, mapping, text_mode, max_chars) -> No
               f"{report.info.doc_count} ({report.info.model}, language {report.info.language}).")
 
 
-def manage(store: Store) -> None:
-    names = [i.name for i in store.list_collections()]
+def manage(workbench: Workbench) -> None:
+    names = [i.name for i in workbench.collections()]
     if not names:
         return
     c1, c2, c3 = st.columns([2, 1, 1])
@@ -146,7 +146,7 @@ def manage(store: Store) -> None:
                 help=f"{action.capitalize()} the collection now."):
         del st.session_state[PENDING_KEY]
         try:
-            store.delete(target) if action == "delete" else store.clear(target)
+            workbench.delete(target) if action == "delete" else workbench.clear(target)
         except Exception as exc:
             views.show_error(exc)
             return

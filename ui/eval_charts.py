@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from retrieval.config import SearchConfig
 
 from . import state
-from .results import label
+from retrieval.sources import label
 
 METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "recall@100": "Recall@100",
                  "precision@10": "P@10", "map": "MAP"}

@@ -1,6 +1,6 @@
 """The Graph page's drawing: the entity graph source's activation for one query, hop by hop.
 
-Everything shown is what `retrieval.sources.graph` computes for the sidebar's graph parameters
+Everything shown is what `retrieval.sources.graph` (with `retrieval.activation`) computes for the sidebar's graph parameters
 (the same sliders as the Search page's entity graph parameters, config A).
 """
 
@@ -12,7 +12,8 @@ from typing import Any
 import streamlit as st
 
 from retrieval.config import SearchConfig
-from retrieval.sources.graph import GraphSource, activation_trace
+from retrieval.activation import activation_trace
+from retrieval.sources.graph import GraphSource
 from retrieval.workbench import Workbench
 
 from . import graph_charts
@@ -29,7 +30,7 @@ def graph_source(workbench: Workbench, collection: str, config: SearchConfig) ->
     """The built graph source for the collection's version and these parameters (cached)."""
     try:
         config.validate()
-        return workbench.source(collection, workbench.store.state_key(collection), "graph", config)
+        return workbench.source(collection, "graph", config)
     except Exception as exc:  # bad parameters, a missing model: readable, and the page stays up
         show_error(exc)
         return None

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from retrieval.judgments import JudgmentStore
+
 from . import state, views
 
 DEFAULT_SET = "judgments"
@@ -41,12 +43,6 @@ def judging_toggle() -> bool:
                             "while tuning: ten rating widgets make every slider move slower to draw.")
 
 
-def judgment_store(store):
-    from retrieval.judgments import JudgmentStore
-
-    return JudgmentStore(store)
-
-
 def active_set(judgments, collection: str, query: str, chosen: str | None) -> str:
     """The query set a rating of `query` goes to (see the module doc)."""
     if chosen:
@@ -61,7 +57,7 @@ def active_set(judgments, collection: str, query: str, chosen: str | None) -> st
 class Judge:
     """The rating widgets of one page run: one query, one set, the grades already given."""
 
-    store: object
+    judgments: JudgmentStore
     collection: str
     set_name: str
     query: str
@@ -71,7 +67,7 @@ class Judge:
     def __call__(self, doc_id: str) -> None:
         """Draw the rating widget of result `doc_id` (the per-result hook of the result cards)."""
         draw = rating if self.in_fragment else rating_fragment
-        draw(self.store, self.collection, self.set_name, self.query, doc_id, self.grades.get(doc_id))
+        draw(self.judgments, self.collection, self.set_name, self.query, doc_id, self.grades.get(doc_id))
 
 
 def judge(workbench, collection: str, query: str, in_fragment: bool = False) -> Judge | None:
@@ -88,7 +84,7 @@ def judge(workbench, collection: str, query: str, in_fragment: bool = False) -> 
     key = (collection, state.view().query_set, query)
     if key not in cache:
         try:
-            judgments = judgment_store(workbench.store)
+            judgments = workbench.judgments
             set_name = active_set(judgments, collection, query, state.view().query_set)
             grades = (judgments.ratings(collection, set_name, query)
                       if set_name in judgments.query_sets(collection) else {})
@@ -102,7 +98,7 @@ def judge(workbench, collection: str, query: str, in_fragment: bool = False) -> 
     st.caption(views.markdown_safe(
         f"Rate results 0–3 below: ratings go to query set '{set_name}' of '{collection}' "
         f"({len(grades)} rated for this query) and feed the Evaluate page."))
-    return Judge(workbench.store, collection, set_name, query, dict(grades), in_fragment)
+    return Judge(workbench.judgments, collection, set_name, query, dict(grades), in_fragment)
 
 
 def widget_key(collection: str, set_name: str, query: str, doc_id: str) -> str:
@@ -112,14 +108,14 @@ def widget_key(collection: str, set_name: str, query: str, doc_id: str) -> str:
     return f"judge_{digest}"  # [a-zA-Z0-9_-] only: Streamlit puts it as st-key-<key> in the class
 
 
-def rating(store, collection: str, set_name: str, query: str, doc_id: str, grade: int | None) -> None:
+def rating(judgments: JudgmentStore, collection: str, set_name: str, query: str, doc_id: str, grade: int | None) -> None:
     """One result's rating widget; the grade is saved by its on_change callback."""
     key = widget_key(collection, set_name, query, doc_id)
     if key not in st.session_state:
         st.session_state[key] = grade
     st.segmented_control(
         "Relevance", options=list(GRADES), format_func=GRADE_LABELS.get,  # no user text in the (hidden) label
-        key=key, on_change=_save, args=(store, collection, set_name, query, doc_id, key),
+        key=key, on_change=_save, args=(judgments, collection, set_name, query, doc_id, key),
         help=RATING_HELP, label_visibility="collapsed",
     )
     message = st.session_state.pop(f"{key}.error", None)
@@ -130,10 +126,9 @@ def rating(store, collection: str, set_name: str, query: str, doc_id: str, grade
 rating_fragment = st.fragment(rating)  # the same widget as its own fragment: a click reruns only it
 
 
-def _save(store, collection: str, set_name: str, query: str, doc_id: str, key: str) -> None:
+def _save(judgments: JudgmentStore, collection: str, set_name: str, query: str, doc_id: str, key: str) -> None:
     """on_change: write the new grade (or remove it: 'not rated') before the fragment reruns."""
     grade = st.session_state[key]
-    judgments = judgment_store(store)
     try:
         if grade is None:
             judgments.unrate(collection, set_name, query, doc_id)

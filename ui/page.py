@@ -31,7 +31,7 @@ def setup(title: str) -> Context:
     if not view.sample_checked:
         _ensure_sample(workbench)
         view.sample_checked = True
-    collection = controls.collection_picker(workbench.store)
+    collection = controls.collection_picker(workbench)
     for notice in view.notices:
         st.warning(views.markdown_safe(notice))
     view.notices.clear()
@@ -40,7 +40,7 @@ def setup(title: str) -> Context:
 
 def _ensure_sample(workbench: Workbench) -> None:
     """On the first run against an empty database, ingest the bundled sample with a progress bar."""
-    if not resources.needs_sample(workbench.store):
+    if not resources.needs_sample(workbench):
         return
     bar = st.progress(0.0, text="First run: ingesting the bundled sample corpus…")
 
@@ -48,7 +48,7 @@ def _ensure_sample(workbench: Workbench) -> None:
         bar.progress(min(1.0, done / max(total, 1)), text=f"First run: {stage} the sample corpus, {done}/{total}")
 
     try:
-        if resources.ingest_sample(workbench.store, progress):
+        if resources.ingest_sample(workbench, progress):
             state.view().collection = resources.SAMPLE_COLLECTION
             st.toast(f"Sample corpus ingested as '{resources.SAMPLE_COLLECTION}'")
     except Exception as exc:  # the app must still open: say what failed
@@ -66,23 +66,18 @@ def require_collection(context: Context) -> str:
 
 def search(workbench: Workbench, collection: str, query: str, config: SearchConfig,
            force_rerank: bool = False, skip_rerank: bool = False) -> SearchResult | None:
-    """Cached candidates (`Workbench.candidates`), then pure fusion (`Workbench.fuse`), then the
-    rerank when it is on. A slider move costs only the fusion: candidates and query embeddings
-    come from the cache. Errors are shown and give None.
+    """`Workbench.search` with its errors shown (None then): cached candidates, pure fusion, and
+    the rerank when it is on. A slider move costs only the fusion.
 
     `force_rerank` reranks whatever the config says (Compare's first stage vs reranked);
     `skip_rerank` leaves it out (pages that only chart the fusion)."""
     try:
         if force_rerank or skip_rerank:
             config = dataclasses.replace(config, rerank=force_rerank)
-        config.validate()  # the controls set fields in place, which __post_init__ never saw
-        candidates = workbench.candidates(collection, query, config)
-        outcome = Workbench.fuse(candidates, config)
-        result = SearchResult(query, config, candidates, outcome)
-        if config.rerank:
-            with st.spinner("Reranking…"):
-                workbench.apply_rerank(result)
-        return result
+        if not config.rerank:
+            return workbench.search(collection, query, config)
+        with st.spinner("Reranking…"):
+            return workbench.search(collection, query, config)
     except Exception as exc:  # bad input, a failing model or database: readable, and the page stays up
         views.show_error(exc)
     return None

@@ -40,9 +40,9 @@ def is_eval_cache(name: str) -> bool:
     return name.startswith("eval-")
 
 
-def needs_sample(store: Store) -> bool:
+def needs_sample(workbench: Workbench) -> bool:
     """True on a first run: no collection yet, apart from evaluation caches."""
-    return all(is_eval_cache(info.name) for info in store.list_collections())
+    return all(is_eval_cache(info.name) for info in workbench.collections())
 
 
 def default_collection(names: list[str]) -> str:
@@ -53,60 +53,58 @@ def default_collection(names: list[str]) -> str:
     return next((n for n in names if not is_eval_cache(n)), names[0])
 
 
-def ingest_sample(store: Store, progress: Progress | None = None) -> bool:
+def ingest_sample(workbench: Workbench, progress: Progress | None = None) -> bool:
     """On a first run (see `needs_sample`): the XQuAD sample with its queries and judgments, the
     data-source catalogue and the Three Kingdoms history. True when the sample was created."""
-    if not needs_sample(store):
+    if not needs_sample(workbench):
         return False
-    corpus = _create_missing(store, SAMPLE_COLLECTION, sample_dir(), progress,
+    corpus = _create_missing(workbench, SAMPLE_COLLECTION, sample_dir(), progress,
                              lambda c: "XQuAD sample (60 English + 60 Chinese paragraphs)")
     if corpus is None:
         return False
-    store_sample_queries(store, corpus)
-    ingest_catalogue(store, progress)
-    ingest_three_kingdoms(store, progress)
+    store_sample_queries(workbench, corpus)
+    ingest_catalogue(workbench, progress)
+    ingest_three_kingdoms(workbench, progress)
     return True
 
 
-def ingest_catalogue(store: Store, progress: Progress | None = None) -> bool:
+def ingest_catalogue(workbench: Workbench, progress: Progress | None = None) -> bool:
     """Create the bundled data-source catalogue (`sample_data/catalogue/records.json`) as
     CATALOGUE_COLLECTION, so the keyword source has records out of the box. True when created."""
-    return _create_missing(store, CATALOGUE_COLLECTION, REPO_DIR / "sample_data" / "catalogue" / "records.json",
+    return _create_missing(workbench, CATALOGUE_COLLECTION, REPO_DIR / "sample_data" / "catalogue" / "records.json",
                            progress, lambda c: f"Data-source catalogue ({len(c.documents)} bilingual records)") is not None
 
 
-def ingest_three_kingdoms(store: Store, progress: Progress | None = None) -> bool:
+def ingest_three_kingdoms(workbench: Workbench, progress: Progress | None = None) -> bool:
     """Create the bundled Markdown history (`sample_data/three_kingdoms/`) as GRAPH_COLLECTION, so
     the entity graph and the Graph page have people, places and years out of the box."""
-    return _create_missing(store, GRAPH_COLLECTION, REPO_DIR / "sample_data" / "three_kingdoms", progress,
+    return _create_missing(workbench, GRAPH_COLLECTION, REPO_DIR / "sample_data" / "three_kingdoms", progress,
                            lambda c: f"Battles of the Three Kingdoms (Markdown, {len(c.documents)} chunks)") is not None
 
 
-def _create_missing(store: Store, name: str, path: Path, progress: Progress | None, description):
+def _create_missing(workbench: Workbench, name: str, path: Path, progress: Progress | None, description):
     """Parse `path` and create collection `name` from it unless it exists; the parsed corpus, or
     None when nothing was created. Safe when two sessions race: the loser finds it exists."""
     from retrieval.ingest import parse_path
     from retrieval.types import RetrievalError
 
-    if store.exists(name):
+    if workbench.exists(name):
         return None
     corpus = parse_path(path)
     try:
-        store.create(name, corpus, description=description(corpus), progress=progress)
+        workbench.create(name, corpus, description=description(corpus), progress=progress)
     except RetrievalError:
-        if store.exists(name):
+        if workbench.exists(name):
             return None
         raise
     return corpus
 
 
-def store_sample_queries(store: Store, corpus) -> None:
+def store_sample_queries(workbench: Workbench, corpus) -> None:
     """The sample's queries and judgments as query set SAMPLE_QUERY_SET of the sample collection,
     so the Evaluate page works out of the box (nothing when the sample has no queries)."""
-    from retrieval.judgments import JudgmentStore
-
     if corpus.queries:
-        JudgmentStore(store).save_query_set(SAMPLE_COLLECTION, SAMPLE_QUERY_SET, dict(corpus.queries),
-                                            {q: dict(d) for q, d in corpus.qrels.items()} or None)
+        workbench.judgments.save_query_set(SAMPLE_COLLECTION, SAMPLE_QUERY_SET, dict(corpus.queries),
+                                           {q: dict(d) for q, d in corpus.qrels.items()} or None)
 
 

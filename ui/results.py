@@ -14,15 +14,11 @@ import pandas as pd
 from retrieval.compare import RankChange
 from retrieval.fusion import rrf_display_factor
 from retrieval.highlight import Span, match_spans, snippet
+from retrieval.sources import label
 from retrieval.types import FusedResult, FusionOutcome, RerankedResult
 from retrieval.workbench import CandidateSet, SearchResult
 
-SOURCE_LABELS = {"bm25": "BM25", "dense": "vector", "keyword": "keyword", "graph": "entity graph"}
 SNIPPET_WIDTH = 240
-
-
-def label(source: str) -> str:
-    return SOURCE_LABELS.get(source, source)
 
 
 @dataclass

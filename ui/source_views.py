@@ -19,7 +19,7 @@ from retrieval.highlight import escape_markdown
 from retrieval.types import SourceResult
 from retrieval.workbench import SearchResult
 
-from .results import label
+from retrieval.sources import label
 
 RAW_SCORE_HELP = {
     "bm25": "BM25 score of the query's terms in this document",

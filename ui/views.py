@@ -16,7 +16,9 @@ from retrieval.highlight import escape_markdown, query_terms, snippet, to_html
 from retrieval.workbench import SearchResult
 
 from . import charts, results
-from .results import ResultRow, label
+from retrieval.sources import label
+
+from .results import ResultRow
 
 _BULLET = re.compile(r"^(\s*-\s+)(.*)$")
 _MUTED = "color:#64748b"

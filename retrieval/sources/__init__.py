@@ -1,50 +1,51 @@
-"""Retrieval sources and their registry.
+"""The source registry: one `SourceSpec` per source (see `base.py` for the contract).
 
-Each source module implements `Source`: `search(query, depth) -> list[Hit]`, best first, ranks
-from 1, so fusion never special-cases one. A module registered in `SOURCE_MODULES` also provides
-
-- `LABEL`: the name people read ("BM25", "Vector" …);
-- `params(config) -> tuple`: the config values that decide its candidates (its cache key);
-- `build(store, collection, config) -> Source`: the built source for the collection's current
-  version (indexes, in-memory tables), which the workbench caches per (version, params).
-
-Modules are imported on first use, so importing the registry loads no model or index code.
+`SOURCES` maps a name to its descriptor; `SearchConfig`, the UI controls, the CLI and the
+Workbench all read it, so adding a source is one module here plus one line below. Heavy imports
+(models, LanceDB queries) happen inside `load`, so importing the registry loads no model.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import TYPE_CHECKING
 
-from .base import Source, run_source
+from . import bm25, dense, graph, keyword
+from .base import LoadContext, Param, Source, SourceSpec, run_source
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
-    from ..store import Store
 
-SOURCE_MODULES: dict[str, str] = {
-    "bm25": "retrieval.sources.bm25",
-    "dense": "retrieval.sources.dense",
-    "graph": "retrieval.sources.graph",
-    "keyword": "retrieval.sources.keyword",
-}
+SOURCES: dict[str, SourceSpec] = {spec.name: spec for spec in (bm25.SPEC, dense.SPEC, keyword.SPEC, graph.SPEC)}
 
 
-def source_module(name: str) -> ModuleType:
+def unknown_source(name: str) -> str:
+    return f"unknown source {name!r}; known: {', '.join(SOURCES)}"
+
+
+def source_spec(name: str) -> SourceSpec:
     try:
-        return importlib.import_module(SOURCE_MODULES[name])
+        return SOURCES[name]
     except KeyError:
-        raise KeyError(f"unknown source {name!r}; known: {', '.join(SOURCE_MODULES)}") from None
+        raise KeyError(unknown_source(name)) from None
 
 
-def source_params(name: str, config: "SearchConfig") -> tuple:
-    """What in `config` decides source `name`'s candidates (unknown sources: nothing)."""
-    return (name,) + tuple(source_module(name).params(config)) if name in SOURCE_MODULES else (name,)
+def source_params(name: str, config: SearchConfig) -> tuple:
+    """What in `config` decides source `name`'s candidates (unknown sources: nothing): the key of
+    its built source and, with the query and collection state, of its cached candidates."""
+    spec = SOURCES.get(name)
+    return (name,) + (tuple(spec.key(config)) if spec is not None else ())
 
 
-def build_source(store: "Store", collection: str, name: str, config: "SearchConfig") -> Source:
-    return source_module(name).build(store, collection, config)
+def candidate_key(config: SearchConfig) -> tuple:
+    """The part of a config that decides which candidates the sources return."""
+    return (config.depth,) + tuple(source_params(name, config) for name in sorted(config.sources))
 
 
-__all__ = ["Source", "run_source", "SOURCE_MODULES", "source_params", "build_source"]
+def label(name: str) -> str:
+    """What people read for a source name (the name itself for an unknown source)."""
+    spec = SOURCES.get(name)
+    return spec.label if spec is not None else name
+
+
+__all__ = ["SOURCES", "LoadContext", "Param", "Source", "SourceSpec", "candidate_key", "label", "run_source",
+           "source_params", "source_spec", "unknown_source"]

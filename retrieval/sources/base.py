@@ -1,11 +1,35 @@
-"""The source interface, and the guard that keeps one failing source from breaking a search."""
+"""The source contract: a typed descriptor per source, the searcher it builds, and the guard that
+keeps one failing source from breaking a search.
+
+A source is described once, by a `SourceSpec`, and everything else reads that description:
+`SearchConfig` takes its parameter defaults, the UI draws its weight, minimum-score and parameter
+sliders from it, the CLI parses its options with it, and the Workbench caches it:
+
+    load(context, collection) -> loaded        expensive: reads the collection (an index, rows,
+                                               vectors); cached by the Workbench per collection
+                                               state (`Store.state_key`)
+    build(loaded, config)     -> Source        cheap: applies the config's parameters; cached by
+                                               the Workbench per `key(config)`
+    Source.search(query, depth) -> [Hit]       best first, ranks 1..n; candidates cached per query
+
+so fusion never special-cases a source, and a slider over a source's parameter never re-reads
+the collection.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..types import Hit, SourceResult
+
+if TYPE_CHECKING:  # only for annotations: sources never import the config at run time
+    import numpy as np
+
+    from ..config import SearchConfig
+    from ..store import Store
 
 
 class Source(Protocol):
@@ -14,6 +38,59 @@ class Source(Protocol):
     def search(self, query: str, depth: int) -> list[Hit]:
         """The `depth` best documents for `query`, best first, with ranks 1..n."""
         ...
+
+
+class LoadContext(Protocol):
+    """What `SourceSpec.load` may use: the store, and query embeddings cached per (model, query)
+    (the Workbench provides both)."""
+
+    store: Store
+
+    def query_vector(self, model: str, query: str) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tunable parameter of a source: where it lives in `SearchConfig` (`path`: a field name,
+    or "field.key" for an entry of a dict field such as `keyword.tag`), its default (dict entries
+    only: plain fields carry their own default), the slider range and what it does."""
+
+    path: str
+    label: str
+    help: str
+    low: float
+    high: float
+    step: float
+    default: float | None = None
+
+    @property
+    def group(self) -> str | None:
+        """The dict field holding the parameter ("keyword", "graph"), None for a plain field."""
+        return self.path.split(".", 1)[0] if "." in self.path else None
+
+    @property
+    def key(self) -> str:
+        return self.path.split(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Everything the core, the UI and the CLI know about one source."""
+
+    name: str  # the key in `SearchConfig.weights`
+    label: str  # what people read, mid-sentence ("BM25", "vector", "entity graph")
+    load: Callable[[LoadContext, str], Any]
+    build: Callable[[Any, SearchConfig], Source]
+    key: Callable[[SearchConfig], tuple] = lambda config: ()  # the config values `build` reads
+    weight_help: str = ""  # the weight slider's tooltip
+    min_raw: Param | None = None  # the per-source minimum raw score slider (low = off)
+    params: tuple[Param, ...] = ()  # its own parameters, drawn as sliders
+    optional: bool = False  # joins the fusion only when picked (BM25 and vector always retrieve)
+    description: str = ""  # one sentence: what it scores and how (the "Extra sources" tooltip)
+
+    def defaults(self, group: str) -> dict[str, float]:
+        """Defaults of this source's parameters stored in the dict field `group`."""
+        return {p.key: p.default for p in self.params if p.group == group}
 
 
 def run_source(source: Source, query: str, depth: int) -> SourceResult:

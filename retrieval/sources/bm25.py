@@ -19,28 +19,63 @@ the same ranking (the test suite checks this).
 from __future__ import annotations
 
 import math
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from rank_bm25 import BM25Okapi
 
 from ..tokenize import tokenize
 from ..types import Hit
-from .base import top_hits
+from .base import LoadContext, Param, SourceSpec, top_hits
 
-LABEL = "BM25"
+if TYPE_CHECKING:
+    from ..config import SearchConfig
+
+class LoadedBM25:
+    """A collection's BM25 inputs, read on first use: the table handle (native index) and every
+    document's stored tokens (rank-bm25)."""
+
+    def __init__(self, context: LoadContext, collection: str):
+        self.table = context.store.table(collection)
+        self._store, self._collection = context.store, collection
+
+    @cached_property
+    def tokens(self) -> tuple[list[str], list[list[str]]]:
+        rows = self._store.column(self._collection, ["id", "tokens"])
+        return rows.column("id").to_pylist(), [t.split() for t in rows.column("tokens").to_pylist()]
 
 
-def params(config) -> tuple:
+def key(config: SearchConfig) -> tuple:
     if config.bm25_backend == "lancedb":
         return ("lancedb",)
     return ("rank_bm25", config.bm25_k1, config.bm25_b)
 
 
-def build(store, collection: str, config):
+def build(loaded: LoadedBM25, config: SearchConfig):
     if config.bm25_backend == "lancedb":
-        return LanceFTSSource(store.table(collection))
-    rows = store.column(collection, ["id", "tokens"])
-    token_lists = [t.split() for t in rows.column("tokens").to_pylist()]
-    return RankBM25Source(rows.column("id").to_pylist(), token_lists, config.bm25_k1, config.bm25_b)
+        return LanceFTSSource(loaded.table)
+    ids, token_lists = loaded.tokens
+    return RankBM25Source(ids, token_lists, config.bm25_k1, config.bm25_b)
+
+
+_AGAIN = " Retrieves BM25 candidates again."
+SPEC = SourceSpec(
+    name="bm25", label="BM25", load=LoadedBM25, build=build, key=key,
+    weight_help="Multiplies BM25's part of the fused score: RRF adds w/(k + BM25 rank), weighted sum "
+                "adds w × normalised BM25 score. 0 keeps BM25's ranks visible but makes it add nothing.",
+    min_raw=Param("min_raw.bm25", "Minimum BM25 raw score",
+                  "Drops BM25 hits whose raw BM25 score is below this before fusion (0 = off): they add "
+                  "nothing from BM25, the other BM25 hits keep their ranks, and normalisation is "
+                  "recomputed over the hits that remain.", 0.0, 30.0, 0.1),
+    params=(
+        Param("bm25_k1", "BM25 k1", "Term-frequency saturation (rank_bm25): a higher k1 lets repeated query "
+              "terms keep adding score, 0 counts presence only." + _AGAIN, 0.0, 3.0, 0.05),
+        Param("bm25_b", "BM25 b", "Length normalisation (rank_bm25): 1 fully penalises long documents, 0 "
+              "ignores length." + _AGAIN, 0.0, 1.0, 0.05),
+    ),
+    description="Okapi BM25 over the analyser's tokens (rank-bm25 with settable k1 and b, or LanceDB's "
+                "native full-text index).",
+)
 
 
 class LuceneIdfBM25(BM25Okapi):

@@ -8,37 +8,59 @@ re-scores the shortlist with full vectors so reported similarities stay exact.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..types import Hit
-from .base import top_hits
+from .base import LoadContext, Param, SourceSpec, top_hits
 
-LABEL = "Vector"
-
-
-def params(config) -> tuple:
-    return ()
+if TYPE_CHECKING:
+    from ..config import SearchConfig
 
 
-def build(store, collection: str, config):
-    from ..embed import load_encoder
+@dataclass(frozen=True)
+class LoadedDense:
+    """The collection's table handle, its model, and the Workbench's query-embedding cache."""
 
-    return DenseSource(store.table(collection), load_encoder(store.info(collection).model))
+    table: Any
+    model: str
+    context: LoadContext
+
+    def query_vector(self, query: str):
+        return self.context.query_vector(self.model, query)
+
+
+def load(context: LoadContext, collection: str) -> LoadedDense:
+    return LoadedDense(context.store.table(collection), context.store.info(collection).model, context)
+
+
+def build(loaded: LoadedDense, config: SearchConfig) -> DenseSource:
+    return DenseSource(loaded.table, loaded.query_vector)
+
+
+SPEC = SourceSpec(
+    name="dense", label="vector", load=load, build=build,
+    weight_help="Multiplies the vector (embedding) part of the fused score: RRF adds w/(k + vector rank), "
+                "weighted sum adds w × normalised cosine similarity. 0 makes it add nothing.",
+    min_raw=Param("min_raw.dense", "Minimum vector raw score",
+                  "Drops vector hits whose cosine similarity is below this before fusion (0 = off): they "
+                  "add nothing from the vector side, the others keep their ranks, and normalisation is "
+                  "recomputed over the hits that remain.", 0.0, 1.0, 0.01),
+    description="Cosine similarity between the query's and each document's embedding (the collection's model).",
+)
 
 
 class DenseSource:
     name = "dense"
 
-    def __init__(self, table, encoder, refine_factor: int = 10):
+    def __init__(self, table, embed: Callable[[str], Any], refine_factor: int = 10):
+        """`embed(query)` gives the query's vector (the Workbench caches it per model and query)."""
         self.table = table
-        self.encoder = encoder
+        self._embed = embed
         # LanceDB names them IvfFlat, IvfPq, IvfHnswSq …: any index on the vector column.
         self.has_index = any(i.columns == ["vector"] for i in table.list_indices())
         self.refine_factor = refine_factor
-        self._embed = lru_cache(maxsize=1024)(self._embed_uncached)
-
-    def _embed_uncached(self, query: str):
-        return self.encoder.encode_queries([query])[0]
 
     def search(self, query: str, depth: int) -> list[Hit]:
         if not query.strip():

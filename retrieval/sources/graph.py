@@ -1,35 +1,5 @@
-"""Entity graph source: seed 002's entity activation over chunks and their typed entities.
-
-Each chunk is an event (no LLM splits events, see `retrieval.entities`); `E(x)_t` is the set of
-normalised entity names of type t of an event x (or of the query), `w_t` the type weight
-(`config.graph`, seed defaults time 0.9, location 1.0, person 1.1, topic 1.5, action 1.2, tag 1.0).
-
-    J_t(A, B)          = |A_t ∩ B_t| / |A_t ∪ B_t|                       (Jaccard per type)
-    relevance(A, B)    = Σ_{t∈S} w_t·J_t(A, B) / Σ_{t∈S} w_t             S = types both A and B have
-                                                                         (0 when S is empty)
-    match_ratio(A, B)  = |{t : A_t ∩ B_t ≠ ∅}| / |{t : A_t ≠ ∅}|         share of A's types B matches
-    match(A, B)        = 0.4·match_ratio(A, B) + 0.6·relevance(A, B)
-
-Activation (multi-hop BFS):
-
-- hop 0: every event sharing at least one entity with the query Q is activated with
-  a(e) = match(Q, e);
-- hop h = 1 … depth: for each event p activated at hop h − 1, best a(p) first, the not yet
-  activated events sharing an entity with p whose relevance(p, c) ≥ threshold, best match(p, c)
-  first, at most `breadth` of them, are activated with a(c) = a(p)·match(p, c) (activation fades
-  with every hop);
-- completion: when chunks i − 1 and i + 1 of one article are activated and chunk i is not,
-  chunk i is added (`completed`), with a(i) = min(a(i − 1), a(i + 1)).
-
-Final score of an activated event e (weights from `config.graph`, seed 0.3/0.3/0.2/0.2):
-
-    score(e) = w_match·a(e) + w_vector·cos(q, v_e) + w_recency·e^(−λ·days_e) + w_preference·pref(e)
-    pref(e)  = min(1, 0.5 + 0.3·[F ∩ topics_e ≠ ∅] + 0.2·[F ∩ tags_e ≠ ∅])     F = focus topics
-
-`q` is the query embedded by the collection's own encoder (cached per query, so a slider never
-re-embeds), `v_e` the chunk's stored vector. `days_e` = whole days from the chunk's date (its
-metadata `date`/`created`/… field, else the day it was ingested; table `event_times`) to the day
-the collection's index was first loaded in this process (`load_index`), never negative.
+"""Entity graph source: seed 002's entity activation (`retrieval.activation`) over a collection's
+chunks and their typed entities (`retrieval.entities`, stored at ingest beside the collection).
 
 Query entities: the query goes through the same extractor as the chunks; then, since a query is
 short, every entity name of the collection found in the query (Chinese names of ≥ 2 characters as
@@ -43,310 +13,27 @@ graph slider only re-runs the activation and scoring, which are pure functions h
 
 from __future__ import annotations
 
-import math
 import re
-import threading
 import unicodedata
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..entities import ENTITY_TYPES, default_extractor, graph_table_rows, normalize_name
-from ..types import Document, Hit, RetrievalError
+from ..activation import (Activation, GraphSettings, Scored, activate, hit_detail, inverted,
+                          score_events)
+from ..cache import LRU
+from ..entities import ENTITY_TYPES, default_extractor, graph_table_rows
+from ..pipeline import stored_documents
+from ..types import Hit, RetrievalError
+from .base import LoadContext, Param, SourceSpec
 
-LABEL = "Entity graph"
+if TYPE_CHECKING:
+    from ..config import SearchConfig
 
-EntitySets = Mapping[str, frozenset]  # type -> normalised names
-MATCH_RATIO_SHARE, RELEVANCE_SHARE = 0.4, 0.6
 _HAN_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-
-
-# ---- pure scoring functions ------------------------------------------------------------------
-def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
-    """|A ∩ B| / |A ∪ B| (0 for two empty sets)."""
-    a, b = set(a), set(b)
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
-
-
-def relevance(a: EntitySets, b: EntitySets, weights: Mapping[str, float]) -> float:
-    """Σ_{t∈S} w_t·J_t / Σ_{t∈S} w_t over the types S both sides have (a missing weight is 1)."""
-    total = weighted = 0.0
-    for kind, names in a.items():
-        if names and b.get(kind):
-            w = weights.get(kind, 1.0)
-            total += w
-            weighted += w * jaccard(names, b[kind])
-    return weighted / total if total > 0 else 0.0
-
-
-def match_ratio(a: EntitySets, b: EntitySets) -> float:
-    """Share of A's (non-empty) types in which B has at least one of A's names."""
-    kinds = [k for k, names in a.items() if names]
-    if not kinds:
-        return 0.0
-    return sum(1 for k in kinds if a[k] & b.get(k, frozenset())) / len(kinds)
-
-
-def match_score(ratio: float, rel: float) -> float:
-    """Seed 002's multi-dimensional match: 0.4·match_ratio + 0.6·relevance."""
-    return MATCH_RATIO_SHARE * ratio + RELEVANCE_SHARE * rel
-
-
-def recency(days: float, decay: float) -> float:
-    """Time decay e^(−λ·days)."""
-    return math.exp(-decay * max(0.0, days))
-
-
-def preference(topics: Iterable[str], tags: Iterable[str], focus: Iterable[str]) -> float:
-    """min(1, 0.5 + 0.3·[focus ∩ topics] + 0.2·[focus ∩ tags])."""
-    focus = set(focus)
-    score = 0.5 + (0.3 if focus & set(topics) else 0.0) + (0.2 if focus & set(tags) else 0.0)
-    return min(score, 1.0)
-
-
-def final_score(match: float, vector: float, recent: float, pref: float, weights: Mapping[str, float]) -> float:
-    """w_match·match + w_vector·vector + w_recency·recency + w_preference·preference."""
-    return (weights["match"] * match + weights["vector"] * vector + weights["recency"] * recent
-            + weights["preference"] * pref)
-
-
-def shared(a: EntitySets, b: EntitySets) -> dict[str, tuple[str, ...]]:
-    """The names A and B share, by type (sorted)."""
-    out = {}
-    for kind, names in a.items():
-        common = names & b.get(kind, frozenset())
-        if common:
-            out[kind] = tuple(sorted(common))
-    return out
-
-
-# ---- settings --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class GraphSettings:
-    """The graph parameters of a `SearchConfig` (`config.graph`, `config.graph_focus`)."""
-
-    type_weights: Mapping[str, float]
-    depth: int = 2
-    breadth: int = 5
-    threshold: float = 0.3
-    mix: Mapping[str, float] = field(default_factory=lambda: {"match": 0.3, "vector": 0.3, "recency": 0.2,
-                                                              "preference": 0.2})
-    decay: float = 0.01
-    focus: frozenset = frozenset()
-
-    @classmethod
-    def from_config(cls, config) -> GraphSettings:
-        g = config.graph
-        normalize = default_extractor().normalize if config.graph_focus else normalize_name
-        focus = frozenset(filter(None, (normalize(f) for f in re.split(r"[,，;；]", config.graph_focus or ""))))
-        return cls(type_weights={t: g[t] for t in ENTITY_TYPES}, depth=int(round(g["depth"])),
-                   breadth=max(1, int(round(g["breadth"]))), threshold=g["threshold"],
-                   mix={k: g[k] for k in ("match", "vector", "recency", "preference")}, decay=g["decay"],
-                   focus=focus)
-
-
-# ---- activation (pure) -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class Activated:
-    """How one event was activated."""
-
-    event_id: str
-    hop: int
-    activation: float  # a(e)
-    match_ratio: float  # of the edge that activated it (query → e at hop 0, parent → e later)
-    relevance: float
-    parent: str | None = None  # the event it spread from (hops ≥ 1)
-    via: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # shared entities on that edge
-    completed: bool = False
-    neighbours: tuple[str, ...] = ()  # chunks i − 1 and i + 1, for a completed chunk
-
-
-@dataclass
-class Activation:
-    """Every activated event in activation order, and the query's entities."""
-
-    query_entities: dict[str, tuple[str, ...]]
-    events: dict[str, Activated]
-    unknown: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # hop -> the highest relevance of a candidate the threshold turned away at that hop
-    best_below: dict[int, float] = field(default_factory=dict)
-
-    @property
-    def max_hop(self) -> int:
-        return max((a.hop for a in self.events.values() if not a.completed), default=-1)
-
-    def at_hop(self, hop: int) -> list[Activated]:
-        return [a for a in self.events.values() if a.hop == hop and not a.completed]
-
-    def completed(self) -> list[Activated]:
-        return [a for a in self.events.values() if a.completed]
-
-
-def _as_sets(entities: Mapping[str, Iterable[str]]) -> dict[str, frozenset]:
-    return {k: frozenset(v) for k, v in entities.items() if v}
-
-
-def inverted(entities: Mapping[str, EntitySets]) -> dict[tuple[str, str], frozenset]:
-    """(type, name) -> the events that have it."""
-    index: dict[tuple[str, str], set] = {}
-    for event, sets in entities.items():
-        for kind, names in sets.items():
-            for name in names:
-                index.setdefault((kind, name), set()).add(event)
-    return {k: frozenset(v) for k, v in index.items()}
-
-
-def activate(query: Mapping[str, Iterable[str]], entities: Mapping[str, EntitySets], settings: GraphSettings,
-             positions: Mapping[str, tuple[str | None, int | None]] | None = None,
-             events_of: Mapping[tuple[str, str], frozenset] | None = None) -> Activation:
-    """Hop 0, BFS hops and neighbour completion (formulas in the module docstring).
-
-    `entities`: event -> type -> names; `positions`: event -> (article id, chunk index) for
-    completion; `events_of`: the inverted index, built when not given.
-    """
-    q = _as_sets(query)
-    events_of = events_of if events_of is not None else inverted(entities)
-    weights = settings.type_weights
-    activated: dict[str, Activated] = {}
-
-    def neighbours_of(sets: EntitySets) -> set[str]:
-        out: set[str] = set()
-        for kind, names in sets.items():
-            for name in names:
-                out |= events_of.get((kind, name), frozenset())
-        return out
-
-    for event in sorted(neighbours_of(q)):
-        ratio, rel = match_ratio(q, entities[event]), relevance(q, entities[event], weights)
-        activated[event] = Activated(event, 0, match_score(ratio, rel), ratio, rel, via=shared(q, entities[event]))
-    frontier = _best_first(activated[e] for e in activated)
-    best_below: dict[int, float] = {}
-    for hop in range(1, settings.depth + 1):
-        nxt = []
-        for parent in frontier:
-            p_sets = entities[parent.event_id]
-            scored = []
-            for cand in neighbours_of(p_sets) - activated.keys():
-                rel = relevance(p_sets, entities[cand], weights)
-                if rel >= settings.threshold:
-                    ratio = match_ratio(p_sets, entities[cand])
-                    scored.append((match_score(ratio, rel), rel, ratio, cand))
-                else:
-                    best_below[hop] = max(best_below.get(hop, 0.0), rel)
-            scored.sort(key=lambda s: (-s[0], -s[1], s[3]))
-            for m, rel, ratio, cand in scored[: settings.breadth]:
-                a = Activated(cand, hop, parent.activation * m, ratio, rel, parent=parent.event_id,
-                              via=shared(p_sets, entities[cand]))
-                activated[cand] = a
-                nxt.append(a)
-        if not nxt:
-            break
-        frontier = _best_first(nxt)
-    if positions:
-        for a in complete_neighbours(activated, positions):
-            activated[a.event_id] = a
-    return Activation({k: tuple(sorted(v)) for k, v in q.items()}, activated, best_below=best_below)
-
-
-def _best_first(items: Iterable[Activated]) -> list[Activated]:
-    return sorted(items, key=lambda a: (-a.activation, a.event_id))
-
-
-def complete_neighbours(activated: Mapping[str, Activated],
-                        positions: Mapping[str, tuple[str | None, int | None]]) -> list[Activated]:
-    """Chunk i of an article when chunks i − 1 and i + 1 are activated and i is not.
-
-    The added chunk gets hop max(hops of the two), activation min(a(i − 1), a(i + 1)), completed.
-    """
-    at = {(p, i): e for e, (p, i) in positions.items() if p is not None and i is not None}
-    added = []
-    for event in sorted(activated):
-        parent, index = positions.get(event, (None, None))
-        if parent is None or index is None:
-            continue
-        middle, right = at.get((parent, index + 1)), at.get((parent, index + 2))
-        if middle is None or right is None or middle in activated or right not in activated:
-            continue
-        left_a, right_a = activated[event], activated[right]
-        added.append(Activated(middle, max(left_a.hop, right_a.hop), min(left_a.activation, right_a.activation),
-                               0.0, 0.0, completed=True, neighbours=(event, right)))
-    return added
-
-
-@dataclass(frozen=True)
-class Scored:
-    event_id: str
-    score: float
-    match: float
-    vector: float
-    recency: float
-    preference: float
-    days: int
-
-
-def score_events(activation: Activation, entities: Mapping[str, EntitySets], vector_sims: Mapping[str, float],
-                 days: Mapping[str, int], settings: GraphSettings) -> list[Scored]:
-    """Every activated event's final score, best first (ties by id)."""
-    out = []
-    for event, a in activation.events.items():
-        sets = entities.get(event, {})
-        d = days.get(event, 0)
-        parts = (a.activation, float(vector_sims.get(event, 0.0)), recency(d, settings.decay),
-                 preference(sets.get("topic", ()), sets.get("tag", ()), settings.focus))
-        out.append(Scored(event, final_score(*parts, settings.mix), *parts, d))
-    out.sort(key=lambda s: (-s.score, s.event_id))
-    return out
-
-
-def hit_detail(a: Activated, s: Scored, date_source: str = "") -> dict:
-    """The per-result explanation shown next to a graph hit (JSON-friendly)."""
-    return {
-        "hop": a.hop, "completed": a.completed, "via": a.parent,
-        "matched": {k: list(v) for k, v in a.via.items()},
-        "match_ratio": round(a.match_ratio, 6), "relevance": round(a.relevance, 6),
-        "match": round(s.match, 6), "vector": round(s.vector, 6), "recency": round(s.recency, 6),
-        "days": s.days, "date_source": date_source, "preference": round(s.preference, 6),
-        **({"neighbours": list(a.neighbours)} if a.completed else {}),
-    }
-
-
-# ---- activation trace for the Graph page (pure) ----------------------------------------------
-@dataclass(frozen=True)
-class HopTrace:
-    """What one hop activated: its events, the entities it went through and the edges used.
-
-    Edges are (from, entity, to): from is "query" at hop 0, the parent event later; entity is
-    (type, name), or None for the neighbour edges of completed chunks (hop "completed")."""
-
-    hop: int | str
-    events: tuple[str, ...]
-    entities: tuple[tuple[str, str], ...]
-    edges: tuple[tuple[str, tuple[str, str] | None, str], ...]
-
-
-def activation_trace(activation: Activation) -> list[HopTrace]:
-    """Per hop (0, 1, …, then "completed" if any): activated events, entities and edges."""
-    traces = []
-    for hop in range(activation.max_hop + 1):
-        acts = activation.at_hop(hop)
-        edges, ents = [], []
-        for a in acts:
-            src = "query" if hop == 0 else a.parent
-            for kind, names in a.via.items():
-                for name in names:
-                    edges.append((src, (kind, name), a.event_id))
-                    ents.append((kind, name))
-        traces.append(HopTrace(hop, tuple(a.event_id for a in acts), tuple(dict.fromkeys(ents)), tuple(edges)))
-    done = activation.completed()
-    if done:
-        edges = tuple((n, None, a.event_id) for a in done for n in a.neighbours)
-        traces.append(HopTrace("completed", tuple(a.event_id for a in done), (), edges))
-    return traces
 
 
 # ---- the collection index (read once per version) --------------------------------------------
@@ -365,21 +52,12 @@ class GraphIndex:
     titles: dict[str, str]
     model: str
     from_tables: bool  # False: computed in memory (collection ingested before the graph tables)
-    _queries: OrderedDict = field(default_factory=OrderedDict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    # The query's entities depend only on the query and this index, so they live with it.
+    _queries: LRU = field(default_factory=lambda: LRU(1024))
 
     def query_entities(self, query: str) -> tuple[dict[str, frozenset], dict[str, tuple[str, ...]]]:
         """(known query entities by type, extracted names the collection does not know); cached."""
-        with self._lock:
-            if query in self._queries:
-                self._queries.move_to_end(query)
-                return self._queries[query]
-        found = query_entities(query, self.known)
-        with self._lock:
-            self._queries[query] = found
-            while len(self._queries) > 1024:
-                self._queries.popitem(last=False)
-        return found
+        return self._queries.get_or_create(query, lambda: query_entities(query, self.known))
 
 
 def query_entities(query: str, known: Mapping[str, frozenset]) -> tuple[dict[str, frozenset], dict[str, tuple]]:
@@ -408,26 +86,12 @@ def query_entities(query: str, known: Mapping[str, frozenset]) -> tuple[dict[str
     return {k: frozenset(v) for k, v in typed.items()}, {k: tuple(sorted(v)) for k, v in unknown.items()}
 
 
-_indexes: OrderedDict = OrderedDict()
-_indexes_lock = threading.Lock()
-
-
 def load_index(store, collection: str, today: date | None = None) -> GraphIndex:
-    """The collection's graph index for its current version, read once (LRU of 8)."""
-    # Under the writer lock: `Store.add` bumps the collection's version before it writes the
-    # entity tables, and an index read in between would pair new chunks with old entities.
+    """The collection's graph index at its current state (the Workbench caches it per state)."""
+    # Under the writer lock: a write bumps the collection's version before it writes the entity
+    # tables, and an index read in between would pair new chunks with old entities.
     with store.writer_lock(collection):
-        key = (store.uri, collection, store.state_key(collection))
-        with _indexes_lock:
-            if key in _indexes:
-                _indexes.move_to_end(key)
-                return _indexes[key]
-        index = _read_index(store, collection, today or datetime.now(timezone.utc).date())
-    with _indexes_lock:
-        _indexes[key] = index
-        while len(_indexes) > 8:
-            _indexes.popitem(last=False)
-    return index
+        return _read_index(store, collection, today or datetime.now(timezone.utc).date())
 
 
 def _read_index(store, collection: str, today: date) -> GraphIndex:
@@ -445,12 +109,7 @@ def _read_index(store, collection: str, today: date) -> GraphIndex:
         links = tables["event_entities"].to_pylist()
         times = tables["event_times"].to_pylist()
     else:  # ingested before the entity tables existed: extract in memory, dated by creation
-        stored = store.column(collection, ["id", "title", "text", "metadata"]).to_pylist()
-        import json
-
-        docs = [Document(id=r["id"], text=r["text"] or "", title=r["title"] or "",
-                         metadata=json.loads(r["metadata"] or "{}")) for r in stored]
-        computed = graph_table_rows(docs, datetime.fromisoformat(info.created))
+        computed = graph_table_rows(stored_documents(store, collection), datetime.fromisoformat(info.created))
         entity_rows, links, times = computed["entities"], computed["event_entities"], computed["event_times"]
     by_id = {r["id"]: r for r in entity_rows}
     entities: dict[str, dict[str, set]] = {i: {} for i in ids}
@@ -479,44 +138,90 @@ def _read_index(store, collection: str, today: date) -> GraphIndex:
     )
 
 
-@lru_cache(maxsize=2048)
-def query_vector(model: str, query: str) -> np.ndarray:
-    """The query embedded by `model`, once per (model, query)."""
-    from ..embed import load_encoder
-
-    return load_encoder(model).encode_queries([query])[0]
-
-
 # ---- the source ------------------------------------------------------------------------------
-def params(config) -> tuple:
+@dataclass(frozen=True)
+class LoadedGraph:
+    """The collection's graph index, and the Workbench's query embeddings for its model."""
+
+    index: GraphIndex
+    context: LoadContext
+
+    def query_vector(self, query: str) -> np.ndarray:
+        return self.context.query_vector(self.index.model, query)
+
+
+def load(context: LoadContext, collection: str) -> LoadedGraph:
+    return LoadedGraph(load_index(context.store, collection), context)
+
+
+def key(config: SearchConfig) -> tuple:
     return tuple(sorted(config.graph.items())) + (config.graph_focus,)
 
 
-def build(store, collection: str, config):
-    return GraphSource(load_index(store, collection), GraphSettings.from_config(config))
+def build(loaded: LoadedGraph, config: SearchConfig) -> GraphSource:
+    return GraphSource(loaded.index, GraphSettings.from_config(config), loaded.query_vector)
+
+
+_TYPE_HELP = ("Weight of this entity type in relevance(A, B) = Σ w_t·Jaccard_t / Σ w_t over the types both "
+              "sides have (seed 002 default {:g}). Higher: sharing this type's entities counts more.")
+# Seed 002: entity-type weights (§4.2), multi-hop recall (§6: depth, breadth per hop, relevance
+# threshold — 0.1, not the seed's 0.5: rule-found entities give a chunk many entities per type, so
+# chunk-to-chunk relevance stays around 0.02–0.2 and a higher threshold stops every hop) and the
+# final-score mix (§7: match 0.3, vector 0.3, time decay 0.2, preference 0.2, decay λ per day in
+# e^(−λ·days)).
+_TYPE_WEIGHTS = {"time": 0.9, "location": 1.0, "person": 1.1, "topic": 1.5, "action": 1.2, "tag": 1.0}
+PARAMS: tuple[Param, ...] = tuple(
+    Param(f"graph.{t}", f"{t.capitalize()} weight", _TYPE_HELP.format(w), 0, 3, 0.1, default=w)
+    for t, w in _TYPE_WEIGHTS.items()
+) + (
+    Param("graph.depth", "Hops", "How many times activation spreads from the query's entities to chunks "
+          "sharing entities with already activated chunks (BFS depth; 0 = direct matches only).", 0, 5, 1,
+          default=2.0),
+    Param("graph.breadth", "Breadth per hop", "At most this many new chunks are activated from each chunk "
+          "per hop, the most relevant first.", 1, 20, 1, default=5.0),
+    Param("graph.threshold", "Hop relevance threshold", "A chunk is activated by a hop only if its entity "
+          "relevance to the chunk it spreads from reaches this.", 0.0, 1.0, 0.05, default=0.1),
+    Param("graph.match", "Final score: entity match", "Weight of the entity match (match_ratio × 0.4 + "
+          "relevance × 0.6) in the graph's final score (seed 0.3).", 0.0, 1.0, 0.05, default=0.3),
+    Param("graph.vector", "Final score: vector similarity", "Weight of the cosine similarity between query "
+          "and chunk in the graph's final score (seed 0.3).", 0.0, 1.0, 0.05, default=0.3),
+    Param("graph.recency", "Final score: time decay", "Weight of the time decay e^(−λ·days) in the graph's "
+          "final score (seed 0.2).", 0.0, 1.0, 0.05, default=0.2),
+    Param("graph.preference", "Final score: preference", "Weight of the preference score (chunk topics or "
+          "tags among the focus topics) in the graph's final score (seed 0.2).", 0.0, 1.0, 0.05, default=0.2),
+    Param("graph.decay", "Time decay λ (per day)", "λ in e^(−λ·days): 0 ignores age; 0.01 halves the "
+          "recency score after about 69 days.", 0.0, 0.1, 0.001, default=0.01),
+)
+GRAPH_DEFAULTS: dict[str, float] = {p.key: p.default for p in PARAMS}
+
+SPEC = SourceSpec(
+    name="graph", label="entity graph", load=load, build=build, key=key, params=PARAMS, optional=True,
+    weight_help="Multiplies the entity graph's part of the fused score: RRF adds w/(k + graph rank), weighted "
+                "sum adds w × normalised graph score.",
+    description="Entity graph: seed 002's entity activation over typed entities (person, place, time, topic, "
+                "action, tag) with multi-hop recall.",
+)
 
 
 class GraphSource:
     name = "graph"
 
-    def __init__(self, index: GraphIndex, settings: GraphSettings):
+    def __init__(self, index: GraphIndex, settings: GraphSettings, embed: Callable[[str], np.ndarray]):
+        """`embed(query)` gives the query's vector (the Workbench caches it per model and query)."""
         self.index = index
         self.settings = settings
-        self._cache: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()  # one built source serves every session of the app
+        self._embed = embed
+        # An activation depends only on the query, the index and these settings: kept with them.
+        self._activations = LRU(256)
 
     def activation(self, query: str) -> Activation:
         """The activation for `query` under this source's settings (cached per query)."""
-        with self._lock:
-            if query in self._cache:
-                return self._cache[query]
+        return self._activations.get_or_create(query, lambda: self._activate(query))
+
+    def _activate(self, query: str) -> Activation:
         q, unknown = self.index.query_entities(query)
         result = activate(q, self.index.entities, self.settings, self.index.positions, self.index.events_of)
         result.unknown = unknown
-        with self._lock:
-            self._cache[query] = result
-            while len(self._cache) > 256:
-                self._cache.popitem(last=False)
         return result
 
     def scored(self, query: str) -> list[Scored]:
@@ -525,7 +230,7 @@ class GraphSource:
         if not activation.events:
             return []
         ids = list(activation.events)
-        q = query_vector(self.index.model, query)
+        q = self._embed(query)
         rows = [self.index.row[i] for i in ids]
         sims = self.index.vectors[rows] @ (q / (np.linalg.norm(q) or 1.0))
         return score_events(activation, self.index.entities, dict(zip(ids, sims.tolist())), self.index.days,

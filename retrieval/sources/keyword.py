@@ -41,28 +41,52 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import KEYWORD_DEFAULTS
 from ..records import (is_catalogue_record, record_contents, record_descriptions, record_domains,
                        record_names, record_organization, record_quality, record_tags)
 from ..types import Hit
+from .base import LoadContext, Param, SourceSpec
 
-LABEL = "Keyword"
+if TYPE_CHECKING:
+    from ..config import SearchConfig
+
 FIELDS = ("name", "description", "tags", "domains", "organization", "content")
+
+_FIELD_HELP = "Points a record gets when a query term (lowercased, split on spaces) is a substring of "
+# Seed 000's field points, its minimum relevance and its result limit (1–50).
+PARAMS: tuple[Param, ...] = (
+    Param("keyword.name_exact", "Name: whole query", "Points when the whole lowercased query is a substring of "
+          "the record's English or Chinese name (seed default 10).", 0, 30, 1, default=10.0),
+    Param("keyword.name_partial", "Name: any term", _FIELD_HELP + "the name, when the whole query is not (seed "
+          "default 5).", 0, 30, 1, default=5.0),
+    Param("keyword.description", "Description", _FIELD_HELP + "the English or Chinese description (once per "
+          "record; seed default 3).", 0, 20, 1, default=3.0),
+    Param("keyword.tag", "Each tag", _FIELD_HELP + "a tag, for every matching tag (seed default 2).",
+          0, 10, 0.5, default=2.0),
+    Param("keyword.domain", "Each domain", _FIELD_HELP + "a coverage domain, for every matching domain (seed "
+          "default 2).", 0, 10, 0.5, default=2.0),
+    Param("keyword.organization", "Organisation", _FIELD_HELP + "the organisation's name (seed default 2).",
+          0, 10, 0.5, default=2.0),
+    Param("keyword.content", "Each content item", _FIELD_HELP + "a data-content item, for every matching item "
+          "(seed default 1).", 0, 5, 0.5, default=1.0),
+    Param("keyword.min_relevance", "Minimum relevance", "Records scoring fewer points are not returned by the "
+          "keyword source at all (seed default 5).", 0, 30, 0.5, default=5.0),
+    Param("keyword.limit", "Result limit", "How many records the keyword source returns, best first (seed: "
+          "1–50, default 10); ties are broken by the mean quality score.", 1, 50, 1, default=10.0),
+)
+KEYWORD_DEFAULTS: dict[str, float] = {p.key: p.default for p in PARAMS}
 PARAM_ORDER = tuple(KEYWORD_DEFAULTS)
 
 
-def params(config) -> tuple:
+def key(config: SearchConfig) -> tuple:
     """The points, threshold and limit, in `KEYWORD_DEFAULTS` order: they decide the candidates."""
-    return tuple(config.keyword[key] for key in PARAM_ORDER)
+    return tuple(config.keyword[name] for name in PARAM_ORDER)
 
 
-def build(store, collection: str, config) -> "KeywordSource":
-    return KeywordSource(load_fields(store, collection), config.keyword)
+def build(records: list[KeywordFields], config: SearchConfig) -> KeywordSource:
+    return KeywordSource(records, config.keyword)
 
 
 # ---- query and matching ----------------------------------------------------------------------
@@ -255,23 +279,17 @@ def _metadata(text: str | None) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-_LOADED: OrderedDict[tuple, list[KeywordFields]] = OrderedDict()
-_LOADED_MAX = 8
-_LOAD_LOCK = threading.Lock()
+def load_fields(context: LoadContext, collection: str) -> list[KeywordFields]:
+    """Every row of the collection as `KeywordFields` (the Workbench caches them per collection
+    state, so rebuilding the source for new points reuses them)."""
+    rows = context.store.column(collection, ["id", "title", "text", "metadata"]).to_pylist()
+    return [row_fields(r["id"], r["title"], r["text"], _metadata(r["metadata"])) for r in rows]
 
 
-def load_fields(store, collection: str) -> list[KeywordFields]:
-    """Every row of the collection as `KeywordFields`, read once per (database, collection,
-    `Store.state_key`): rebuilding the source for new points reuses them."""
-    key = (store.uri, collection, store.state_key(collection))
-    with _LOAD_LOCK:
-        if key in _LOADED:
-            _LOADED.move_to_end(key)
-            return _LOADED[key]
-    rows = store.column(collection, ["id", "title", "text", "metadata"]).to_pylist()
-    records = [row_fields(r["id"], r["title"], r["text"], _metadata(r["metadata"])) for r in rows]
-    with _LOAD_LOCK:
-        _LOADED[key] = records
-        while len(_LOADED) > _LOADED_MAX:
-            _LOADED.popitem(last=False)
-    return records
+SPEC = SourceSpec(
+    name="keyword", label="keyword", load=load_fields, build=build, key=key, params=PARAMS, optional=True,
+    weight_help="Multiplies the keyword scorer's part of the fused score: RRF adds w/(k + keyword rank), "
+                "weighted sum adds w × normalised keyword points.",
+    description="Keyword: seed 000's field-weighted substring scorer over structured records (name, "
+                "description, tags, domains, organisation, content).",
+)

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from retrieval.config import SearchConfig
 from retrieval.ingest import parse_path
+from retrieval.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.types import Document, ParsedCorpus
 from retrieval.workbench import Workbench
@@ -46,7 +47,7 @@ def app_db(tmp_path_factory):
     sample = parse_path(REPO / "sample_data" / "xquad")
     wanted = {f"{lang}-{i:03d}" for lang in ("en", "zh") for i in range(1, 9)}
     documents = [d for d in sample.documents if d.id in wanted] + [UNSAFE]
-    Store(str(db)).create(COLLECTION, ParsedCorpus(documents))
+    create_collection(Store(str(db)), COLLECTION, ParsedCorpus(documents))
     yield SimpleNamespace(uri=str(db), collection=COLLECTION, n_docs=len(documents))
     patch.undo()
 

@@ -8,6 +8,7 @@ from conftest import open_page, plain
 from retrieval.ingest import ParseOptions
 from retrieval.store import Store
 from retrieval.types import IngestError, RetrievalError
+from retrieval.workbench import Workbench
 from ui import corpus
 
 CORPUS = "pages/4_Corpus.py"
@@ -97,7 +98,7 @@ def test_invalid_name_is_an_error(workbench):
 
 def test_clear_and_delete_need_a_confirmation(workbench):
     store = workbench.store
-    corpus.ingest(store, [("bye.txt", b"First paragraph.\n\nSecond paragraph.")], ParseOptions(), "to-remove",
+    corpus.ingest(workbench, [("bye.txt", b"First paragraph.\n\nSecond paragraph.")], ParseOptions(), "to-remove",
                   model="all-MiniLM-L6-v2")
     at = open_page(CORPUS)
     at.selectbox(key="corpus.manage").set_value("to-remove").run()
@@ -120,13 +121,14 @@ def test_clear_and_delete_need_a_confirmation(workbench):
 
 def test_ingest_step_is_a_plain_function(tmp_path):
     store = Store(str(tmp_path))
+    workbench = Workbench(store)
     options = corpus.parse_options("key", "heading", "body")
-    report = corpus.ingest(store, [("notes.csv", NOTES_CSV)], options, "fn-notes", model="all-MiniLM-L6-v2")
+    report = corpus.ingest(workbench, [("notes.csv", NOTES_CSV)], options, "fn-notes", model="all-MiniLM-L6-v2")
     assert report.info.doc_count == 3 and not report.added
     with pytest.raises(IngestError):
-        corpus.ingest(store, [("notes.csv", NOTES_CSV)], options, "fn-notes", add=True)
+        corpus.ingest(workbench, [("notes.csv", NOTES_CSV)], options, "fn-notes", add=True)
     with pytest.raises(RetrievalError, match="already exists"):
-        corpus.ingest(store, [("notes.csv", NOTES_CSV)], options, "fn-notes")
+        corpus.ingest(workbench, [("notes.csv", NOTES_CSV)], options, "fn-notes")
     with pytest.raises(RetrievalError, match="No collection named"):
-        corpus.ingest(store, [("notes.csv", NOTES_CSV)], options, "missing", add=True)
+        corpus.ingest(workbench, [("notes.csv", NOTES_CSV)], options, "missing", add=True)
     assert store.info("fn-notes").doc_count == 3

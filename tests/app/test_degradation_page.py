@@ -1,12 +1,9 @@
 """Search page with a failing third source: the page still shows the other sources' fusion and
 names the failed source and why (seed 004)."""
 
-import sys
-import types
-
 from conftest import QUERY, fused, open_page, plain
 
-from retrieval.sources import SOURCE_MODULES
+from retrieval.sources import SOURCES, SourceSpec
 
 SEARCH = "pages/1_Search.py"
 
@@ -19,11 +16,9 @@ class _Crashing:
 
 
 def test_a_crashing_source_is_named_and_the_others_are_fused(workbench, monkeypatch):
-    module = types.ModuleType("workbench_test_crashing_source")
-    module.LABEL, module.params = "crashing", (lambda config: ())
-    module.build = lambda store, collection, config: _Crashing()
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(SOURCE_MODULES, "crashing", module.__name__)
+    monkeypatch.setitem(SOURCES, "crashing", SourceSpec(name="crashing", label="crashing",
+                                                        load=lambda context, collection: None,
+                                                        build=lambda loaded, config: _Crashing()))
 
     at = open_page(SEARCH, q=QUERY, weights="bm25=0.5,dense=0.5,crashing=0.5")
     warnings = [plain(w.value) for w in at.warning]

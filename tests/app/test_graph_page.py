@@ -6,9 +6,11 @@ import pytest
 
 from conftest import all_widgets, nullable, open_page, plain
 
+from retrieval.pipeline import create_collection
 from retrieval.chunking import chunk_markdown
 from retrieval.config import SearchConfig
-from retrieval.sources.graph import GraphSettings, activate, load_index
+from retrieval.activation import GraphSettings, activate
+from retrieval.sources.graph import load_index
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus
 
@@ -31,7 +33,7 @@ MINI = """## 官渡
 def graph_collection(app_db):
     store = Store(app_db.uri)
     if not store.exists(COLLECTION):
-        store.create(COLLECTION, ParsedCorpus(chunk_markdown(MINI, "mini")))
+        create_collection(store, COLLECTION, ParsedCorpus(chunk_markdown(MINI, "mini")))
     return store
 
 

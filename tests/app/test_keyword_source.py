@@ -4,10 +4,12 @@ points per field shown, and a points slider re-scoring exactly as the core does.
 import pytest
 from conftest import REPO, nullable, open_page
 
+from retrieval.pipeline import create_collection
 from retrieval.config import SearchConfig
 from retrieval.ingest import parse_path
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus
+from retrieval.workbench import Workbench
 
 SEARCH, COMPARE = "pages/1_Search.py", "pages/2_Compare.py"
 CATALOGUE = "catalogue"
@@ -23,7 +25,7 @@ def catalogue(app_db):
     store = Store(app_db.uri)
     if not store.exists(CATALOGUE):
         documents = [d for d in parse_path(RECORDS).documents if d.id in SUBSET]
-        store.create(CATALOGUE, ParsedCorpus(documents))
+        create_collection(store, CATALOGUE, ParsedCorpus(documents))
     return CATALOGUE
 
 
@@ -87,8 +89,8 @@ def test_job_reaches_employment_only_through_vectors(workbench, catalogue):
 def test_first_run_also_ingests_the_catalogue(tmp_path):
     from ui import resources
 
-    store = Store(str(tmp_path / "db"))
-    assert resources.ingest_catalogue(store) is True
-    info = store.info(resources.CATALOGUE_COLLECTION)
+    workbench = Workbench(Store(str(tmp_path / "db")))
+    assert resources.ingest_catalogue(workbench) is True
+    info = workbench.info(resources.CATALOGUE_COLLECTION)
     assert info.doc_count == len(parse_path(RECORDS).documents)
-    assert resources.ingest_catalogue(store) is False  # already there: nothing written
+    assert resources.ingest_catalogue(workbench) is False  # already there: nothing written
