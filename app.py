@@ -25,7 +25,7 @@ PAGE_LINKS = [
     ("pages/6_Graph.py", "Graph", "entity activation hop by hop"),
 ]
 cols = st.columns(len(PAGE_LINKS))
-for col, (path, name, what) in zip(cols, PAGE_LINKS):
+for col, (path, name, what) in zip(cols, PAGE_LINKS, strict=True):
     with col:
         st.page_link(path, label=f"**{name}**", help=what)
         st.caption(what)

@@ -18,14 +18,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from retrieval.pipeline import create_collection  # noqa: E402
 from retrieval.config import SearchConfig  # noqa: E402
 from retrieval.embed import load_encoder  # noqa: E402
 from retrieval.evaluate import ensure_beir_collection  # noqa: E402
 from retrieval.fusion import fuse  # noqa: E402
+from retrieval.pipeline import create_collection, embedding_text  # noqa: E402
 from retrieval.sources.base import run_source  # noqa: E402
 from retrieval.sources.bm25 import LanceFTSSource  # noqa: E402
-from retrieval.pipeline import embedding_text  # noqa: E402
 from retrieval.store import Store  # noqa: E402
 from retrieval.types import ParsedCorpus  # noqa: E402
 from retrieval.workbench import Workbench  # noqa: E402
@@ -88,7 +87,8 @@ def main() -> None:
         started = time.perf_counter()
         create_collection(scratch, "bench", sample, model=encoder.spec.name)
         ingest_rate = len(texts) / (time.perf_counter() - started)
-    rows.append(("ingest (tokenise + embed + write + index)", f"{ingest_rate:.1f} docs/s", f"{len(texts)} docs, {encoder.spec.name}"))
+    rows.append(("ingest (tokenise + embed + write + index)", f"{ingest_rate:.1f} docs/s",
+                 f"{len(texts)} docs, {encoder.spec.name}"))
     rows.append(("encoder only", f"{encode_rate:.1f} docs/s", "same texts"))
 
     width = max(len(r[0]) for r in rows)

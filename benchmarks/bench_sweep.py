@@ -48,7 +48,7 @@ def main() -> None:
     # Fill the candidate cache (and compile ranx's numba kernels) with a one-variant sweep of a
     # variant that uses both sources (grid[0] has BM25 weight 0: dense alone).
     both = [v for v in grid if len(v.config.weights) == 2][:1]
-    warm, warm_wall, _ = timed(lambda: run_sweep(workbench, name, queries, qrels, both))
+    _, warm_wall, _ = timed(lambda: run_sweep(workbench, name, queries, qrels, both))
     full, full_wall, full_cpu = timed(lambda: run_sweep(workbench, name, queries, qrels, grid))
     part, part_wall, part_cpu = timed(lambda: run_sweep(workbench, name, queries, qrels, grid[:82]))
 
@@ -68,8 +68,9 @@ def main() -> None:
     print(f"sweep benchmark: {folder.name}, {n} judged queries, depth {grid[0].config.depth}, candidates cached")
     print(f"{'what':<52} {'wall s':>9} {'cpu s':>9} {'per variant':>12}")
     print(f"{'first sweep (1 variant, fills the candidate cache)':<52} {warm_wall:>9.2f} {'':>9} {'':>12}")
-    for label, result, wall, cpu, count in ((f"sweep, {len(grid)} variants", full, full_wall, full_cpu, len(grid)),
-                                            ("sweep, 82 variants (OpenSearch grid size)", part, part_wall, part_cpu, 82)):
+    runs = ((f"sweep, {len(grid)} variants", full, full_wall, full_cpu, len(grid)),
+            ("sweep, 82 variants (OpenSearch grid size)", part, part_wall, part_cpu, 82))
+    for label, result, wall, cpu, count in runs:
         print(f"{label:<52} {wall:>9.2f} {cpu:>9.2f} {wall / count * 1000:>9.1f} ms")
         print(f"{'  of which cached candidate look-ups':<52} {result.seconds['retrieval']:>9.2f}")
         print(f"{'  of which fusion + metrics':<52} {result.seconds['fusion+metrics']:>9.2f} {'':>9} "

@@ -177,7 +177,7 @@ def main() -> None:
     ]
     header = ("measurement", "median ms", "p95 ms", "n", "note")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
     print(line(header))
     print("  ".join("-" * w for w in widths))
     for r in rows:

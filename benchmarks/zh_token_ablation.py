@@ -14,11 +14,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from retrieval.evaluate import evaluate_run, run_from_rankings  # noqa: E402
-from retrieval.ingest import parse_path  # noqa: E402
-from retrieval.sources.base import top_hits  # noqa: E402
-from retrieval.sources.bm25 import LuceneIdfBM25  # noqa: E402
-from retrieval.tokenize import tokenize  # noqa: E402
+from retrieval.evaluate import evaluate_run, run_from_rankings
+from retrieval.ingest import parse_path
+from retrieval.sources.base import top_hits
+from retrieval.sources.bm25 import LuceneIdfBM25
+from retrieval.tokenize import tokenize
 
 
 def two_or_more(text: str) -> list[str]:

@@ -17,4 +17,5 @@ state.write_url("graph")
 if query.strip():
     graph_views.activation_view(context.workbench, collection, query, config)
 else:
-    st.info("Type a query above. On the sample-three-kingdoms collection, try “诸葛亮北伐” or “赤壁之战” (multi-hop) or “曹操和刘备的战役”.")
+    st.info("Type a query above. On the sample-three-kingdoms collection, try “诸葛亮北伐” or “赤壁之战” "
+            "(multi-hop) or “曹操和刘备的战役”.")

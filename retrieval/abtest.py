@@ -99,8 +99,9 @@ def compare(
         p_value = randomization_p(deltas, n_permutations, seed)
     return ABResult(
         metric=metric, test=test, n_queries=len(query_ids),
-        per_query_a=dict(zip(query_ids, a.tolist())), per_query_b=dict(zip(query_ids, b.tolist())),
-        deltas=dict(zip(query_ids, deltas.tolist())),
+        per_query_a=dict(zip(query_ids, a.tolist(), strict=True)),
+        per_query_b=dict(zip(query_ids, b.tolist(), strict=True)),
+        deltas=dict(zip(query_ids, deltas.tolist(), strict=True)),
         mean_a=float(a.mean()), mean_b=float(b.mean()), mean_delta=float(b.mean() - a.mean()),
         wins=int((deltas > 0).sum()), ties=int((deltas == 0).sum()), losses=int((deltas < 0).sum()),
         p_value=float(p_value), alpha=alpha,

@@ -127,8 +127,8 @@ class GraphSettings:
         g = config.graph
         normalize = default_extractor().normalize if config.graph_focus else normalize_name
         focus = frozenset(filter(None, (normalize(f) for f in re.split(r"[,，;；]", config.graph_focus or ""))))
-        return cls(type_weights={t: g[t] for t in ENTITY_TYPES}, depth=int(round(g["depth"])),
-                   breadth=max(1, int(round(g["breadth"]))), threshold=g["threshold"],
+        return cls(type_weights={t: g[t] for t in ENTITY_TYPES}, depth=round(g["depth"]),
+                   breadth=max(1, round(g["breadth"])), threshold=g["threshold"],
                    mix={k: g[k] for k in ("match", "vector", "recency", "preference")}, decay=g["decay"],
                    focus=focus)
 

@@ -128,9 +128,9 @@ def _fenced_lines(lines: list[str]) -> list[bool]:
             flags.append(open_fence is not None)
             continue
         flags.append(True)
-        if match and match.group(1)[0] == open_fence[0] and len(match.group(1)) >= len(open_fence):
-            if not match.group(2).strip():
-                open_fence = None
+        if (match and match.group(1)[0] == open_fence[0] and len(match.group(1)) >= len(open_fence)
+                and not match.group(2).strip()):
+            open_fence = None
     return flags
 
 

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from pathlib import Path
 
-from .config import (BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, PARAM_GROUPS, SearchConfig,
-                     parse_weights)
+from .config import (
+    BM25_BACKENDS,
+    COMBINATIONS,
+    FUSION_METHODS,
+    NORMALIZATIONS,
+    PARAM_GROUPS,
+    SearchConfig,
+    parse_weights,
+)
 from .sources import SOURCES
 from .types import RetrievalError
 
@@ -50,7 +58,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--reranker", help="'e5' (offline default) or a CrossEncoder folder / id")
     for group in PARAM_GROUPS:  # one option per source with its own parameters, from its descriptor
         names = [p.key for p in SOURCES[group].params if p.group == group]
-        g.add_argument(f"--{group}", help=f"{SOURCES[group].label} parameters as name=value,…; names: {', '.join(names)}")
+        g.add_argument(f"--{group}",
+                       help=f"{SOURCES[group].label} parameters as name=value,…; names: {', '.join(names)}")
     g.add_argument("--focus", dest="graph_focus", help="entity graph focus topics, comma-separated")
 
 
@@ -118,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # Warnings and tracebacks of the core's module loggers (a failing source …) go to stderr.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return COMMANDS[args.command](args)
     except RetrievalError as exc:

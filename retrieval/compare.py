@@ -106,16 +106,16 @@ def rbo(a: Sequence[str], b: Sequence[str], p: float = 0.9) -> float:
     _check(a, "first")
     _check(b, "second")
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    s, l = len(short), len(long_)
-    if l == 0:
+    s, n_long = len(short), len(long_)
+    if n_long == 0:
         return 1.0
     if s == 0:
         return 0.0
     seen_short: set[str] = set()
     seen_long: set[str] = set()
     overlap = 0
-    x = [0] * (l + 1)  # x[d] = X_d, the overlap of the depth-d prefixes (short list capped at s)
-    for d in range(1, l + 1):
+    x = [0] * (n_long + 1)  # x[d] = X_d, the overlap of the depth-d prefixes (short list capped at s)
+    for d in range(1, n_long + 1):
         item_long = long_[d - 1]
         if d <= s:
             item_short = short[d - 1]
@@ -128,6 +128,6 @@ def rbo(a: Sequence[str], b: Sequence[str], p: float = 0.9) -> float:
             overlap += item_long in seen_short
         seen_long.add(item_long)
         x[d] = overlap
-    total = sum(x[d] / d * p**d for d in range(1, l + 1))
-    total += sum(x[s] * (d - s) / (s * d) * p**d for d in range(s + 1, l + 1))
-    return (1 - p) / p * total + ((x[l] - x[s]) / l + x[s] / s) * p**l
+    total = sum(x[d] / d * p**d for d in range(1, n_long + 1))
+    total += sum(x[s] * (d - s) / (s * d) * p**d for d in range(s + 1, n_long + 1))
+    return (1 - p) / p * total + ((x[n_long] - x[s]) / n_long + x[s] / s) * p**n_long

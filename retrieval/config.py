@@ -118,7 +118,7 @@ class SearchConfig:
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SearchConfig":
+    def from_dict(cls, data: dict[str, Any]) -> SearchConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -126,7 +126,7 @@ class SearchConfig:
         return cls(**data)
 
     @classmethod
-    def from_json(cls, text: str) -> "SearchConfig":
+    def from_json(cls, text: str) -> SearchConfig:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -151,7 +151,7 @@ class SearchConfig:
         return out
 
     @classmethod
-    def from_query_params(cls, params: dict[str, str]) -> "SearchConfig":
+    def from_query_params(cls, params: dict[str, str]) -> SearchConfig:
         """Inverse of `to_query_params`; unknown keys are ignored (the page may add its own)."""
         kwargs: dict[str, Any] = {}
         for f in fields(cls):

@@ -13,7 +13,7 @@ Each write is one LanceDB commit (a merge-insert keyed on the name, or a delete)
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -79,7 +79,7 @@ class ConfigStore:
             if not overwrite and self._row(name) is not None:
                 raise RetrievalError(f"A config named {name!r} already exists; choose another name or overwrite it")
             row = {"name": name, "config": config.to_json(),
-                   "saved": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                   "saved": datetime.now(UTC).isoformat(timespec="seconds")}
             table = self._table(create=True)
             (table.merge_insert("name").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist([row], schema=CONFIGS_SCHEMA)))

@@ -45,7 +45,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from .types import RetrievalError
@@ -353,7 +353,7 @@ def event_time(metadata: Mapping, ingested: datetime) -> tuple[str, str]:
             parsed = parse_date(value)
             if parsed is not None:
                 return parsed.isoformat(), f"metadata:{name}"
-    return ingested.astimezone(timezone.utc).date().isoformat(), "ingest"
+    return ingested.astimezone(UTC).date().isoformat(), "ingest"
 
 
 def parse_date(value: str) -> date | None:

@@ -66,7 +66,7 @@ class QrelsEvaluator:
         # ranx refuses empty per-query dicts; a query with no results simply scores 0 via make_comparable.
         nonempty = {q: docs for q, docs in run.items() if docs and q in self.judged}
         if not nonempty:
-            return {m: 0.0 for m in metrics}, {q: {m: 0.0 for m in metrics} for q in self.judged}
+            return dict.fromkeys(metrics, 0.0), {q: dict.fromkeys(metrics, 0.0) for q in self.judged}
         per_metric = evaluate(self.ranx_qrels, RanxRun(nonempty), _asked(metrics), return_mean=False,
                               make_comparable=True, save_results_in_run=False)
         per_query = {q: {m: float(per_metric[m][i]) for m in metrics} for i, q in enumerate(self.query_ids)}
@@ -129,7 +129,8 @@ def _asked(metrics: list[str]) -> list[str]:
     return metrics + (["precision@1"] if metrics[0] != "precision@1" else ["recall@1"])
 
 
-def evaluate_run(qrels: Qrels, run: Run, metrics: Iterable[str] = DEFAULT_METRICS) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+def evaluate_run(qrels: Qrels, run: Run, metrics: Iterable[str] = DEFAULT_METRICS
+                 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """Mean and per-query metric values; only queries with judgments count."""
     return QrelsEvaluator(qrels).evaluate(run, metrics)
 

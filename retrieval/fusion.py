@@ -216,17 +216,17 @@ def scores_from_prepared(prepared: Mapping[str, PreparedSource], config: SearchC
             else:
                 terms = [weight * norm for norm in entry.norms]
             if not scores:
-                scores = dict(zip(entry.ids, terms))
+                scores = dict(zip(entry.ids, terms, strict=True))
                 continue
             get = scores.get
-            for doc_id, term in zip(entry.ids, terms):
+            for doc_id, term in zip(entry.ids, terms, strict=True):
                 previous = get(doc_id)
                 scores[doc_id] = term if previous is None else previous + term
         return scores
     pairs: dict[str, list[tuple[float, float]]] = {}
     for source, weight in weights.items():
         entry = prepared[source]
-        for doc_id, norm in zip(entry.ids, entry.norms):
+        for doc_id, norm in zip(entry.ids, entry.norms, strict=True):
             pairs.setdefault(doc_id, []).append((weight, norm))
     combine = COMBINERS[config.combination]
     return {doc_id: combine(doc_pairs) for doc_id, doc_pairs in pairs.items()}
@@ -304,7 +304,8 @@ def fuse(
     prepared = {source: prepare_source(hits, None, config.normalization) for source, hits in kept.items()}
     scores = scores_from_prepared(prepared, config)
     per_source: dict[str, dict[str, tuple[Hit, float]]] = {
-        source: {h.doc_id: (h, n) for h, n in zip(kept[source], prepared[source].norms)} for source in weights
+        source: {h.doc_id: (h, n) for h, n in zip(kept[source], prepared[source].norms, strict=True)}
+        for source in weights
     }
     rrf = config.fusion == "rrf"
     combination = config.combination

@@ -134,8 +134,8 @@ def parse_bytes(data: bytes, filename: str, options: ParseOptions = ParseOptions
     _require_rows(records, name)
     if not records.typed_cells and options.mapping == ColumnMapping() and _holds_catalogue(records):
         documents = _catalogue_documents(records, name)
-        note = (f"catalogue records ('name' as an {{en, zh}} object): title = the names, text = descriptions, "
-                f"tags, domains, organisation and content; each whole record kept as metadata")
+        note = ("catalogue records ('name' as an {en, zh} object): title = the names, text = descriptions, "
+                "tags, domains, organisation and content; each whole record kept as metadata")
         return ParsedCorpus(documents, encoding, form, records.notes + [note])
     found = records.columns()
     columns = _resolve_columns(found, options.mapping, name)
@@ -144,7 +144,8 @@ def parse_bytes(data: bytes, filename: str, options: ParseOptions = ParseOptions
     return ParsedCorpus(documents, encoding, form, notes)
 
 
-def preview(data: bytes, filename: str, options: ParseOptions = ParseOptions(), n_rows: int = 5) -> tuple[list[str], list[dict[str, Any]]]:
+def preview(data: bytes, filename: str, options: ParseOptions = ParseOptions(),
+            n_rows: int = 5) -> tuple[list[str], list[dict[str, Any]]]:
     """Column names and the first `n_rows` records of a file, before any column is mapped.
 
     For the column-mapping step of an upload. Text and Markdown files have no columns: their
@@ -270,7 +271,7 @@ def _read_delimited(text: str, name: str, delimiter: str, quoting: int) -> _Reco
             if len(cells) > len(columns):
                 records.problems.append((number, f"{len(cells)} cells but the header has {len(columns)}"))
             else:
-                records.rows.append((number, dict(zip(columns, cells))))
+                records.rows.append((number, dict(zip(columns, cells, strict=True))))
     except IngestError as err:
         raise IngestError(f"{name}: {err}") from err
     repeated = sorted({column for column in columns if columns.count(column) > 1})

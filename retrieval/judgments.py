@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from .store import (Store, aux_table_name, counts_as_write, sql_string,
-                    validate_collection_name)
+from .store import Store, aux_table_name, counts_as_write, sql_string, validate_collection_name
 from .types import RetrievalError
 
 RATING_GRADES = (0, 1, 2, 3)  # what `rate` accepts
@@ -297,7 +296,8 @@ class JudgmentStore:
         if fmt == "trec":
             lines = [f"{q} 0 {d} {g}" for q, docs in qrels.items() for d, g in docs.items()]
         else:
-            lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{g}" for q, docs in qrels.items() for d, g in docs.items()]
+            lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{g}" for q, docs in qrels.items()
+                                                       for d, g in docs.items()]
         return "\n".join(lines) + "\n"
 
     def export_queries(self, collection: str, set_name: str) -> str:

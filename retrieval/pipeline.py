@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import lancedb
 import numpy as np
@@ -113,7 +113,7 @@ def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str 
         language = corpus_language(embedding_text(d) for d in corpus.documents)
         encoder = load_encoder(model or default_model_for(language))
         rows = document_rows(corpus.documents, encoder, progress)
-        graph = graph_rows(corpus.documents, datetime.now(timezone.utc), progress)
+        graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
         now = now_iso()
         info = CollectionInfo(
             name=name, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
@@ -141,7 +141,7 @@ def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progr
             raise RetrievalError(f"Model {info.model!r} now gives {encoder.spec.dim}-d vectors, "
                                  f"the collection holds {info.dim}-d ones")
         rows = document_rows(corpus.documents, encoder, progress)
-        graph = graph_rows(corpus.documents, datetime.now(timezone.utc), progress)
+        graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
         if not store.has_graph_tables(name) and store.table(name).count_rows():
             # Collection ingested before the entity graph existed: index its documents too.
             old = graph_rows(stored_documents(store, name), datetime.fromisoformat(info.created))

@@ -165,9 +165,9 @@ def record_problems(record: dict) -> list[str]:
         elif "domains" in coverage:
             problems.append(_list_problem("coverage.domains", coverage["domains"]))
     organization = record.get("organization")
-    if organization is not None and not isinstance(organization, str):
-        if not isinstance(organization, dict) or not isinstance(organization.get("name", ""), str):
-            problems.append("organization must be a string or an object with a string name")
+    if organization is not None and not isinstance(organization, str) and (
+            not isinstance(organization, dict) or not isinstance(organization.get("name", ""), str)):
+        problems.append("organization must be a string or an object with a string name")
     content = record.get("data_content")
     if content is not None:
         if isinstance(content, dict):

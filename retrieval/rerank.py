@@ -156,7 +156,7 @@ def _scores(query: str, docs: dict[str, str], reranker: Reranker, cache: RerankC
         fresh = reranker.score(query, [docs[d] for d in todo])
         if len(fresh) != len(todo):
             raise RetrievalError(f"Reranker {reranker.name!r} returned {len(fresh)} scores for {len(todo)} texts")
-        fresh_scores = dict(zip(todo, map(float, fresh)))
+        fresh_scores = dict(zip(todo, map(float, fresh), strict=True))
         if cache is not None:
             cache.put_many(reranker.name, query, docs, fresh_scores)
         scores.update(fresh_scores)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import threading
@@ -26,7 +27,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from .tokenize import language_from_mix
 from .types import RetrievalError
 
 os.environ.setdefault("LANCEDB_LOG", "error")
+log = logging.getLogger(__name__)
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 CATALOGUE_TABLE = "_catalogue"
@@ -264,7 +266,8 @@ class Store:
 
     # ---- writes ----------------------------------------------------------------------------
     @counts_as_write
-    def write_collection(self, info: CollectionInfo, rows: pa.Table, graph_rows: dict[str, list[dict]]) -> CollectionInfo:
+    def write_collection(self, info: CollectionInfo, rows: pa.Table,
+                         graph_rows: dict[str, list[dict]]) -> CollectionInfo:
         """Create collection `info.name` from prepared rows (`collection_schema(info.dim)`) and its
         entity graph rows, with its native BM25 index and catalogue entry. All or nothing."""
         name = validate_collection_name(info.name)
@@ -277,6 +280,7 @@ class Store:
                 self._write_graph_tables(name, graph_rows)
                 self._write_info(info)
             except Exception:
+                log.warning("creating %s failed after its table was written: dropping it", name, exc_info=True)
                 self._restore_aux(name, dict.fromkeys(GRAPH_KINDS))
                 self.db.drop_table(name)
                 raise
@@ -301,6 +305,8 @@ class Store:
                 info.updated = now_iso()
                 self._write_info(info)
             except Exception:
+                log.warning("adding to %s failed after the append: restoring version %s", name, before,
+                            exc_info=True)
                 table.restore(before)
                 self._restore_aux(name, graph_before)
                 raise
@@ -461,7 +467,7 @@ class Store:
 
 def now_iso() -> str:
     """Now, UTC, to the second: the catalogue's time format."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _index_tokens(table) -> None:

@@ -16,9 +16,10 @@ depth any variant asks for (through the workbench's candidate cache), then, for 
 ranks each query's candidates in memory (`fusion.prepare_source` once per query and source, then
 `scores_from_prepared` and `rank_ids` per variant: the same formulas and tie-breaks as
 `fusion.fuse`, without explanation objects), cuts at the variant's depth and scores the run with
-`evaluate.QrelsEvaluator` (ranx's metric functions on prebuilt arrays). As in `evaluate.evaluate_collection`: the per-source minimum
-raw scores apply, the fused-score thresholds and top-K do not cut evaluation runs, and the sweep
-is first-stage only (variants have `rerank` off).
+`evaluate.QrelsEvaluator` (ranx's metric functions on prebuilt arrays). As in
+`evaluate.evaluate_collection`: the per-source minimum raw scores apply, the fused-score thresholds
+and top-K do not cut evaluation runs, and the sweep is first-stage only (variants have `rerank`
+off).
 """
 
 from __future__ import annotations
@@ -199,7 +200,8 @@ def run_sweep(
                 entry = prepared.get((qid, how))
                 if entry is None:
                     key, depth, minimum, _ = how
-                    entry = prepared[(qid, how)] = prepare_source(fetched[qid][key].hits[:depth], minimum, normalization)
+                    entry = prepared[(qid, how)] = prepare_source(fetched[qid][key].hits[:depth], minimum,
+                                                                  normalization)
                 by_source[source] = entry
             ties = tie_values(documents[qid], config.tie_field) if config.tie_field else None
             rankings[qid] = rank_ids(scores_from_prepared(by_source, config), ties, limit=config.depth)
@@ -235,7 +237,7 @@ def retrieval_plan(variants: Sequence[Variant]) -> list[SearchConfig]:
         else:
             groups.append((config, {source: depth}))
     return [SearchConfig.from_dict({**config.to_dict(), "depth": max(depths.values()),
-                                    "weights": {source: 1.0 for source in depths}})
+                                    "weights": dict.fromkeys(depths, 1.0)})
             for config, depths in groups]
 
 
@@ -290,7 +292,7 @@ def held_out_estimate(result: SweepResult, metric: str | None = None, folds: int
         test = query_ids[fold::folds]
         train = [q for i, q in enumerate(query_ids) if i % folds != fold]
 
-        def train_mean(label: str) -> float:
+        def train_mean(label: str, train: list[str] = train) -> float:
             values = result.per_query[label]
             return sum(values[q][metric] for q in train) / len(train)
 

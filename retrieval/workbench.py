@@ -8,6 +8,7 @@ collections, judgments and saved configs through it, so none of them talks to th
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from .fusion import fuse
 from .sources import SOURCES, Source, run_source, source_params, unknown_source
 from .store import CollectionInfo, CollectionStats, Progress, Store
 from .types import FusedResult, FusionOutcome, ParsedCorpus, RerankedResult, SourceResult
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -194,6 +197,7 @@ class Workbench:
             try:
                 source = self.source(collection, name, config, state)
             except Exception as exc:  # a source that cannot even be built is reported, not fatal
+                log.warning("source %s could not be built for %s", name, collection, exc_info=True)
                 results[name] = SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
                 continue
             result = run_source(source, query, config.depth)

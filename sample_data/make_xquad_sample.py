@@ -16,10 +16,11 @@ OUT = Path(__file__).resolve().parent / "xquad"
 
 def read(lang):
     folder = EVAL / f"xquad-{lang}"
-    corpus = [json.loads(line) for line in open(folder / "corpus.jsonl", encoding="utf-8")]
-    queries = {q["_id"]: q["text"] for q in map(json.loads, open(folder / "queries.jsonl", encoding="utf-8"))}
+    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    queries = {q["_id"]: q["text"] for q in map(json.loads,
+                                                (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines())}
     qrels = {}
-    for line in list(open(folder / "qrels" / "test.tsv", encoding="utf-8"))[1:]:
+    for line in (folder / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines(keepends=True)[1:]:
         qid, did, _ = line.rstrip("\n").split("\t")
         qrels[qid] = did
     return corpus, queries, qrels
@@ -42,9 +43,11 @@ with open(OUT / "corpus.jsonl", "w", encoding="utf-8") as f:
     for zh_id, n in sorted(zh_number.items(), key=lambda item: item[1]):
         f.write(json.dumps({"_id": f"zh-{n:03d}", "title": "", "text": zh_text[zh_id], "lang": "zh"},
                            ensure_ascii=False) + "\n")
-with open(OUT / "queries.jsonl", "w", encoding="utf-8") as fq, open(OUT / "qrels" / "test.tsv", "w", encoding="utf-8") as fr:
+with (open(OUT / "queries.jsonl", "w", encoding="utf-8") as fq,
+      open(OUT / "qrels" / "test.tsv", "w", encoding="utf-8") as fr):
     fr.write("query-id\tcorpus-id\tscore\n")
-    for lang, queries, qrels, numbering in (("en", en_queries, en_qrels, number), ("zh", zh_queries, zh_qrels, zh_number)):
+    for lang, queries, qrels, numbering in (("en", en_queries, en_qrels, number),
+                                            ("zh", zh_queries, zh_qrels, zh_number)):
         for qid, did in qrels.items():
             if did in numbering:
                 fq.write(json.dumps({"_id": f"{lang}-{qid}", "text": queries[qid]}, ensure_ascii=False) + "\n")

@@ -31,7 +31,8 @@ def runs():
         qid, doc_id, grade = line.split("\t")
         if doc_id in keep:
             qrels.setdefault(qid, {})[doc_id] = int(grade)
-    queries = {q["_id"]: q["text"] for q in map(json.loads, (NFCORPUS / "queries.jsonl").read_text(encoding="utf-8").splitlines())}
+    lines = (NFCORPUS / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    queries = {q["_id"]: q["text"] for q in map(json.loads, lines)}
     made = {}
     for name, (k1, b) in {"a": (0.9, 0.4), "b": (2.0, 1.0)}.items():
         source = RankBM25Source(ids, tokens, k1=k1, b=b)
@@ -48,12 +49,12 @@ def test_t_test_p_value_equals_scipy_on_the_per_query_values(runs):
     b = [per_b[q]["ndcg@10"] for q in per_a]
     assert result.n_queries == len(qrels) > 30
     assert result.per_query_a == {q: per_a[q]["ndcg@10"] for q in per_a}
-    assert result.deltas == pytest.approx({q: y - x for q, x, y in zip(per_a, a, b)}, abs=1e-15)
+    assert result.deltas == pytest.approx({q: y - x for q, x, y in zip(per_a, a, b, strict=True)}, abs=1e-15)
     assert result.p_value == pytest.approx(ttest_rel(b, a).pvalue, abs=1e-9)
     assert 0 < result.p_value < 1
     assert result.mean_delta == pytest.approx(np.mean(b) - np.mean(a), abs=1e-12)
-    assert result.wins == sum(y > x for x, y in zip(a, b))
-    assert result.losses == sum(y < x for x, y in zip(a, b))
+    assert result.wins == sum(y > x for x, y in zip(a, b, strict=True))
+    assert result.losses == sum(y < x for x, y in zip(a, b, strict=True))
     assert result.wins + result.ties + result.losses == result.n_queries
     assert result.significant == (result.p_value < 0.05)
     assert "B wins" in result.summary()

@@ -56,6 +56,7 @@ def test_source_parameter_dicts_complete_from_defaults_and_round_trip():
 
 def test_candidate_key_follows_each_configured_source_params():
     base = SearchConfig(weights={"bm25": 1.0, "dense": 1.0})
-    assert candidate_key(base) == candidate_key(SearchConfig(weights={"bm25": 0.2, "dense": 3.0}, combination="geometric"))
+    assert candidate_key(base) == candidate_key(SearchConfig(weights={"bm25": 0.2, "dense": 3.0},
+                                                             combination="geometric"))
     # A source's parameters only matter when the source is configured.
     assert candidate_key(base) == candidate_key(SearchConfig(weights={"bm25": 1.0, "dense": 1.0}, graph={"depth": 3}))

@@ -3,16 +3,15 @@ breaks a search: the other sources are fused as if it were absent, and a note na
 and the reason (seed 004's failure cases, with real BM25 and vector sources beside them)."""
 
 import pytest
+from test_workbench import ANIMALS
 
-from retrieval.pipeline import create_collection
 from retrieval.config import SearchConfig
 from retrieval.ingest import parse_bytes
+from retrieval.pipeline import create_collection
 from retrieval.sources import SOURCES, SourceSpec
 from retrieval.store import Store
 from retrieval.types import Hit
 from retrieval.workbench import Workbench
-
-from test_workbench import ANIMALS
 
 
 class _Faulty:
@@ -73,7 +72,8 @@ def test_non_finite_scores_are_dropped_with_a_note_and_the_rest_fused(workbench,
     config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5, name: 0.5}, rrf_k=60)
     result = workbench.search("animals", "milk", config)
     assert f"{name}: 2 hit(s) with NaN or infinite scores dropped" in result.outcome.notes
-    assert [(h.doc_id, h.raw_score, h.rank) for h in result.candidates.sources[name].hits] == [("cow", 2.0, 1), ("owl", 1.0, 2)]
+    hits = result.candidates.sources[name].hits
+    assert [(h.doc_id, h.raw_score, h.rank) for h in hits] == [("cow", 2.0, 1), ("owl", 1.0, 2)]
     by_id = {r.doc_id: r for r in result.outcome.ranked}
     assert by_id["cow"].sources[name].contribution == pytest.approx(0.5 / 61)
     assert by_id["owl"].sources[name].contribution == pytest.approx(0.5 / 62)

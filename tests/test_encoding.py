@@ -7,17 +7,17 @@ from retrieval.types import IngestError
 
 
 def test_plain_utf8():
-    assert decode_bytes("héllo 检索".encode("utf-8")) == ("héllo 检索", "utf-8")
+    assert decode_bytes("héllo 检索".encode()) == ("héllo 检索", "utf-8")
 
 
 def test_utf8_chinese_is_not_taken_for_gbk():
-    data = "搜索引擎".encode("utf-8")
+    data = "搜索引擎".encode()
     assert data.decode("gbk") == "鎼滅储寮曟搸"  # also valid GBK, as mojibake: why UTF-8 goes first
     assert decode_bytes(data) == ("搜索引擎", "utf-8")
 
 
 def test_utf8_bom_is_stripped():
-    assert decode_bytes(codecs.BOM_UTF8 + "id,标题\n".encode("utf-8")) == ("id,标题\n", "utf-8-sig")
+    assert decode_bytes(codecs.BOM_UTF8 + "id,标题\n".encode()) == ("id,标题\n", "utf-8-sig")
 
 
 def test_gbk():

@@ -9,7 +9,6 @@ import pytest
 from retrieval.cli import main
 from retrieval.evaluate import evaluate_run, run_from_rankings
 
-
 EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 
@@ -170,8 +169,8 @@ def test_metrics_equal_trec_eval_on_a_real_bm25_run_over_nfcorpus():
 
     from retrieval.evaluate import QrelsEvaluator
     from retrieval.ingest import parse_path
-    from retrieval.sources.bm25 import RankBM25Source
     from retrieval.pipeline import embedding_text
+    from retrieval.sources.bm25 import RankBM25Source
     from retrieval.tokenize import tokenize
 
     assert NFCORPUS.is_dir(), f"missing shared evaluation data: {NFCORPUS}"
@@ -195,7 +194,7 @@ def test_metrics_equal_trec_eval_on_a_real_bm25_run_over_nfcorpus():
     for qid in retrieved:
         reference[qid]["recip_rank"] = rr10[qid]["recip_rank"]
     for qid in empty:  # trec_eval -c: a judged query missing from the run scores 0 on every measure
-        reference[qid] = {measure: 0.0 for measure in TREC_EVAL_MEASURES.values()}
+        reference[qid] = dict.fromkeys(TREC_EVAL_MEASURES.values(), 0.0)
     assert set(reference) == set(per_query) == set(fast_per_query)
     for metric, measure in TREC_EVAL_MEASURES.items():
         for qid in per_query:

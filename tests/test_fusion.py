@@ -256,7 +256,8 @@ def test_zero_weights_in_a_mean_give_zero_not_a_division_error():
     outcome = fuse(COMBO, SearchConfig(fusion="weighted", combination="harmonic", weights={"bm25": 0.0, "dense": 1.0}))
     a = by_id(outcome)["a"]  # only bm25, weight 0
     assert a.score == 0.0 and a.sources["bm25"].contribution == 0.0
-    geometric = fuse(COMBO, SearchConfig(fusion="weighted", combination="geometric", weights={"bm25": 0.0, "dense": 1.0}))
+    geometric = fuse(COMBO, SearchConfig(fusion="weighted", combination="geometric",
+                                         weights={"bm25": 0.0, "dense": 1.0}))
     assert by_id(geometric)["a"].score == 0.0
     assert by_id(geometric)["b"].score == pytest.approx(1.0)
 

@@ -6,13 +6,26 @@ import math
 import numpy as np
 import pytest
 
-from retrieval.pipeline import create_collection
+from retrieval.activation import (
+    Activated,
+    Activation,
+    GraphSettings,
+    activate,
+    activation_trace,
+    complete_neighbours,
+    final_score,
+    jaccard,
+    match_ratio,
+    match_score,
+    preference,
+    recency,
+    relevance,
+    score_events,
+)
 from retrieval.chunking import chunk_markdown
-from retrieval.activation import (Activated, Activation, GraphSettings, activate, activation_trace,
-                                  complete_neighbours, final_score, jaccard, match_ratio, match_score,
-                                  preference, recency, relevance, score_events)
 from retrieval.config import SearchConfig
 from retrieval.embed import load_encoder
+from retrieval.pipeline import create_collection
 from retrieval.sources.graph import GRAPH_DEFAULTS, load_index
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus

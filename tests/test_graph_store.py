@@ -3,8 +3,8 @@ clear and delete, counts merged by add. Real LanceDB, real models."""
 
 import pytest
 
-from retrieval.pipeline import add_documents, create_collection
 from retrieval.chunking import chunk_markdown
+from retrieval.pipeline import add_documents, create_collection
 from retrieval.store import GRAPH_KINDS, Store, aux_table_name
 from retrieval.types import Document, IngestError, ParsedCorpus
 

@@ -35,7 +35,7 @@ def test_gbk_csv_with_chinese_text():
 
 
 def test_utf8_bom_csv_header_is_clean():
-    data = codecs.BOM_UTF8 + "ID,Content\nx,hello\n".encode("utf-8")
+    data = codecs.BOM_UTF8 + b"ID,Content\nx,hello\n"
     corpus = parse_bytes(data, "bom.csv")
     assert corpus.encoding == "utf-8-sig"
     assert corpus.documents == [Document(id="x", text="hello")]
@@ -88,7 +88,7 @@ def test_no_text_column_lists_the_columns():
 
 
 def test_semicolon_separated_csv():
-    corpus = parse_bytes("id;text;prix\n1;bonjour;2,5\n".encode(), "fr.csv")
+    corpus = parse_bytes(b"id;text;prix\n1;bonjour;2,5\n", "fr.csv")
     assert corpus.documents == [Document(id="1", text="bonjour", metadata={"prix": "2,5"})]
     assert "read as ';'-separated (the header has no comma)" in corpus.notes
 
@@ -101,7 +101,7 @@ def test_tsv_quotes_are_plain_characters():
 
 
 def test_unclosed_quote_is_an_error_not_a_swallowed_file():
-    with pytest.raises(IngestError, match="q.csv: line 3: a quoted cell opened in this record is never closed"):
+    with pytest.raises(IngestError, match=r"q\.csv: line 3: a quoted cell opened in this record is never closed"):
         parse_bytes(b'id,text\n1,fine\n2,"unclosed\n3,swallowed\n', "q.csv")
 
 def test_repeated_header_columns_are_rejected():
@@ -163,7 +163,7 @@ def test_jsonl_skips_blank_lines_and_names_bad_ones():
 
 
 def test_jsonl_with_no_readable_line_says_why():
-    with pytest.raises(IngestError, match="j.jsonl: no documents found") as caught:
+    with pytest.raises(IngestError, match=r"j\.jsonl: no documents found") as caught:
         parse_bytes(b"oops\n\n[]\n", "j.jsonl")
     assert caught.value.problems == [
         "line 1: invalid JSON (Expecting value, column 1)",
@@ -211,12 +211,12 @@ def test_unsupported_extension_lists_supported_ones():
 
 @pytest.mark.parametrize("data", [b"", b"  \n", codecs.BOM_UTF8])
 def test_empty_file(data):
-    with pytest.raises(IngestError, match="e.txt: the file is empty"):
+    with pytest.raises(IngestError, match=r"e\.txt: the file is empty"):
         parse_bytes(data, "e.txt")
 
 
 def test_header_only_csv_has_no_documents():
-    with pytest.raises(IngestError, match="h.csv: no documents found"):
+    with pytest.raises(IngestError, match=r"h\.csv: no documents found"):
         parse_bytes(b"id,text\n", "h.csv")
 
 

@@ -4,9 +4,9 @@ import hashlib
 
 import pytest
 
-from retrieval.pipeline import create_collection
 from retrieval import judgments as judgments_module
 from retrieval.judgments import JudgmentStore, ui_query_id
+from retrieval.pipeline import create_collection
 from retrieval.qrels import parse_qrels
 from retrieval.store import Store, aux_table_name
 from retrieval.types import IngestError, RetrievalError
@@ -95,7 +95,7 @@ def test_bad_input_is_refused_and_nothing_changes(judgments):
         judgments.rate("docs", "test", "   ", "MED-1", 1)
     with pytest.raises(RetrievalError, match="not in the query set: 'q7'"):
         judgments.save_query_set("docs", "test", {"q1": "x"}, {"q7": {"d": 1}})
-    with pytest.raises(RetrievalError, match="from −2–4|from -2–4"):
+    with pytest.raises(RetrievalError, match=r"from −2–4|from -2–4"):
         judgments.save_query_set("docs", "test", {"q1": "x"}, {"q1": {"d": 9}})
     with pytest.raises(RetrievalError, match="at least one query"):
         judgments.save_query_set("docs", "test", {})

@@ -6,12 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.pipeline import create_collection
 from retrieval.config import SearchConfig
 from retrieval.ingest import parse_path
+from retrieval.pipeline import create_collection
 from retrieval.sources import keyword
-from retrieval.sources.keyword import (KEYWORD_DEFAULTS, KeywordSource, catalogue_fields, contains_term, document_fields,
-                                       parse_query, score_fields)
+from retrieval.sources.keyword import (
+    KEYWORD_DEFAULTS,
+    KeywordSource,
+    catalogue_fields,
+    contains_term,
+    document_fields,
+    parse_query,
+    score_fields,
+)
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus
 from retrieval.workbench import Workbench

@@ -50,7 +50,8 @@ def test_json_array_of_records_becomes_documents_with_the_whole_record_as_metada
 def test_jsonl_records_are_read_the_same_way():
     lines = "\n".join(json.dumps(r, ensure_ascii=False) for r in (LABOUR, PRICES)) + "\n"
     corpus = parse_bytes(lines.encode(), "catalogue.jsonl")
-    assert [(d.id, d.title) for d in corpus.documents] == [("lfs", "Labour Force Survey / 劳动力调查"), ("7", "物价指数")]
+    assert [(d.id, d.title) for d in corpus.documents] == [("lfs", "Labour Force Survey / 劳动力调查"),
+                                                           ("7", "物价指数")]
     assert corpus.documents[0].metadata == LABOUR
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from retrieval.cache import RerankCache
+from retrieval.embed import E5, load_encoder
 from retrieval.rerank import (
     CrossEncoderReranker,
     E5Reranker,
     get_reranker,
     rerank,
 )
-from retrieval.cache import RerankCache
-from retrieval.embed import E5, load_encoder
 from retrieval.types import FusedResult, RetrievalError
 
 WORDS = "the a cat dog sat on mat sun is hot cold paris capital of france bread bake".split()
@@ -105,13 +105,14 @@ def test_e5_reranker_moves_the_relevant_passage_first(e5_reranker):
         "paris": "Paris\nParis is the capital and largest city of France.",
     }
     out = rerank("What is the capital of France?", fused_list(list(texts)), texts, e5_reranker, top_n=3)
-    assert [r.doc_id for r in out][0] == "paris"
+    assert out[0].doc_id == "paris"
     assert (out[0].rank, out[0].first_stage_rank, out[0].rank_change) == (1, 3, 2)
     assert [r.rerank_score for r in out] == sorted((r.rerank_score for r in out), reverse=True)
 
 
 def test_e5_reranker_chinese(e5_reranker):
-    scores = e5_reranker.score("如何保持身体健康", ["这台笔记本电脑的屏幕分辨率很高。", "坚持锻炼和均衡饮食有助于保持健康。"])
+    scores = e5_reranker.score("如何保持身体健康",
+                               ["这台笔记本电脑的屏幕分辨率很高。", "坚持锻炼和均衡饮食有助于保持健康。"])
     assert scores[1] > scores[0]
 
 
@@ -143,7 +144,7 @@ def test_cross_encoder_batches(cross, batches):
 def test_rerank_orders_by_cross_encoder_scores(cross):
     ids = list(DOCS)
     out = rerank("the cat", fused_list(ids), DOCS, cross, top_n=6)
-    own = dict(zip(ids, cross.score("the cat", [DOCS[d] for d in ids])))
+    own = dict(zip(ids, cross.score("the cat", [DOCS[d] for d in ids]), strict=True))
     assert [r.doc_id for r in out] == sorted(ids, key=lambda d: -own[d])
     assert [r.rank for r in out] == [1, 2, 3, 4, 5, 6]
     assert all(r.first_stage_rank == ids.index(r.doc_id) + 1 for r in out)

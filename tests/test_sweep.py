@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.pipeline import create_collection
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
 from retrieval.fusion import fuse, fused_order
 from retrieval.ingest import parse_path
+from retrieval.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.sweep import Variant, default_grid, retrieval_plan, run_sweep
 from retrieval.types import RetrievalError

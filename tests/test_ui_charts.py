@@ -2,8 +2,8 @@
 
 import pytest
 
-from ui import charts
 from retrieval.types import FusedResult, SourceContribution
+from ui import charts
 from ui.results import ResultRow, contribution_bars, rrf_squeeze
 
 
@@ -41,7 +41,7 @@ def test_rrf_curves_are_the_formula():
     raw = {t.name: list(t.y) for t in fig.data if t.showlegend is not False}
     assert raw["k = 60"] == [1 / (60 + r) for r in range(1, 11)]
     assert raw["k = 2 (current)"][0] == 1 / 3
-    display = [t for t in fig.data if t.showlegend is False and t.name == "k = 60"][0]
+    display = next(t for t in fig.data if t.showlegend is False and t.name == "k = 60")
     assert display.y[0] == pytest.approx(1.0)
 
 

@@ -21,7 +21,8 @@ def test_frame_lists_rank_score_title_detail_then_id():
                      "tags": "+2 (china)", "quality": 4.5, "id": "a"}
     assert frame.iloc[1]["title"] == ("Beta text " * 8)  # no title: the text's first 80 characters
     assert list(source_ranking_frame(result, DOCS, top_k=1)["id"]) == ["a"]
-    assert list(source_ranking_frame(result, DOCS, 5, with_detail=False).columns) == ["rank", "raw score", "title", "id"]
+    columns = list(source_ranking_frame(result, DOCS, 5, with_detail=False).columns)
+    assert columns == ["rank", "raw score", "title", "id"]
 
 
 def test_an_empty_source_gives_an_empty_frame_with_the_columns():

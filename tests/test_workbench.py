@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from retrieval.pipeline import add_documents, create_collection
 from retrieval.config import SearchConfig
 from retrieval.ingest import parse_bytes
+from retrieval.pipeline import add_documents, create_collection
 from retrieval.sources.base import run_source
 from retrieval.sources.bm25 import RankBM25Source
 from retrieval.store import Store
@@ -50,7 +50,7 @@ def test_both_bm25_backends_agree_at_lancedb_parameters(workbench):
         hits = workbench.candidates("animals", query, config).sources["bm25"].hits
         by_backend[backend] = [(h.doc_id, h.raw_score) for h in hits]
     assert [d for d, _ in by_backend["rank_bm25"]] == [d for d, _ in by_backend["lancedb"]]
-    for (_, a), (_, b) in zip(by_backend["rank_bm25"], by_backend["lancedb"]):
+    for (_, a), (_, b) in zip(by_backend["rank_bm25"], by_backend["lancedb"], strict=True):
         assert a == pytest.approx(b, rel=1e-5)  # LanceDB scores in float32
 
 

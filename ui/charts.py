@@ -14,7 +14,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from retrieval.fusion import rrf_term
-
 from retrieval.sources import label
 
 SOURCE_COLORS = {"bm25": "#d97706", "dense": "#2563eb"}

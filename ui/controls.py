@@ -106,7 +106,7 @@ MAIN_KNOBS: tuple[Knob, ...] = (
          "RRF only: each source adds w/(k + rank). A small k makes rank 1 worth far more than rank 10 "
          "(k=1: 1/2 vs 1/11); a large k flattens the curve (k=60: 1/61 vs 1/70), which squeezes raw "
          "fused scores into 0.014–0.016. The display score rescales by (k + 1)/Σw so rank 1 everywhere reads 1.0.",
-         st.slider, lambda c: int(round(_clamp(c.rrf_k, 1, 200))), _set("rrf_k", float),
+         st.slider, lambda c: round(_clamp(c.rrf_k, 1, 200)), _set("rrf_k", float),
          dict(min_value=1, max_value=200, step=1)),
     Knob("normalization", "Score normalisation",
          "Weighted sum: puts each source's raw scores on one scale before weighting, over this query's "
@@ -225,14 +225,10 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
         if title:
             st.subheader(title)
         for knob in MAIN_KNOBS:
-            if knob.key == "rrf_k" and config.fusion != "rrf":
-                _draw(knob, which, disabled=True)
-            elif knob.key == "rerank_top_n" and not (config.rerank or rerank_always):
-                _draw(knob, which, disabled=True)
-            elif knob.key == "combination" and config.fusion != "weighted":
-                _draw(knob, which, disabled=True)
-            else:
-                _draw(knob, which)
+            disabled = ((knob.key == "rrf_k" and config.fusion != "rrf")
+                        or (knob.key == "rerank_top_n" and not (config.rerank or rerank_always))
+                        or (knob.key == "combination" and config.fusion != "weighted"))
+            _draw(knob, which, **({"disabled": True} if disabled else {}))
         _draw(SOURCES_KNOB, which)
         for source in EXTRA_SOURCES:
             if source in state.view().config(which).weights:

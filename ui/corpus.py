@@ -13,8 +13,8 @@ import pandas as pd
 from retrieval.embed import E5, MINILM
 from retrieval.ingest import ColumnMapping, ParseOptions, parse_files, preview
 from retrieval.store import CollectionInfo, Progress, validate_collection_name
-from retrieval.workbench import Workbench
 from retrieval.types import ParsedCorpus, RetrievalError
+from retrieval.workbench import Workbench
 
 UPLOAD_TYPES = ["csv", "tsv", "json", "jsonl", "ndjson", "txt", "md", "markdown"]
 TABULAR = {".csv", ".tsv", ".json", ".jsonl", ".ndjson"}

@@ -71,7 +71,7 @@ def upload_form(workbench: Workbench) -> None:
             ("id", "the document id (default: file name and row number)"),
             ("title", "the title, embedded and BM25-indexed together with the text"),
             ("text", "the text that BM25 indexes and the model embeds"),
-        ]):
+        ], strict=True):
             mapping[name] = col.selectbox(f"{name} column", [corpus.DETECT] + columns, key=f"corpus.map_{name}",
                                           help=f"Which column holds {what}.")
     _target_and_ingest(workbench, files, mapping, text_mode, max_chars)

@@ -19,9 +19,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from retrieval.config import SearchConfig
+from retrieval.sources import label
 
 from . import state
-from retrieval.sources import label
 
 METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "recall@100": "Recall@100",
                  "precision@10": "P@10", "map": "MAP"}
@@ -188,7 +188,7 @@ def delta_chart(deltas: Mapping[str, float], queries: Mapping[str, str], metric:
     """One bar per query, sorted by delta (B − A): green where B wins, red where it loses, grey ties."""
     frame = delta_frame(deltas, queries)
     colours = {"win": "#16a34a", "loss": "#dc2626", "tie": "#94a3b8"}
-    hover = [f"{html.escape(q)}: {html.escape(t[:80])}" for q, t in zip(frame["query id"], frame["query"])]
+    hover = [f"{html.escape(q)}: {html.escape(t[:80])}" for q, t in zip(frame["query id"], frame["query"], strict=True)]
     fig = go.Figure(go.Bar(
         x=list(range(1, len(frame) + 1)), y=list(frame["delta (B − A)"]), text=hover,
         marker_color=[colours[outcome_of(d)] for d in frame["delta (B − A)"]],

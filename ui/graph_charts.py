@@ -115,10 +115,10 @@ def activation_network(trace: Sequence[Any], upto, events_info: Mapping[str, Map
         color = COMPLETED_COLOR if group == "completed" else HOP_COLORS[min(int(group), len(HOP_COLORS) - 1)]
         infos = [events_info.get(e, {}) for e in ids]
         hover = [f"{html.escape(e)}<br>{html.escape(str(i.get('title', '')))}<br>score {i.get('score', 0):.4f}"
-                 for e, i in zip(ids, infos)]
+                 for e, i in zip(ids, infos, strict=True)]
         fig.add_scatter(
             x=[events[e][0] for e in ids], y=[events[e][1] for e in ids], mode="markers+text",
-            text=[html.escape(str(i.get("title") or e))[:24] for e, i in zip(ids, infos)],
+            text=[html.escape(str(i.get("title") or e))[:24] for e, i in zip(ids, infos, strict=True)],
             textposition="bottom center", customdata=ids, hovertext=hover, hoverinfo="text",
             name="completed" if group == "completed" else f"events, hop {group}",
             marker=dict(symbol="square", color=color,

@@ -1,7 +1,7 @@
 """The Graph page's drawing: the entity graph source's activation for one query, hop by hop.
 
-Everything shown is what `retrieval.sources.graph` (with `retrieval.activation`) computes for the sidebar's graph parameters
-(the same sliders as the Search page's entity graph parameters, config A).
+Everything shown is what `retrieval.sources.graph` (with `retrieval.activation`) computes for the
+sidebar's graph parameters (the same sliders as the Search page's entity graph parameters, config A).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.config import SearchConfig
 from retrieval.activation import activation_trace
+from retrieval.config import SearchConfig
 from retrieval.sources.graph import GraphSource
 from retrieval.workbench import Workbench
 
@@ -106,12 +106,14 @@ def activation_view(workbench: Workbench, collection: str, query: str, config: S
         "score": st.column_config.NumberColumn(
             format="%.4f", help=f"{mix['match']:g}·match + {mix['vector']:g}·vector + {mix['recency']:g}·recency "
                                 f"+ {mix['preference']:g}·preference"),
-        "match": st.column_config.NumberColumn(format="%.4f", help="Activation a(e): 0.4·match ratio + 0.6·relevance "
-                                                                  "to the query (hop 0), times the parent's a (hops ≥ 1)"),
+        "match": st.column_config.NumberColumn(
+            format="%.4f", help="Activation a(e): 0.4·match ratio + 0.6·relevance to the query (hop 0), "
+                                "times the parent's a (hops ≥ 1)"),
         "vector": st.column_config.NumberColumn(format="%.4f", help="Cosine similarity of query and chunk"),
         "recency": st.column_config.NumberColumn(format="%.4f", help="e^(−λ·days) from the chunk's date"),
         "preference": st.column_config.NumberColumn(format="%.2f", help="0.5, +0.3 focus topic, +0.2 focus tag"),
-        "relevance": st.column_config.NumberColumn(format="%.4f", help="Weighted Jaccard of the edge that activated it"),
+        "relevance": st.column_config.NumberColumn(format="%.4f",
+                                                   help="Weighted Jaccard of the edge that activated it"),
         "match ratio": st.column_config.NumberColumn(format="%.3f", help="Share of the source's entity types matched"),
     })
 
@@ -153,7 +155,8 @@ def chunk_details(workbench: Workbench, collection: str, event_id: str, activati
     entities = source.index.entities.get(event_id, {})
     names = source.index.names
     entity_rows = "".join(
-        f"<tr><td>{html.escape(kind)}</td><td>{html.escape(', '.join(names.get((kind, n), n) for n in sorted(ns)))}</td></tr>"
+        f"<tr><td>{html.escape(kind)}</td>"
+        f"<td>{html.escape(', '.join(names.get((kind, n), n) for n in sorted(ns)))}</td></tr>"
         for kind, ns in entities.items())
     position = ", ".join(f"{k} {row.get(k)}" for k in ("parent_id", "chunk_index", "start_line", "end_line")
                          if row.get(k) is not None)

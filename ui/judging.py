@@ -108,7 +108,8 @@ def widget_key(collection: str, set_name: str, query: str, doc_id: str) -> str:
     return f"judge_{digest}"  # [a-zA-Z0-9_-] only: Streamlit puts it as st-key-<key> in the class
 
 
-def rating(judgments: JudgmentStore, collection: str, set_name: str, query: str, doc_id: str, grade: int | None) -> None:
+def rating(judgments: JudgmentStore, collection: str, set_name: str, query: str, doc_id: str,
+           grade: int | None) -> None:
     """One result's rating widget; the grade is saved by its on_change callback."""
     key = widget_key(collection, set_name, query, doc_id)
     if key not in st.session_state:

@@ -5,6 +5,7 @@ models are loaded once per process by `retrieval.embed` / `retrieval.rerank` the
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -12,6 +13,13 @@ import streamlit as st
 
 from retrieval.store import Progress, Store, default_db_uri
 from retrieval.workbench import Workbench
+
+# The app's log (the terminal that runs Streamlit): the core's and the UI's module loggers, where an
+# unexpected error leaves its traceback while the page shows a one-line message. A no-op when the
+# root logger is configured already.
+logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+for _name in ("retrieval", "ui"):
+    logging.getLogger(_name).setLevel(logging.INFO)
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 SAMPLE_COLLECTION = "sample-xquad"
@@ -71,8 +79,9 @@ def ingest_sample(workbench: Workbench, progress: Progress | None = None) -> boo
 def ingest_catalogue(workbench: Workbench, progress: Progress | None = None) -> bool:
     """Create the bundled data-source catalogue (`sample_data/catalogue/records.json`) as
     CATALOGUE_COLLECTION, so the keyword source has records out of the box. True when created."""
-    return _create_missing(workbench, CATALOGUE_COLLECTION, REPO_DIR / "sample_data" / "catalogue" / "records.json",
-                           progress, lambda c: f"Data-source catalogue ({len(c.documents)} bilingual records)") is not None
+    path = REPO_DIR / "sample_data" / "catalogue" / "records.json"
+    return _create_missing(workbench, CATALOGUE_COLLECTION, path, progress,
+                           lambda c: f"Data-source catalogue ({len(c.documents)} bilingual records)") is not None
 
 
 def ingest_three_kingdoms(workbench: Workbench, progress: Progress | None = None) -> bool:

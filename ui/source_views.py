@@ -16,10 +16,9 @@ import pandas as pd
 import streamlit as st
 
 from retrieval.highlight import escape_markdown
+from retrieval.sources import label
 from retrieval.types import SourceResult
 from retrieval.workbench import SearchResult
-
-from retrieval.sources import label
 
 RAW_SCORE_HELP = {
     "bm25": "BM25 score of the query's terms in this document",
@@ -65,7 +64,7 @@ def source_rankings(result: SearchResult, top_k: int) -> None:
     st.caption(escape_markdown(
         f"Each source's own top {top_k}, before fusion (a source returns nothing when no document passes "
         f"its own rules, e.g. BM25 needs a whole indexed word, the keyword scorer its minimum relevance)."))
-    for source, column in zip(sources, st.columns(len(sources))):
+    for source, column in zip(sources, st.columns(len(sources)), strict=True):
         with column:
             _one_source(source, found[source], result.documents, top_k)
     for source in sources:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -13,15 +14,16 @@ import streamlit as st
 
 from retrieval.compare import RankChange
 from retrieval.highlight import escape_markdown, query_terms, snippet, to_html
+from retrieval.sources import label
 from retrieval.workbench import SearchResult
 
 from . import charts, results
-from retrieval.sources import label
-
 from .results import ResultRow
 
 _BULLET = re.compile(r"^(\s*-\s+)(.*)$")
 _MUTED = "color:#64748b"
+
+log = logging.getLogger(__name__)
 
 
 def markdown_safe(message: str) -> str:
@@ -36,10 +38,13 @@ def markdown_safe(message: str) -> str:
 
 def show_error(error: BaseException | str) -> None:
     """A core error as a readable message. RetrievalError text is written for users; anything
-    else is unexpected and says so."""
+    else is unexpected and says so on the page, with its traceback in the log only."""
     from retrieval.types import RetrievalError
 
-    if isinstance(error, BaseException) and not isinstance(error, RetrievalError):
+    if isinstance(error, RetrievalError):
+        log.info("shown to the user: %s", error)
+    elif isinstance(error, BaseException):
+        log.error("unexpected error shown to the user", exc_info=error)
         error = f"Unexpected error ({type(error).__name__}): {error}"
     st.error(markdown_safe(str(error)), icon="⚠️")
 
@@ -84,7 +89,7 @@ def result_cards(result: SearchResult, rows: Sequence[ResultRow],
     per-source explanation (with each source's own `detail`), tokens and metadata.
 
     One `st.html` element per result, and no chart: every element is re-sent to the browser and
-    redrawn on every rerun, and a slider move must be drawn within 300 ms (docs/experiments.md §6).
+    redrawn on every rerun, and a slider move must be drawn within 300 ms (docs/experiments/ui-latency.md).
     User text is escaped; only our own tags remain.
 
     `per_result(doc_id)`: the per-result hook, drawn right under each card (e.g. the judging
@@ -93,7 +98,7 @@ def result_cards(result: SearchResult, rows: Sequence[ResultRow],
     bars = results.contribution_bars(rows, sources)
     terms = query_terms(result.query)
     st.html(bar_legend(sources, bars.negative))
-    for row, segments in zip(rows, bars.segments):
+    for row, segments in zip(rows, bars.segments, strict=True):
         title_spans, text_spans = results.text_spans(row, terms)
         st.html(card_html(row, segments, bars.negative, title_spans, text_spans, result.reranked is not None))
         if per_result is not None:
@@ -183,7 +188,8 @@ def source_details_html(row: ResultRow) -> str:
         body = "".join(f"<tr><th>{html.escape(str(key))}</th><td>{html.escape(detail_text(value))}</td></tr>"
                        for key, value in contribution.detail.items())
         parts.append(f'<div style="{_MUTED}">{html.escape(label(source))}: its own explanation</div>'
-                     f'<table class="wb-source-detail" data-source="{html.escape(source)}"><tbody>{body}</tbody></table>')
+                     f'<table class="wb-source-detail" data-source="{html.escape(source)}">'
+                     f'<tbody>{body}</tbody></table>')
     return "".join(parts)
 
 

@@ -18,6 +18,7 @@ the collection.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ if TYPE_CHECKING:  # only for annotations: sources never import the config at ru
 
     from ..config import SearchConfig
     from ..store import Store
+
+
+log = logging.getLogger(__name__)
 
 
 class Source(Protocol):
@@ -102,6 +106,7 @@ def run_source(source: Source, query: str, depth: int) -> SourceResult:
     try:
         hits = source.search(query, depth)
     except Exception as exc:  # a source failing must not break the search: report it instead
+        log.warning("source %s failed on query %r", source.name, query, exc_info=True)
         return SourceResult(source.name, (), error=f"{type(exc).__name__}: {exc}")
     finite = [h for h in hits if math.isfinite(h.raw_score)]
     notes: tuple[str, ...] = ()

@@ -17,15 +17,14 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..activation import (Activation, GraphSettings, Scored, activate, hit_detail, inverted,
-                          score_events)
+from ..activation import Activation, GraphSettings, Scored, activate, hit_detail, inverted, score_events
 from ..cache import LRU
-from ..entities import ENTITY_TYPES, default_extractor, graph_table_rows
+from ..entities import default_extractor, graph_table_rows
 from ..pipeline import stored_documents
 from ..types import Hit, RetrievalError
 from .base import LoadContext, Param, SourceSpec
@@ -91,7 +90,7 @@ def load_index(store, collection: str, today: date | None = None) -> GraphIndex:
     # Under the writer lock: a write bumps the collection's version before it writes the entity
     # tables, and an index read in between would pair new chunks with old entities.
     with store.writer_lock(collection):
-        return _read_index(store, collection, today or datetime.now(timezone.utc).date())
+        return _read_index(store, collection, today or datetime.now(UTC).date())
 
 
 def _read_index(store, collection: str, today: date) -> GraphIndex:
@@ -133,8 +132,10 @@ def _read_index(store, collection: str, today: date) -> GraphIndex:
         names={(r["type"], r["normalized_name"]): r["name"] for r in entity_rows},
         known={k: frozenset(v) for k, v in known.items()}, vectors=vectors, row={i: n for n, i in enumerate(ids)},
         days=days, date_sources=sources,
-        positions=dict(zip(ids, zip(rows.column("parent_id").to_pylist(), rows.column("chunk_index").to_pylist()))),
-        titles=dict(zip(ids, rows.column("title").to_pylist())), model=info.model, from_tables=tables is not None,
+        positions=dict(zip(ids, zip(rows.column("parent_id").to_pylist(), rows.column("chunk_index").to_pylist(),
+                                    strict=True), strict=True)),
+        titles=dict(zip(ids, rows.column("title").to_pylist(), strict=True)), model=info.model,
+        from_tables=tables is not None,
     )
 
 
@@ -233,8 +234,8 @@ class GraphSource:
         q = self._embed(query)
         rows = [self.index.row[i] for i in ids]
         sims = self.index.vectors[rows] @ (q / (np.linalg.norm(q) or 1.0))
-        return score_events(activation, self.index.entities, dict(zip(ids, sims.tolist())), self.index.days,
-                            self.settings)
+        return score_events(activation, self.index.entities, dict(zip(ids, sims.tolist(), strict=True)),
+                            self.index.days, self.settings)
 
     def search(self, query: str, depth: int) -> list[Hit]:
         if not query.strip():

@@ -44,8 +44,16 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..records import (is_catalogue_record, record_contents, record_descriptions, record_domains,
-                       record_names, record_organization, record_quality, record_tags)
+from ..records import (
+    is_catalogue_record,
+    record_contents,
+    record_descriptions,
+    record_domains,
+    record_names,
+    record_organization,
+    record_quality,
+    record_tags,
+)
 from ..types import Hit
 from .base import LoadContext, Param, SourceSpec
 

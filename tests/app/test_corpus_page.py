@@ -2,7 +2,6 @@
 behind a confirmation, and the ingest step as a plain function."""
 
 import pytest
-
 from conftest import open_page, plain
 
 from retrieval.ingest import ParseOptions
@@ -13,11 +12,11 @@ from ui import corpus
 
 CORPUS = "pages/4_Corpus.py"
 NOTES_CSV = (
-    "key,heading,body,stars\n"
-    "n1,Tea,Green tea is steamed or pan-fired soon after picking.,4\n"
-    "n2,Coffee,Coffee beans are roasted seeds of the coffee plant.,5\n"
-    "n3,Cocoa,Cocoa beans are fermented and dried before roasting.,3\n"
-).encode()
+    b"key,heading,body,stars\n"
+    b"n1,Tea,Green tea is steamed or pan-fired soon after picking.,4\n"
+    b"n2,Coffee,Coffee beans are roasted seeds of the coffee plant.,5\n"
+    b"n3,Cocoa,Cocoa beans are fermented and dried before roasting.,3\n"
+)
 
 
 def snapshot(store: Store) -> dict:

@@ -57,7 +57,7 @@ def test_evaluating_shows_the_core_metrics_and_reruns_do_not_requery(small_set, 
     expected = evaluate_collection(workbench, COLLECTION, queries, qrels, SearchConfig(), DEFAULT_METRICS)
     means = at.dataframe[0].value
     assert list(means["system"]) == ["BM25", "vector", "fused"]
-    for system, row in zip(("bm25", "dense", "hybrid"), frame_records(means)):
+    for system, row in zip(("bm25", "dense", "hybrid"), frame_records(means), strict=True):
         assert [row[label] for label in LABELS] == [expected.metrics[system][m] for m in DEFAULT_METRICS]
     assert [m.value for m in at.metric][:5] == [f"{expected.metrics['hybrid'][m]:.4f}" for m in DEFAULT_METRICS]
 
@@ -282,7 +282,7 @@ def test_ab_test_of_two_saved_configs_is_the_core_comparison(small_set, workbenc
     assert shown["win / tie / loss"] == f"{expected.wins} / {expected.ties} / {expected.losses}"
     assert shown["p-value"] == f"{expected.p_value:.4g}"
     deltas = next(d.value for d in at.dataframe if "delta (B − A)" in d.value.columns)
-    assert dict(zip(deltas["query id"], deltas["delta (B − A)"])) == dict(expected.deltas)
+    assert dict(zip(deltas["query id"], deltas["delta (B − A)"], strict=True)) == dict(expected.deltas)
 
 
 def test_configs_save_load_and_import(workbench):

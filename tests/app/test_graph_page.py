@@ -3,13 +3,12 @@
 import json
 
 import pytest
-
 from conftest import all_widgets, nullable, open_page, plain
 
-from retrieval.pipeline import create_collection
+from retrieval.activation import GraphSettings, activate
 from retrieval.chunking import chunk_markdown
 from retrieval.config import SearchConfig
-from retrieval.activation import GraphSettings, activate
+from retrieval.pipeline import create_collection
 from retrieval.sources.graph import load_index
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus
@@ -58,7 +57,7 @@ def test_graph_page_shows_the_activation_and_depth_changes_it(graph_collection):
     assert set(expected) == {"mini#0", "mini#1", "mini#2"}
     frame = at.dataframe[0].value
     assert set(frame["id"]) == set(expected)
-    assert dict(zip(frame["id"], frame["hop"])) == {e: a.hop for e, a in expected.items()}
+    assert dict(zip(frame["id"], frame["hop"], strict=True)) == {e: a.hop for e, a in expected.items()}
     assert chart_event_ids(at) == set(expected)
     assert plain(at.markdown[0].value).endswith("(known to this collection): person: 袁绍")
 

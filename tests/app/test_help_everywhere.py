@@ -1,7 +1,6 @@
 """Every control on every page has a help tooltip."""
 
 import pytest
-
 from conftest import QUERY, all_widgets, open_page
 
 PAGES = [

@@ -2,9 +2,8 @@
 
 import json
 
-from streamlit.testing.v1 import AppTest
-
 from conftest import APP, TIMEOUT, open_page
+from streamlit.testing.v1 import AppTest
 
 from retrieval.store import Store
 

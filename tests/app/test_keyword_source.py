@@ -4,9 +4,9 @@ points per field shown, and a points slider re-scoring exactly as the core does.
 import pytest
 from conftest import REPO, nullable, open_page
 
-from retrieval.pipeline import create_collection
 from retrieval.config import SearchConfig
 from retrieval.ingest import parse_path
+from retrieval.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus
 from retrieval.workbench import Workbench
@@ -46,7 +46,7 @@ def test_keyword_source_picked_on_search_shows_its_points(workbench, catalogue):
     assert list(frame["id"]) == [r.doc_id for r in expected]
     # name 10 (one-word query inside the name) + description 3 + tag 2 + organisation 2 = 17; the social
     # survey: 10 + 3 + 2 = 15; machine learning: 10 + tag 2 = 12; no other record contains "chin"
-    shown = dict(zip(frame["id"], nullable(frame["keyword score"])))
+    shown = dict(zip(frame["id"], nullable(frame["keyword score"]), strict=True))
     assert {k: v for k, v in shown.items() if v is not None} == {
         "cn-nbs-labour-force": 17, "cn-cgss": 15, "ml-benchmarks": 12}
     assert nullable(frame["BM25 score"]) == [None] * len(frame)

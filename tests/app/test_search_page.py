@@ -5,7 +5,6 @@ import json
 import re
 
 import pytest
-
 from conftest import QUERY, all_widgets, fused, nullable, open_page
 
 from ui import views

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import harness  # noqa: E402
+import harness
 
 REPO = harness.REPO
 CHROMIUM = harness.CHROMIUM

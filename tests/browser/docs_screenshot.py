@@ -14,7 +14,7 @@ from urllib.parse import quote_plus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import harness  # noqa: E402
+import harness
 
 QUERY = "How many points did the Panthers defense surrender?"
 OUT = harness.REPO / "docs" / "search.png"

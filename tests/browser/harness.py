@@ -64,7 +64,7 @@ def start_app(db: Path, sample: Path | None, log_path: Path, timeout: float = 60
     env.pop("WORKBENCH_SAMPLE", None)
     if sample is not None:
         env["WORKBENCH_SAMPLE"] = str(sample)
-    log = open(log_path, "w")
+    log = open(log_path, "w")  # noqa: SIM115 - the server writes to it until it is stopped
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",

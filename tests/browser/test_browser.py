@@ -7,9 +7,9 @@ tests check what the page shows against the core, not against numbers copied her
 
 from __future__ import annotations
 
+import harness
 import pytest
 
-import harness
 from retrieval.compare import rank_changes
 from retrieval.config import SearchConfig
 from retrieval.store import Store

@@ -6,6 +6,7 @@ Uses the session's app and fixtures from conftest.py (its own database and tiny 
 from __future__ import annotations
 
 import harness
+
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
 from retrieval.judgments import JudgmentStore

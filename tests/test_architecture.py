@@ -1,0 +1,139 @@
+"""The layering `docs/architecture.md` describes, checked: every module imports in a fresh
+interpreter, the project's import graph has no cycle (lazy imports inside functions included, since
+a lazy import is often how a circle hides), the core never imports Streamlit or the UI, and the UI
+reaches the store only through the Workbench (it may import types and validators from it)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("retrieval", "ui")
+# What ui/ may import from retrieval.store: types, a validator, and (resources.py, which makes
+# the process-wide Workbench) the Store class and the default location.
+UI_STORE_NAMES = {"CollectionInfo", "CollectionStats", "Progress", "validate_collection_name"}
+UI_STORE_CONSTRUCTION = {"Store", "default_db_uri"}
+
+
+def project_modules() -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules[name] = path
+    return modules
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
+def imports_of(name: str, path: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(module imported, names imported from it) for every import outside `if TYPE_CHECKING:`,
+    relative imports resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            found.append((base, tuple(alias.name for alias in node.names)))
+            for alias in node.names:  # `from . import x` imports the submodule x
+                found.append((f"{base}.{alias.name}", ()))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {name: {target for target, _ in imports_of(name, path) if target in modules and target != name}
+            for name, path in modules.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle as a list of modules (first == last), or None; depth-first search."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_find_cycle_finds_one_and_only_one():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = import_graph()
+    assert "retrieval.config" in graph and "retrieval.sources" in graph["retrieval.config"]
+    assert find_cycle(graph) is None
+
+
+def test_every_module_imports_in_a_fresh_interpreter():
+    names = [n for n in project_modules() if n != "retrieval.__main__"]
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\nprint('ok')"
+    done = subprocess.run([sys.executable, "-c", code, *names], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("ok")
+
+
+def test_the_core_imports_neither_streamlit_nor_the_ui():
+    for name, path in project_modules().items():
+        if name.startswith("retrieval"):
+            targets = {target.split(".")[0] for target, _ in imports_of(name, path)}
+            assert not targets & {"streamlit", "ui"}, name
+
+
+def test_the_ui_reaches_the_store_only_through_the_workbench():
+    for name, path in project_modules().items():
+        if not name.startswith("ui"):
+            continue
+        allowed = UI_STORE_NAMES | (UI_STORE_CONSTRUCTION if name == "ui.resources" else set())
+        for target, names in imports_of(name, path):
+            if target == "retrieval.store":
+                assert set(names) <= allowed, f"{name} imports {sorted(set(names) - allowed)} from the store"
+            assert target != "retrieval.pipeline", f"{name} ingests around the Workbench"
+
+
+def test_pages_import_nothing_from_the_store():
+    for path in [REPO / "app.py", *sorted((REPO / "pages").glob("*.py"))]:
+        targets = {target for target, _ in imports_of(path.stem, path)}
+        assert not targets & {"retrieval.store", "retrieval.pipeline"}, path.name
