@@ -254,7 +254,7 @@ def test_three_kingdoms_sample_spreads_beyond_direct_matches(tmp_path):
     from retrieval.ingest import parse_path
 
     store = Store(str(tmp_path))
-    corpus = parse_path(Path(__file__).resolve().parents[1] / "sample_data" / "three_kingdoms")
+    corpus = parse_path(Path(__file__).resolve().parents[2] / "sample_data" / "three_kingdoms")
     create_collection(store, "tk", corpus)
     texts = {d.id: d.title + "\n" + d.text for d in corpus.documents}
     source = Workbench(store).source("tk", "graph", SearchConfig(graph={"threshold": 0.1}))

@@ -23,7 +23,7 @@ from retrieval.store import Store
 from retrieval.types import ParsedCorpus
 from retrieval.workbench import Workbench
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "catalogue" / "records.json"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "catalogue" / "records.json"
 
 # The seed's two example data sources (ids added).
 SOURCE_A = {
