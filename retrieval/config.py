@@ -11,9 +11,23 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .limits import (
+    BM25_K1_MAX,
+    DEPTH_MAX,
+    NAME_MAX,
+    RERANK_TOP_N_MAX,
+    RRF_K_MAX,
+    RRF_K_MIN,
+    SCORE_MAX,
+    SOURCE_PARAM_MAX,
+    TOP_K_MAX,
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+)
 from .sources import SOURCES
 from .types import RetrievalError
 
@@ -31,6 +45,38 @@ _GROUP_DEFAULTS = {group: SOURCES[group].defaults(group) for group in PARAM_GROU
 
 def _defaults(group: str) -> dict[str, float]:
     return dict(_GROUP_DEFAULTS[group])
+
+
+# (field, whole number?, low, high): the numeric fields' types and bounds (see `retrieval.limits`).
+_RANGES = (
+    ("rrf_k", False, RRF_K_MIN, RRF_K_MAX),
+    ("depth", True, 1, DEPTH_MAX),
+    ("top_k", True, 1, TOP_K_MAX),
+    ("rerank_top_n", True, 1, RERANK_TOP_N_MAX),
+    ("bm25_k1", False, 0.0, BM25_K1_MAX),
+    ("bm25_b", False, 0.0, 1.0),
+)
+
+
+def _is_int(value: Any) -> bool:
+    """An int (numpy's too), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_finite(value: Any) -> bool:
+    """A finite int or float (numpy's too), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number_dict_problem(name: str, value: Any) -> str | None:
+    """What is wrong with a dict field that must map non-empty strings to finite numbers, or None."""
+    if not isinstance(value, dict):
+        return f"{name} must be an object of name → number, got {value!r}"
+    bad_keys = [k for k in value if not isinstance(k, str) or not k.strip()]
+    if bad_keys:
+        return f"{name} keys must be non-empty strings, got {bad_keys!r}"
+    bad = [f"{k!r} must be a finite number, got {v!r}" for k, v in value.items() if not _is_finite(v)]
+    return f"{name}: {'; '.join(bad)}" if bad else None
 
 
 @dataclass
@@ -62,49 +108,90 @@ class SearchConfig:
     graph_focus: str = ""  # comma-separated focus topics for the graph's preference score
 
     def __post_init__(self) -> None:
-        self.keyword = {**_defaults("keyword"), **{k: float(v) for k, v in self.keyword.items()}}
-        self.graph = {**_defaults("graph"), **{k: float(v) for k, v in self.graph.items()}}
+        # Complete the parameter dicts from the defaults, once their values are known to be numbers
+        # (a bad dict is left as given for `validate` to name).
+        for group in PARAM_GROUPS:
+            given = getattr(self, group)
+            if _number_dict_problem(group, given) is None:
+                setattr(self, group, {**_defaults(group), **{k: float(v) for k, v in given.items()}})
         self.validate()
 
     def validate(self) -> None:
+        """Raise RetrievalError naming every bad field; see `retrieval.limits` for the bounds.
+
+        Types first (a JSON config or a UI may hand in anything): whole numbers are ints (not
+        bools), other numbers are finite ints or floats, choices and names are strings, `rerank`
+        is a bool, and the dict fields map non-empty strings to finite numbers. Then the ranges:
+        each weight 0 or in [1e-6, 1000] and one > 0, rrf_k in [1, 1e6], depth and top_k in [1, 10000],
+        rerank_top_n in [1, 1000], BM25 k1 in [0, 100] and b in [0, 1], minimum scores finite with
+        |x| ≤ 1e100 (or None), source parameters in [0, 1e6] (keyword limit 1–50). Within these
+        bounds fusion gives finite fused and display scores (tests/test_properties.py).
+        """
         problems = []
-        if self.fusion not in FUSION_METHODS:
-            problems.append(f"fusion must be one of {FUSION_METHODS}, got {self.fusion!r}")
-        if self.normalization not in NORMALIZATIONS:
-            problems.append(f"normalization must be one of {NORMALIZATIONS}, got {self.normalization!r}")
-        if self.combination not in COMBINATIONS:
-            problems.append(f"combination must be one of {COMBINATIONS}, got {self.combination!r}")
-        if self.bm25_backend not in BM25_BACKENDS:
-            problems.append(f"bm25_backend must be one of {BM25_BACKENDS}, got {self.bm25_backend!r}")
-        if not (self.rrf_k >= 1 and math.isfinite(self.rrf_k)):
-            problems.append(f"rrf_k must be ≥ 1, got {self.rrf_k}")
-        if not self.weights:
+        for name, choices in (("fusion", FUSION_METHODS), ("normalization", NORMALIZATIONS),
+                              ("combination", COMBINATIONS), ("bm25_backend", BM25_BACKENDS)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in choices:
+                problems.append(f"{name} must be one of {choices}, got {value!r}")
+        for name in ("reranker", "graph_focus"):
+            if not isinstance(getattr(self, name), str):
+                problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
+        if self.tie_field is not None and not isinstance(self.tie_field, str):
+            problems.append(f"tie_field must be a string or null, got {self.tie_field!r}")
+        if not isinstance(self.rerank, bool):
+            problems.append(f"rerank must be true or false, got {self.rerank!r}")
+        for name, whole, low, high in _RANGES:
+            value = getattr(self, name)
+            if whole and not _is_int(value):
+                problems.append(f"{name} must be a whole number, got {value!r}")
+            elif not whole and not _is_finite(value):
+                problems.append(f"{name} must be a finite number, got {value!r}")
+            elif not low <= value <= high:
+                problems.append(f"{name} must be ≥ {low:g} and ≤ {high:g}, got {value:g}")
+        for name in ("min_score", "min_display_score"):
+            value = getattr(self, name)
+            if value is not None and not (_is_finite(value) and abs(value) <= SCORE_MAX):
+                problems.append(f"{name} must be a finite number (|x| ≤ {SCORE_MAX:g}) or null, got {value!r}")
+        problems += self._dict_problems()
+        if problems:
+            raise RetrievalError("Invalid search config: " + "; ".join(problems))
+
+    def _dict_problems(self) -> list[str]:
+        """Problems of the dict fields: weights, min_raw and the source parameter groups."""
+        problems = []
+        for name in ("weights", "min_raw", *PARAM_GROUPS):
+            problem = _number_dict_problem(name, getattr(self, name))
+            if problem:
+                problems.append(problem)
+        if isinstance(self.weights, dict) and not self.weights:
             problems.append("weights must name at least one source")
-        for name, w in self.weights.items():
-            if not (math.isfinite(w) and w >= 0):
-                problems.append(f"weight of {name!r} must be a finite number ≥ 0, got {w}")
-        if self.weights and sum(self.weights.values()) <= 0:
-            problems.append("at least one source weight must be > 0")
-        if self.depth < 1:
-            problems.append(f"depth must be ≥ 1, got {self.depth}")
-        if self.top_k < 1:
-            problems.append(f"top_k must be ≥ 1, got {self.top_k}")
-        if self.rerank_top_n < 1:
-            problems.append(f"rerank_top_n must be ≥ 1, got {self.rerank_top_n}")
-        if self.bm25_k1 < 0 or not (0 <= self.bm25_b <= 1):
-            problems.append(f"BM25 needs k1 ≥ 0 and 0 ≤ b ≤ 1, got k1={self.bm25_k1}, b={self.bm25_b}")
+        if _number_dict_problem("weights", self.weights) is None and self.weights:
+            for source, w in self.weights.items():
+                if not (w == 0 or WEIGHT_MIN <= w <= WEIGHT_MAX):
+                    problems.append(f"weight of {source!r} must be 0 or in [{WEIGHT_MIN:g}, {WEIGHT_MAX:g}], "
+                                    f"got {w:g}")
+                if len(source) > NAME_MAX:
+                    problems.append(f"source names must be at most {NAME_MAX} characters")
+            if all(w <= 0 for w in self.weights.values()):
+                problems.append("at least one source weight must be > 0")
+        if _number_dict_problem("min_raw", self.min_raw) is None:
+            bad = [k for k, v in self.min_raw.items() if abs(v) > SCORE_MAX]
+            if bad:
+                problems.append(f"min_raw of {', '.join(map(repr, bad))} must be within ±{SCORE_MAX:g}")
         for name in PARAM_GROUPS:
             given, defaults = getattr(self, name), _defaults(name)
+            if _number_dict_problem(name, given) is not None:
+                continue
             unknown = sorted(set(given) - set(defaults))
             if unknown:
                 problems.append(f"unknown {name} parameter(s) {', '.join(unknown)}; known: {', '.join(defaults)}")
-            bad = [k for k, v in given.items() if not (math.isfinite(v) and v >= 0)]
+            bad = [k for k, v in given.items() if not 0 <= v <= SOURCE_PARAM_MAX]
             if bad:
-                problems.append(f"{name} parameter(s) {', '.join(bad)} must be finite numbers ≥ 0")
-        if not 1 <= self.keyword.get("limit", 1) <= 50:
-            problems.append(f"keyword limit must be 1–50, got {self.keyword['limit']:g}")
-        if problems:
-            raise RetrievalError("Invalid search config: " + "; ".join(problems))
+                problems.append(f"{name} parameter(s) {', '.join(bad)} must be ≥ 0 and ≤ {SOURCE_PARAM_MAX:g}")
+        keyword = self.keyword
+        if _number_dict_problem("keyword", keyword) is None and not 1 <= keyword.get("limit", 1) <= 50:
+            problems.append(f"keyword limit must be 1–50, got {keyword['limit']:g}")
+        return problems
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -123,6 +210,9 @@ class SearchConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise RetrievalError(f"Unknown config field(s): {', '.join(unknown)}")
+        bad = sorted(k for k in data if not isinstance(k, str))
+        if bad:
+            raise RetrievalError(f"Config field names must be strings, got {bad!r}")
         return cls(**data)
 
     @classmethod

@@ -42,6 +42,14 @@ i.e. for the two means the fused score is split between the sources that entered
 proportion to their weighted normalised scores (the arithmetic rule is the same split, exact:
 there score = Σ w·x). A source left out of the mean is explained with contribution 0 and a note.
 
+Bounds (`SearchConfig.validate`, numbers in `retrieval/limits.py`): each weight is 0 or in
+[1e-6, 1000] and one is > 0; 1 ≤ k ≤ 1e6. Normalised scores are finite for finite raw scores
+(`normalize.py`; 'none' clamps raw scores to ±1e100). So every term is finite — w/(k + rank) ≤
+1000, |w·x| ≤ 1e103, display factors ≤ (1e6 + 1)/1e-6 — and, for any finite candidate scores,
+fused and display scores are never NaN or infinite, and the contributions add up to the fused
+score (exactly for RRF and arithmetic, to rounding for the means). tests/test_properties.py
+checks this over random candidate lists, weights, k, normalisations and combinations.
+
 Ties are broken by the configured quality field (higher first, missing last), then by document
 id. `fuse` explains everything; `fused_order` computes the same ranking with the same formula
 functions but builds no explanation objects (for sweeps: ~10× cheaper).
@@ -139,7 +147,8 @@ def contribution_shares(pairs: WeightedNorms, score: float, combination: str) ->
             total += weight * norm
     if total <= 0:
         return [0.0] * len(pairs)
-    return [score * weight * norm / total if norm > 0 else 0.0 for weight, norm in pairs]
+    # The share (≤ 1) first: score · w · x could underflow to 0 for tiny scores.
+    return [score * (weight * norm / total) if norm > 0 else 0.0 for weight, norm in pairs]
 
 
 def kept_hits(candidates: Mapping[str, SourceResult], config: SearchConfig) -> dict[str, list[Hit]]:

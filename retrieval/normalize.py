@@ -1,11 +1,31 @@
 """Score normalisation within one source's candidate list, so sources on different scales can be
 added. Each function maps a list of raw scores to a list of the same length and order.
+
+For any finite scores every function returns finite values and keeps their order (a higher raw
+score never gets a lower normalised one); tests/test_properties.py checks this. Min-max, z-score
+and l2 do not change when all scores are multiplied by the same positive number, so scores whose
+magnitude could overflow (or underflow) a square or a difference are first divided by the
+largest magnitude.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+
+from .limits import SCORE_MAX
+
+# Magnitudes whose squares, sums of squares (up to 10^4 of them) and differences stay normal floats.
+_SAFE_LOW, _SAFE_HIGH = 1e-100, 1e100
+
+
+def _rescaled(scores: Sequence[float]) -> Sequence[float]:
+    """`scores` divided by their largest magnitude when it lies outside [1e-100, 1e100] (else as
+    they are, so ordinary scores give exactly the same floats as without this step)."""
+    top = max(abs(s) for s in scores)
+    if top == 0 or _SAFE_LOW <= top <= _SAFE_HIGH:
+        return scores
+    return [s / top for s in scores]
 
 
 def min_max(scores: Sequence[float]) -> list[float]:
@@ -19,6 +39,8 @@ def min_max(scores: Sequence[float]) -> list[float]:
     lo, hi = min(scores), max(scores)
     if hi == lo:
         return [1.0] * len(scores)
+    scores = _rescaled(scores)
+    lo, hi = min(scores), max(scores)
     span = hi - lo
     return [(s - lo) / span for s in scores]
 
@@ -26,16 +48,26 @@ def min_max(scores: Sequence[float]) -> list[float]:
 def z_score(scores: Sequence[float]) -> list[float]:
     """norm(x) = (x − mean) / std, with the population standard deviation.
 
-    When the deviation is 0 every score maps to 0.0 (no candidate stands out).
+    When every score is equal (including a single candidate) each maps to 0.0: no candidate
+    stands out. This is decided by comparing the scores, not by the computed deviation, which
+    rounding makes tiny but non-zero for e.g. [0.1, 0.1, 0.1] (each would map to −1.0).
     """
     if not scores:
         return []
     n = len(scores)
-    mean = sum(scores) / n
-    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / n)
-    if std == 0:
+    if min(scores) == max(scores):
         return [0.0] * n
-    return [(s - mean) / std for s in scores]
+    # Deviations from the mean computed as (s − lo) − mean(s − lo): the shifted scores are exact
+    # for close scores, so scores one rounding step apart still get mean 0 and deviation 1.
+    scores = _rescaled(scores)
+    lo = min(scores)
+    shifted = [s - lo for s in scores]
+    mean = math.fsum(shifted) / n
+    deviations = [s - mean for s in shifted]
+    std = math.sqrt(math.fsum(d * d for d in deviations) / n)
+    if not std > 0:
+        return [0.0] * n
+    return [d / std for d in deviations]
 
 
 def l2(scores: Sequence[float]) -> list[float]:
@@ -45,6 +77,7 @@ def l2(scores: Sequence[float]) -> list[float]:
     """
     if not scores:
         return []
+    scores = _rescaled(scores)
     length = math.sqrt(sum(s * s for s in scores))
     if length == 0:
         return [0.0] * len(scores)
@@ -52,8 +85,9 @@ def l2(scores: Sequence[float]) -> list[float]:
 
 
 def identity(scores: Sequence[float]) -> list[float]:
-    """norm(x) = x: raw scores as they are (only meaningful when sources share a scale)."""
-    return list(scores)
+    """norm(x) = x: raw scores as they are (only meaningful when sources share a scale), clamped
+    to ±1e100 (`limits.SCORE_MAX`) so that weighted sums of them cannot overflow."""
+    return [min(SCORE_MAX, max(-SCORE_MAX, s)) for s in scores]
 
 
 NORMALIZERS = {"minmax": min_max, "zscore": z_score, "l2": l2, "none": identity}

@@ -1,0 +1,115 @@
+"""The workbench's stated limits, in one place (docs/reliability.md, "Hardened inputs and limits").
+
+* Numbers: the bounds `SearchConfig.validate` enforces. Within them, fusion cannot overflow: no
+  NaN or infinite fused or display score for finite candidate scores (tests/test_properties.py).
+* Models named by a link: only the built-in aliases and folders under `WORKBENCH_MODEL_DIRS`
+  (`check_model_from_link`); the CLI, whose user is on the server, may name any path.
+* Sizes: uploads per file and per ingest, and how much of one document a result card shows
+  before "full text on demand". Each can be changed with an environment variable.
+
+No Streamlit here: the core, the UI and the CLI read the same numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from .types import RetrievalError
+
+# ---- SearchConfig bounds (checked by SearchConfig.validate) -------------------------------------
+# Each source weight is 0 or in [WEIGHT_MIN, WEIGHT_MAX], and one is > 0. So Σw ≥ 1e-6 and the
+# display factors (k + 1)/Σw and 1/Σw stay ≤ ~1e12; and a weight never underflows against a
+# normalised score (w·x = 0 for x > 0 would make the harmonic and geometric splits disagree).
+WEIGHT_MIN = 1e-6
+WEIGHT_MAX = 1000.0
+RRF_K_MIN = 1.0
+RRF_K_MAX = 1e6
+DEPTH_MAX = 10_000  # candidates per source
+TOP_K_MAX = 10_000  # ≥ DEPTH_MAX: evaluation ranks `depth` results
+RERANK_TOP_N_MAX = 1_000
+BM25_K1_MAX = 100.0
+SOURCE_PARAM_MAX = 1e6  # every entry of the keyword / graph parameter dicts is in [0, this]
+SCORE_MAX = 1e100  # |minimum scores| ≤ this; raw scores fused unnormalised ('none') are clamped to ±this
+NAME_MAX = 200  # characters of a source name (a weights key)
+
+# ---- Sizes (environment variables, read once at import) -----------------------------------------
+
+
+def _env_int(name: str, default: int, low: int, high: int) -> int:
+    """An integer setting from the environment; a missing, unreadable or out-of-range value
+    falls back to `default` (a limit must never be switched off by a typo)."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        return default
+    return value if low <= value <= high else default
+
+
+MB = 1024 * 1024
+# Streamlit's own `server.maxUploadSize` (.streamlit/config.toml, MB, default 200) is what the
+# browser may send at all; these are the workbench's limits on what it parses.
+MAX_FILE_MB = _env_int("WORKBENCH_MAX_FILE_MB", 50, 1, 10_000)  # one uploaded file
+MAX_UPLOAD_MB = _env_int("WORKBENCH_MAX_UPLOAD_MB", 200, 1, 100_000)  # all files of one ingest
+# Result cards and details show at most this many characters of a document's text; the rest is
+# loaded on demand. Titles are cut at TITLE_CHARS.
+EXCERPT_CHARS = _env_int("WORKBENCH_EXCERPT_CHARS", 5_000, 100, 10_000_000)
+TITLE_CHARS = 500
+
+
+def check_upload_sizes(files: Iterable[tuple[str, bytes]]) -> None:
+    """RetrievalError naming the file (or the total) when uploads exceed MAX_FILE_MB / MAX_UPLOAD_MB."""
+    total = 0
+    for name, data in files:
+        size = len(data)
+        total += size
+        if size > MAX_FILE_MB * MB:
+            raise RetrievalError(f"{name} is {size / MB:.1f} MB; the workbench reads files of at most "
+                                 f"{MAX_FILE_MB} MB (WORKBENCH_MAX_FILE_MB)")
+    if total > MAX_UPLOAD_MB * MB:
+        raise RetrievalError(f"The files add up to {total / MB:.1f} MB; one ingest reads at most {MAX_UPLOAD_MB} MB "
+                             "(WORKBENCH_MAX_UPLOAD_MB)")
+
+
+# ---- Models named by a link ---------------------------------------------------------------------
+MODEL_DIRS_ENV = "WORKBENCH_MODEL_DIRS"
+
+
+def model_dirs() -> list[Path]:
+    """The folders a link may name models in: `WORKBENCH_MODEL_DIRS`, os.pathsep-separated
+    (read on every call, so a test or an operator can change it); none by default."""
+    raw = os.environ.get(MODEL_DIRS_ENV, "")
+    return [Path(part).expanduser().resolve() for part in raw.split(os.pathsep) if part.strip()]
+
+
+def model_allowed(name: str, builtins: Iterable[str]) -> bool:
+    """Whether a browser user may name model `name`: a built-in alias, or a path that resolves
+    (symlinks followed, '..' removed) inside one of `model_dirs()`. Decided from the text alone
+    plus path resolution, never from whether the path exists, so the answer tells nothing about
+    the server's files."""
+    if name in set(builtins):
+        return True
+    if not name or "\x00" in name:
+        return False
+    dirs = model_dirs()
+    if not dirs:
+        return False
+    path = Path(name).expanduser()
+    if not path.is_absolute():
+        return False
+    resolved = path.resolve()
+    return any(resolved.is_relative_to(d) for d in dirs)
+
+
+def check_model_from_link(name: str, builtins: Iterable[str], what: str) -> None:
+    """RetrievalError unless `model_allowed(name, builtins)`; the message says what is allowed
+    and does not say whether `name` exists."""
+    builtins = tuple(builtins)
+    if model_allowed(name, builtins):
+        return
+    folders = (f"a folder inside {', '.join(str(d) for d in model_dirs())}" if model_dirs()
+               else f"no folder (the server sets none in {MODEL_DIRS_ENV})")
+    raise RetrievalError(f"{what} {name!r} is not allowed from the browser: use {' or '.join(map(repr, builtins))}, "
+                         f"or {folders}")
