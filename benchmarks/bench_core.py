@@ -36,6 +36,9 @@ def ms(seconds: float) -> str:
 
 def main() -> None:
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "eval" / "nfcorpus"
+    if not folder.is_dir():
+        sys.exit(f"{folder} is missing: give a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) as the "
+                 "first argument; the default is ../shared/eval/nfcorpus beside the repository")
     store = Store()
     name, corpus = ensure_beir_collection(store, folder, log=lambda m: print(m, file=sys.stderr))
     wb = Workbench(store)

@@ -41,6 +41,9 @@ def timed(function):
 
 def main() -> None:
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "eval" / "nfcorpus"
+    if not folder.is_dir():
+        sys.exit(f"{folder} is missing: give a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv) as the "
+                 "first argument; the default is ../shared/eval/nfcorpus beside the repository")
     workbench = Workbench(Store())
     name, corpus = ensure_beir_collection(workbench.store, folder, log=lambda m: print(m, file=sys.stderr))
     grid = default_grid(SearchConfig())

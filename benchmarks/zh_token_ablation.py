@@ -38,6 +38,10 @@ def ndcg10(folder: str, analyse) -> float:
 
 
 if __name__ == "__main__":
+    missing = [folder for folder in sys.argv[1:] if not Path(folder).is_dir()]
+    if missing or len(sys.argv) < 2:
+        sys.exit(f"missing BEIR folder(s): {', '.join(missing) or 'none given'}; e.g. ../shared/eval/xquad-zh "
+                 "beside the repository (see the usage at the top of this file)")
     print(f"{'collection':<16} {'all tokens':>11} {'≥2 chars':>9}")
     for folder in sys.argv[1:]:
         print(f"{Path(folder).name:<16} {ndcg10(folder, tokenize):>11.4f} {ndcg10(folder, two_or_more):>9.4f}")

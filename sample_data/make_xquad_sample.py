@@ -16,6 +16,9 @@ OUT = Path(__file__).resolve().parent / "xquad"
 
 def read(lang):
     folder = EVAL / f"xquad-{lang}"
+    if not folder.is_dir():
+        sys.exit(f"{folder} is missing: this script rebuilds the sample from ../shared/eval/xquad-en and xquad-zh "
+                 "beside the repository")
     corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     queries = {q["_id"]: q["text"] for q in map(json.loads,
                                                 (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines())}

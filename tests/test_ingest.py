@@ -8,7 +8,7 @@ import pytest
 from retrieval.ingest import ColumnMapping, ParseOptions, parse_bytes, parse_files, parse_path
 from retrieval.types import Document, IngestError
 
-EVAL = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "xquad"  # the bundled BEIR sample
 
 
 def problems_of(data: bytes, filename: str, options: ParseOptions = ParseOptions()) -> list[str]:
@@ -298,18 +298,30 @@ def test_beir_folder_prefers_test_qrels(tmp_path):
     assert corpus.notes[-1] == "judgments for 1 queries from qrels/test.tsv (also present: dev.tsv)"
 
 
-def test_beir_xquad_zh():
-    corpus = parse_path(EVAL / "xquad-zh")
+def test_beir_bundled_xquad_sample():
+    corpus = parse_path(SAMPLE)
     assert (corpus.format, corpus.encoding) == ("beir", "utf-8")
-    assert len(corpus.documents) == 240
-    assert len(corpus.queries) == 1181
-    assert len(corpus.qrels) == 1181
-    assert corpus.qrels["56beb4343aeaaa14008c925b"] == {corpus.documents[0].id: 1}
+    # 60 English paragraphs, then their 60 Chinese translations; 320 + 318 questions (wc -l: 638
+    # query lines, 638 qrels lines after the header), one judgment each.
+    assert [d.id for d in corpus.documents] == [f"{lang}-{i:03d}" for lang in ("en", "zh") for i in range(1, 61)]
+    assert len(corpus.queries) == 638
+    assert len(corpus.qrels) == 638
+    assert corpus.qrels["zh-56beb4343aeaaa14008c925b"] == {"zh-001": 1}
+    assert corpus.qrels["en-56beb4343aeaaa14008c925b"] == {corpus.documents[0].id: 1}
+    assert corpus.documents[60].text.startswith("黑豹队")
+    assert corpus.documents[0].metadata == {"lang": "en"}
 
 
-def test_beir_vaswani_is_fast():
+def test_beir_large_corpus_is_fast(tmp_path):
+    """11,429 documents, 3.5 MB (the size of the Vaswani collection), parsed in under 2 s."""
+    words = "quantum field electron lattice spin magnetic wave energy state theory measured".split()
+    with open(tmp_path / "corpus.jsonl", "w", encoding="utf-8") as out:
+        for i in range(11429):
+            text = " ".join(words[(i * 7 + j) % len(words)] for j in range(45))
+            out.write(json.dumps({"_id": str(i + 1), "title": "", "text": text}) + "\n")
+    assert (tmp_path / "corpus.jsonl").stat().st_size > 3_000_000
     start = time.perf_counter()
-    corpus = parse_path(EVAL / "vaswani")
+    corpus = parse_path(tmp_path)
     assert time.perf_counter() - start < 2
     assert len(corpus.documents) == 11429
     assert len({d.id for d in corpus.documents}) == 11429

@@ -1,6 +1,6 @@
-"""Sweeps on a small real corpus (200 nfcorpus documents, their judged queries), real models."""
+"""Sweeps on a small real corpus (the bundled sample's 60 English paragraphs, 30 judged questions),
+real models."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,11 +12,12 @@ from retrieval.ingest import parse_path
 from retrieval.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.sweep import Variant, default_grid, retrieval_plan, run_sweep
-from retrieval.types import RetrievalError
+from retrieval.types import ParsedCorpus, RetrievalError
 from retrieval.workbench import Workbench
 
-NFCORPUS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "nfcorpus"
-N_DOCS, N_QUERIES = 200, 30
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "xquad"  # the bundled BEIR sample
+N_EN, N_ZH = 20, 10
+N_QUERIES = N_EN + N_ZH
 
 
 class CountingWorkbench(Workbench):
@@ -30,25 +31,20 @@ class CountingWorkbench(Workbench):
 
 
 @pytest.fixture(scope="module")
-def small_nfcorpus(tmp_path_factory):
-    """The first 200 nfcorpus documents and the first 30 test queries judged on them."""
-    assert NFCORPUS.is_dir(), f"missing shared evaluation data: {NFCORPUS}"
-    folder = tmp_path_factory.mktemp("beir") / "nfcorpus-small"
-    (folder / "qrels").mkdir(parents=True)
-    docs = (NFCORPUS / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:N_DOCS]
-    keep = {json.loads(d)["_id"] for d in docs}
-    header, *qrel_lines = (NFCORPUS / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()
-    judged = [line for line in qrel_lines if line.split("\t")[1] in keep]
-    query_ids = list(dict.fromkeys(line.split("\t")[0] for line in judged))[:N_QUERIES]
-    judged = [line for line in judged if line.split("\t")[0] in query_ids]
-    queries = [q for q in (NFCORPUS / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-               if json.loads(q)["_id"] in query_ids]
-    (folder / "corpus.jsonl").write_text("\n".join(docs) + "\n", encoding="utf-8")
-    (folder / "queries.jsonl").write_text("\n".join(queries) + "\n", encoding="utf-8")
-    (folder / "qrels" / "test.tsv").write_text("\n".join([header, *judged]) + "\n", encoding="utf-8")
-    corpus = parse_path(folder)
+def small_sample(tmp_path_factory):
+    """The sample's 60 English paragraphs (all-MiniLM-L6-v2: seconds to embed) and 30 questions:
+    the first 20 English ones, and the first 10 Chinese ones judged on the English paragraph they
+    ask about (the translation of their own). BM25 cannot cross languages and the English model
+    barely can, so the variants differ."""
+    sample = parse_path(SAMPLE)
+    documents = [d for d in sample.documents if d.id.startswith("en-")]
+    english = [q for q in sample.qrels if q.startswith("en-")][:N_EN]
+    chinese = [q for q in sample.qrels if q.startswith("zh-")][:N_ZH]
+    qrels = {q: dict(sample.qrels[q]) for q in english}
+    qrels.update({q: {doc.replace("zh-", "en-"): grade for doc, grade in sample.qrels[q].items()} for q in chinese})
+    corpus = ParsedCorpus(documents, queries={q: sample.queries[q] for q in qrels}, qrels=qrels)
     workbench = CountingWorkbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
-    create_collection(workbench.store, "nfsmall", corpus)
+    create_collection(workbench.store, "xsmall", corpus)
     return workbench, corpus
 
 
@@ -77,13 +73,13 @@ def test_default_grid_has_121_variants_split_as_documented():
         default_grid(base, sources=("bm25", "dense", "keyword"))
 
 
-def test_fused_order_equals_fuse_for_every_grid_variant_on_real_candidates(small_nfcorpus):
-    workbench, corpus = small_nfcorpus
+def test_fused_order_equals_fuse_for_every_grid_variant_on_real_candidates(small_sample):
+    workbench, corpus = small_sample
     base = SearchConfig(depth=100)
     grid = default_grid(base)
     compared = 0
     for qid in list(corpus.qrels)[:12]:
-        candidates = workbench.candidates("nfsmall", corpus.queries[qid], base)
+        candidates = workbench.candidates("xsmall", corpus.queries[qid], base)
         for variant in grid:
             expected = [r.doc_id for r in fuse(candidates.sources, variant.config).ranked]
             assert fused_order(candidates.sources, variant.config) == expected, (qid, variant.label)
@@ -91,14 +87,14 @@ def test_fused_order_equals_fuse_for_every_grid_variant_on_real_candidates(small
     assert compared == 12 * 121
 
 
-def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_nfcorpus):
-    workbench, corpus = small_nfcorpus
+def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_sample):
+    workbench, corpus = small_sample
     base = SearchConfig(depth=100)
     grid = default_grid(base)
     assert len(retrieval_plan(grid)) == 1  # both sources in one candidates call
     workbench.calls = 0
     seen = []
-    result = run_sweep(workbench, "nfsmall", corpus.queries, corpus.qrels, grid,
+    result = run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, grid,
                        progress=lambda done, total: seen.append((done, total)))
     assert workbench.calls == N_QUERIES
     assert seen[-1] == (N_QUERIES + 121, N_QUERIES + 121) and len(seen) == N_QUERIES + 121
@@ -125,7 +121,7 @@ def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_nf
         config = result.variant(label).config
         if system == "bm25":
             config = SearchConfig.from_dict({**config.to_dict(), "weights": {"bm25": 1.0, "dense": 1.0}})
-        report = evaluate_collection(workbench, "nfsmall", corpus.queries, corpus.qrels, config)
+        report = evaluate_collection(workbench, "xsmall", corpus.queries, corpus.qrels, config)
         for metric, value in report.metrics[system].items():
             assert rows[label][metric] == pytest.approx(value, abs=1e-12), (label, metric)
         for qid, values in report.per_query[system].items():
@@ -136,17 +132,17 @@ def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_nf
     assert SearchConfig.from_dict(listed[0]["config"]) == result.best().config
 
 
-def test_sweep_rejects_bad_input(small_nfcorpus):
-    workbench, corpus = small_nfcorpus
+def test_sweep_rejects_bad_input(small_sample):
+    workbench, corpus = small_sample
     grid = default_grid(SearchConfig())
     with pytest.raises(RetrievalError, match="at least one variant"):
-        run_sweep(workbench, "nfsmall", corpus.queries, corpus.qrels, [])
+        run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, [])
     with pytest.raises(RetrievalError, match="unique"):
-        run_sweep(workbench, "nfsmall", corpus.queries, corpus.qrels, [grid[0], grid[0]])
+        run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, [grid[0], grid[0]])
     with pytest.raises(RetrievalError, match="None of the judged queries"):
-        run_sweep(workbench, "nfsmall", {}, corpus.qrels, grid[:2])
+        run_sweep(workbench, "xsmall", {}, corpus.qrels, grid[:2])
     with pytest.raises(RetrievalError, match="No variant labelled"):
-        run_sweep(workbench, "nfsmall", corpus.queries, corpus.qrels, grid[:2]).variant("nope")
+        run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, grid[:2]).variant("nope")
 
 
 def test_held_out_estimate_by_hand():

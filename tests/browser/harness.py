@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[2]
-XQUAD_EN = REPO.parent / "shared" / "eval" / "xquad-en" / "corpus.jsonl"
+XQUAD = REPO / "sample_data" / "xquad" / "corpus.jsonl"  # the bundled sample: en-001 … en-060, zh-001 …
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -35,10 +35,10 @@ CARD_IDS_JS = """() => Array.from(document.querySelectorAll('.wb-card'))
 
 
 def make_sample(folder: Path, n: int = SAMPLE_DOCS) -> Path:
-    """A BEIR folder (corpus.jsonl) with the first `n` English XQuAD paragraphs as en-001…:
-    small enough that the app's first-run ingest takes seconds."""
+    """A BEIR folder (corpus.jsonl) with the bundled sample's first `n` English paragraphs
+    (en-001…): small enough that the app's first-run ingest takes seconds."""
     folder.mkdir(parents=True, exist_ok=True)
-    lines = XQUAD_EN.read_text(encoding="utf-8").splitlines()[:n]
+    lines = [line for line in XQUAD.read_text(encoding="utf-8").splitlines() if '"_id": "en-' in line][:n]
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as out:
         for i, line in enumerate(lines, start=1):
             doc = json.loads(line)
