@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from .store import Store, aux_table_name, counts_as_write, sql_string, validate_collection_name
+from .store import Store, aux_table_name, counts_as_write, crash_point, sql_string, validate_collection_name
 from .types import RetrievalError
 
 RATING_GRADES = (0, 1, 2, 3)  # what `rate` accepts
@@ -331,23 +331,20 @@ class JudgmentStore:
     def _write_both(self, collection: str, query_rows: list[dict], judgment_rows: list[dict],
                     delete_rest: str | None) -> None:
         """Upsert the rows into both tables (one commit each); with `delete_rest`, rows matching
-        it that are not in the new rows are deleted in the same commit. If the judgments write
-        fails, the queries table is restored to its version before this call."""
-        queries = self._open(collection, "queries", create=True)
-        judgments = self._open(collection, "judgments", create=True)
-        before = queries.version
-        wrote_queries = False
-        try:
+        it that are not in the new rows are deleted in the same commit. All or nothing across both
+        tables (`Store.transaction`), also when the process is killed half-way."""
+        # One store transaction: a failure or a killed process rolls both tables back (the
+        # caller holds the collection's writer lock, across processes).
+        tables = [aux_table_name(collection, "queries"), aux_table_name(collection, "judgments")]
+        with self.store.transaction(collection, "ratings", tables):
+            queries = self._open(collection, "queries", create=True)
+            judgments = self._open(collection, "judgments", create=True)
             if query_rows or delete_rest:
                 _merge(queries, QUERY_KEY, pa.Table.from_pylist(query_rows, schema=QUERIES_SCHEMA), delete_rest)
-                wrote_queries = True
+            crash_point("ratings:queries")
             if judgment_rows or delete_rest:
                 _merge(judgments, JUDGMENT_KEY, pa.Table.from_pylist(judgment_rows, schema=JUDGMENTS_SCHEMA),
                        delete_rest)
-        except Exception:
-            if wrote_queries:
-                queries.restore(before)
-            raise
 
 
 def _merge(table, key: list[str], rows: pa.Table, delete_rest: str | None) -> None:

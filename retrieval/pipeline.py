@@ -5,8 +5,9 @@ written in one all-or-nothing store write.
                       → graph_rows (entities.py) → Store.write_collection / Store.append
 
 Everything before the write happens in memory, so a rejected or failed ingest writes nothing; the
-store makes the write itself all or nothing. The collection's writer lock is held from the first
-check to the write, so a concurrent writer in this process cannot slip in between.
+store makes the write itself all or nothing (docs/reliability.md). The expensive steps run before
+the store's writer lock is taken, so concurrent ingests embed side by side and only their writes
+queue; the store re-checks names and ids under the lock.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from .entities import graph_table_rows, merge_entities
+from .entities import graph_table_rows
 from .store import CollectionInfo, Progress, Store, collection_schema, now_iso, validate_collection_name
 from .tokenize import TOKENIZER_NAME, corpus_language, document_language, tokenize
 from .types import Document, IngestError, ParsedCorpus, RetrievalError
@@ -102,50 +103,49 @@ def stored_documents(store: Store, name: str) -> list[Document]:
 
 def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str | None = None,
                       description: str = "", progress: Progress | None = None) -> CollectionInfo:
-    """Create collection `name` from parsed documents; the model defaults by corpus language."""
+    """Create collection `name` from parsed documents; the model defaults by corpus language.
+
+    Tokenising, embedding and extraction run before the writer lock is taken, so two ingests
+    embed at the same time and only their writes queue; the store checks again under the lock
+    that the name is free."""
     from .embed import default_model_for, load_encoder
 
     validate_collection_name(name)
-    with store.writer_lock(name):
-        if store.has_table(name):
-            raise RetrievalError(f"Collection {name!r} already exists: add to it, or delete it first")
-        check_documents(corpus.documents)
-        language = corpus_language(embedding_text(d) for d in corpus.documents)
-        encoder = load_encoder(model or default_model_for(language))
-        rows = document_rows(corpus.documents, encoder, progress)
-        graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
-        now = now_iso()
-        info = CollectionInfo(
-            name=name, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
-            language=language, doc_count=len(corpus.documents), created=now, updated=now,
-            lancedb_version=lancedb.__version__, description=description,
-        )
-        return store.write_collection(info, rows, graph)
+    if store.has_table(name):
+        raise RetrievalError(f"Collection {name!r} already exists: add to it, or delete it first")
+    check_documents(corpus.documents)
+    language = corpus_language(embedding_text(d) for d in corpus.documents)
+    encoder = load_encoder(model or default_model_for(language))
+    rows = document_rows(corpus.documents, encoder, progress)
+    graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
+    now = now_iso()
+    info = CollectionInfo(
+        name=name, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
+        language=language, doc_count=len(corpus.documents), created=now, updated=now,
+        lancedb_version=lancedb.__version__, description=description,
+    )
+    return store.write_collection(info, rows, graph)
 
 
 def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progress | None = None) -> CollectionInfo:
-    """Add documents to an existing collection with its recorded model. All or nothing."""
+    """Add documents to an existing collection with its recorded model. All or nothing; ids
+    already in the collection are refused (checked first, and again by the store under the lock)."""
     from .embed import load_encoder
 
-    with store.writer_lock(name):
-        info = store.info(name)
-        check_documents(corpus.documents)
-        clashes = store.existing_ids(name, [d.id for d in corpus.documents])
-        if clashes:
-            raise IngestError(
-                f"{len(clashes)} document id(s) already exist in {name!r}; nothing was added",
-                [f"id {i!r} is already in the collection" for i in sorted(clashes)],
-            )
-        encoder = load_encoder(info.model)
-        if encoder.spec.dim != info.dim:
-            raise RetrievalError(f"Model {info.model!r} now gives {encoder.spec.dim}-d vectors, "
-                                 f"the collection holds {info.dim}-d ones")
-        rows = document_rows(corpus.documents, encoder, progress)
-        graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
-        if not store.has_graph_tables(name) and store.table(name).count_rows():
-            # Collection ingested before the entity graph existed: index its documents too.
-            old = graph_rows(stored_documents(store, name), datetime.fromisoformat(info.created))
-            graph = {"entities": merge_entities(old["entities"], graph["entities"]),
-                     "event_entities": old["event_entities"] + graph["event_entities"],
-                     "event_times": old["event_times"] + graph["event_times"]}
-        return store.append(name, rows, graph)
+    info = store.info(name)
+    check_documents(corpus.documents)
+    clashes = store.existing_ids(name, [d.id for d in corpus.documents])
+    if clashes:
+        raise IngestError(
+            f"{len(clashes)} document id(s) already exist in {name!r}; nothing was added",
+            [f"id {i!r} is already in the collection" for i in sorted(clashes)],
+        )
+    encoder = load_encoder(info.model)
+    if encoder.spec.dim != info.dim:
+        raise RetrievalError(f"Model {info.model!r} now gives {encoder.spec.dim}-d vectors, "
+                             f"the collection holds {info.dim}-d ones")
+    rows = document_rows(corpus.documents, encoder, progress)
+    graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
+    # A collection ingested before the entity graph existed: its stored documents are indexed too.
+    legacy = lambda: graph_rows(stored_documents(store, name), datetime.fromisoformat(info.created))  # noqa: E731
+    return store.append(name, rows, graph, legacy)

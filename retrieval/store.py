@@ -10,14 +10,26 @@ over `tokens` (whitespace tokenizer, LanceDB's own processing off) serves the sc
 
 The store owns collections, their tables, the catalogue and versions, and nothing else: rows
 arrive ready (tokenised, embedded, entities extracted) from the ingest pipeline (`pipeline.py`).
-Writes are all-or-nothing: the table is written in one commit; if anything after that fails the
-table is restored to its previous version (or dropped, for a new collection). One writer per
-collection at a time (`writer_lock`, re-entrant so the pipeline can hold it around a whole ingest).
+
+Writer protocol (docs/reliability.md). Every write to a collection (create, add, clear, delete,
+ratings) holds the collection's writer lock: a thread lock plus an OS file lock
+(`<db>/_workbench_locks/<name>.lock`, flock: released by the OS when the holder dies, so a killed
+writer never leaves it taken), so one writer at a time across threads *and* processes; the
+catalogue and the saved configs have locks of their own, always taken after a collection's.
+Under the lock a write first records a journal (`<name>.journal.json`: the operation and the
+version of every table it will touch, and the catalogue entry before it), then writes, then
+removes the journal. If the write fails, or the process is killed, the journal stays; the next
+holder of the lock (any write, any process) rolls it back: tables restored to their recorded
+versions or dropped if they did not exist, the catalogue entry put back; a clear or delete is
+finished instead (dropping cannot be undone). Restoring is safe because nobody else can have
+committed to those tables while the lock was held. A conflicting commit is never "fixed" by
+restoring an older version over someone else's.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -25,7 +37,8 @@ import re
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,15 +47,17 @@ from typing import Any
 import lancedb
 import numpy as np
 import pyarrow as pa
+from filelock import FileLock
 
 from .tokenize import language_from_mix
-from .types import RetrievalError
+from .types import IngestError, RetrievalError
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 log = logging.getLogger(__name__)
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 CATALOGUE_TABLE = "_catalogue"
+LOCK_DIR_NAME = "_workbench_locks"  # not a LanceDB table (no .lance suffix): never listed
 # Tables that belong to a collection sit beside it as `_<kind>__<collection>` (a collection name
 # never starts with '_', so they are never listed as collections). Kind -> whether the table
 # holds per-document data (dropped by `clear` too) or data about the collection (kept by `clear`).
@@ -62,6 +77,80 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 def default_db_uri() -> str:
     return os.environ.get("WORKBENCH_DB") or str(REPO_DIR / "data" / "lancedb")
+
+
+def crash_point(step: str) -> None:
+    """Where the reliability tests kill a writer: with `WORKBENCH_PAUSE_AT=<step>` the process
+    writes `<step>` to `$WORKBENCH_PAUSE_FILE` and waits there to be killed (`kill -9`). A no-op
+    otherwise (one environment lookup)."""
+    if os.environ.get("WORKBENCH_PAUSE_AT") == step:
+        Path(os.environ["WORKBENCH_PAUSE_FILE"]).write_text(step, encoding="utf-8")
+        while True:
+            threading.Event().wait(60)
+
+
+def lock_dir(uri: str) -> Path:
+    """Where the writer locks and journals of database `uri` live: inside a local database; for
+    object storage (`s3://…`) in a local folder (`$WORKBENCH_LOCK_DIR`, else data/locks), one per
+    URI, so they coordinate the processes of this machine only (see docs/reliability.md)."""
+    if "://" not in uri:
+        return Path(uri) / LOCK_DIR_NAME
+    base = Path(os.environ.get("WORKBENCH_LOCK_DIR") or REPO_DIR / "data" / "locks")
+    return base / hashlib.sha1(uri.encode()).hexdigest()[:16]
+
+
+class WriterLock:
+    """Exclusive across threads (a re-entrant thread lock) and processes (an OS file lock taken by
+    the outermost entry). `on_acquire` runs when the file lock has just been taken (recovery)."""
+
+    def __init__(self, path: Path, on_acquire: Callable[[], None] | None = None):
+        self._thread = threading.RLock()
+        self._file = FileLock(str(path), thread_local=False)
+        self._depth = 0
+        self._on_acquire = on_acquire
+
+    def __enter__(self) -> WriterLock:
+        self._thread.acquire()
+        try:
+            if self._depth == 0:
+                self._file.acquire()
+                try:
+                    if self._on_acquire is not None:
+                        self._on_acquire()
+                except BaseException:
+                    self._file.release()
+                    raise
+            self._depth += 1
+        except BaseException:
+            self._thread.release()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._file.release()
+        self._thread.release()
+
+    def try_acquire(self) -> bool:
+        """Take the lock only if nobody holds it (no waiting); True when taken (then `__exit__`)."""
+        if not self._thread.acquire(blocking=False):
+            return False
+        if self._depth == 0:
+            try:
+                self._file.acquire(timeout=0)
+            except Exception:  # filelock.Timeout: another process holds it
+                self._thread.release()
+                return False
+            try:
+                if self._on_acquire is not None:
+                    self._on_acquire()
+            except BaseException:
+                self._file.release()
+                self._thread.release()
+                raise
+        self._depth += 1
+        return True
 
 
 def validate_collection_name(name: str, what: str = "collection name") -> str:
@@ -165,16 +254,24 @@ class Store:
             Path(self.uri).mkdir(parents=True, exist_ok=True)
         # Interval 0: every read sees the latest committed version, also another process's.
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
-        self._locks: dict[str, threading.RLock] = {}
+        self.lock_dir = lock_dir(self.uri)
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        self._locks: dict[str, WriterLock] = {}
         self._handles: dict[str, Any] = {}
         self._incarnations: dict[str, str] = {}
         self.writes = 0  # how many writes went through this Store (and its judgments/configs)
         self._locks_guard = threading.Lock()
 
     # ---- catalogue -------------------------------------------------------------------------
-    def _lock(self, name: str) -> threading.RLock:
+    def _lock(self, name: str) -> WriterLock:
+        """The writer lock of `name`: a validated collection name (which recovers the collection
+        from a journal when taken), or an internal table's name (`_catalogue`, `_configs`)."""
         with self._locks_guard:
-            return self._locks.setdefault(name, threading.RLock())
+            lock = self._locks.get(name)
+            if lock is None:
+                recover = None if name.startswith("_") else functools.partial(self._recover, name)
+                lock = self._locks[name] = WriterLock(self.lock_dir / f"{name}.lock", recover)
+            return lock
 
     def _table_names(self) -> list[str]:
         names: list[str] = []
@@ -195,9 +292,24 @@ class Store:
         return self.db.create_table(CATALOGUE_TABLE, schema=_CATALOGUE_SCHEMA, exist_ok=True)
 
     def _write_info(self, info: CollectionInfo) -> None:
-        cat = self._catalogue()
-        cat.delete(f"name = {sql_string(info.name)}")
-        cat.add(pa.Table.from_pylist([asdict(info)], schema=_CATALOGUE_SCHEMA))
+        self._put_entry(info.name, asdict(info))
+
+    def _put_entry(self, name: str, entry: dict | None) -> None:
+        """Set (or with None remove) collection `name`'s catalogue entry in one commit."""
+        with self._lock(CATALOGUE_TABLE):
+            cat = self._catalogue()
+            if entry is None:
+                cat.delete(f"name = {sql_string(name)}")
+                return
+            (cat.merge_insert("name").when_matched_update_all().when_not_matched_insert_all()
+             .execute(pa.Table.from_pylist([entry], schema=_CATALOGUE_SCHEMA)))
+
+    def _entry(self, name: str) -> dict | None:
+        if not self._has_table(CATALOGUE_TABLE):
+            return None
+        rows = (self._catalogue().search().where(f"name = {sql_string(name)}").limit(1)
+                .to_arrow().to_pylist())
+        return rows[0] if rows else None
 
     def list_collections(self) -> list[CollectionInfo]:
         if not self._has_table(CATALOGUE_TABLE):
@@ -207,18 +319,34 @@ class Store:
         return sorted((CollectionInfo(**r) for r in rows if r["name"] in existing), key=lambda i: i.name)
 
     def collection_names(self) -> list[str]:
-        """Collection names from the table listing alone (~1 ms, vs ~10 ms for the catalogue scan
-        of `list_collections`): cheap enough for a picker redrawn on every slider move."""
-        return sorted(n for n in self._table_names() if not n.startswith("_"))
+        """Collection names from the table listing (~1 ms, vs ~10 ms for the catalogue scan of
+        `list_collections`): cheap enough for a picker redrawn on every slider move. A collection
+        with a journal is recovered first when nobody writes to it, and left out while it is
+        being created."""
+        names = sorted(n for n in self._table_names() if not n.startswith("_"))
+        journals = {p.name[: -len(".journal.json")] for p in self.lock_dir.glob("*.journal.json")}
+        if not journals & set(names):
+            return names
+        kept = []
+        for name in names:
+            if name in journals:
+                lock = self._lock(name)
+                if lock.try_acquire():  # recovers on acquiring
+                    lock.__exit__(None, None, None)
+                    if not self._has_table(name):
+                        continue
+                elif self._journal(name).get("op") == "create":
+                    continue  # being created by another writer right now
+            kept.append(name)
+        return kept
 
     def info(self, name: str) -> CollectionInfo:
         validate_collection_name(name)
-        rows = (self._catalogue().search().where(f"name = {sql_string(name)}").limit(1)
-                .to_arrow().to_pylist()) if self._has_table(CATALOGUE_TABLE) else []
-        if not rows or not self._has_table(name):
+        entry = self._entry(name)
+        if entry is None or not self._has_table(name):
             known = ", ".join(i.name for i in self.list_collections()) or "none yet"
             raise RetrievalError(f"No collection named {name!r} (collections: {known})")
-        return CollectionInfo(**rows[0])
+        return CollectionInfo(**entry)
 
     def exists(self, name: str) -> bool:
         try:
@@ -255,84 +383,151 @@ class Store:
         with self._locks_guard:
             self.writes += 1
 
-    def writer_lock(self, name: str) -> threading.RLock:
-        """The lock every write to collection `name` (and its auxiliary tables) holds; a reader
-        that must see the collection and its auxiliary tables at one state holds it too."""
+    def writer_lock(self, name: str) -> WriterLock:
+        """The lock every write to collection `name` (and its auxiliary tables) holds, across
+        threads and processes; a reader that must see the collection and its auxiliary tables at
+        one state holds it too. Taking it first recovers the collection from a dead writer's
+        journal."""
         return self._lock(validate_collection_name(name))
+
+    # ---- journal and recovery (see the module docstring) ----------------------------------
+    def _journal_path(self, name: str) -> Path:
+        return self.lock_dir / f"{name}.journal.json"
+
+    def _journal(self, name: str) -> dict:
+        try:
+            return json.loads(self._journal_path(name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+
+    def _table_versions(self, names: Iterable[str]) -> dict[str, int | None]:
+        existing = set(self._table_names())
+        return {t: (self.db.open_table(t).version if t in existing else None) for t in names}
+
+    @contextmanager
+    def transaction(self, name: str, op: str, tables: Iterable[str]) -> Iterator[None]:
+        """Run a write of `op` to collection `name` touching `tables` (LanceDB table names) all
+        or nothing. The caller holds `writer_lock(name)`."""
+        journal = {"op": op, "pid": os.getpid(), "tables": self._table_versions(tables),
+                   "catalogue": self._entry(name)}
+        path = self._journal_path(name)
+        partial = path.with_suffix(".tmp")
+        partial.write_text(json.dumps(journal), encoding="utf-8")
+        os.replace(partial, path)  # atomic: a journal is whole or absent
+        crash_point(f"{op}:journal")
+        try:
+            yield
+        except BaseException:
+            try:
+                self._roll_back(name, journal)
+            except Exception:  # the journal stays: the next holder of the lock tries again
+                log.exception("rolling back %s of %s failed; the next writer will retry", op, name)
+                raise
+            path.unlink(missing_ok=True)
+            raise
+        path.unlink(missing_ok=True)
+
+    def _recover(self, name: str) -> None:
+        """A journal found on taking the lock belongs to a writer that died: undo (or finish) it."""
+        journal = self._journal(name)
+        if not journal:
+            return
+        log.warning("recovering collection %s: a %s by process %s did not finish", name, journal.get("op"),
+                    journal.get("pid"))
+        self._roll_back(name, journal)
+        self._journal_path(name).unlink(missing_ok=True)
+        self.note_write()
+
+    def _roll_back(self, name: str, journal: dict) -> None:
+        self._handles.pop(name, None)
+        if journal["op"] == "delete":
+            self._drop_all(name)
+            return
+        if journal["op"] == "clear":
+            self._clear_tables(name)
+            entry = journal.get("catalogue")
+            if entry is not None:
+                self._put_entry(name, {**entry, "doc_count": 0})
+            return
+        existing = set(self._table_names())
+        for table_name, version in journal["tables"].items():
+            if version is None:
+                if table_name in existing:
+                    self.db.drop_table(table_name)
+            elif table_name in existing:
+                table = self.db.open_table(table_name)
+                if table.version != version:
+                    table.restore(version)
+        self._put_entry(name, journal.get("catalogue"))
 
     def has_table(self, name: str) -> bool:
         """Whether the collection's table exists (also before its catalogue entry does)."""
         return self._has_table(validate_collection_name(name))
 
     # ---- writes ----------------------------------------------------------------------------
+    def _graph_table_names(self, name: str) -> list[str]:
+        return [aux_table_name(name, kind) for kind in GRAPH_KINDS]
+
     @counts_as_write
     def write_collection(self, info: CollectionInfo, rows: pa.Table,
                          graph_rows: dict[str, list[dict]]) -> CollectionInfo:
         """Create collection `info.name` from prepared rows (`collection_schema(info.dim)`) and its
         entity graph rows, with its native BM25 index and catalogue entry. All or nothing."""
         name = validate_collection_name(info.name)
-        with self._lock(name):
+        with self.writer_lock(name):
             if self._has_table(name):
                 raise RetrievalError(f"Collection {name!r} already exists: add to it, or delete it first")
-            table = self.db.create_table(name, rows, schema=collection_schema(info.dim))
-            try:
+            with self.transaction(name, "create", [name, *self._graph_table_names(name)]):
+                table = self.db.create_table(name, rows, schema=collection_schema(info.dim))
+                crash_point("create:table")
                 _index_tokens(table)
+                crash_point("create:index")
                 self._write_graph_tables(name, graph_rows)
+                crash_point("create:graph")
                 self._write_info(info)
-            except Exception:
-                log.warning("creating %s failed after its table was written: dropping it", name, exc_info=True)
-                self._restore_aux(name, dict.fromkeys(GRAPH_KINDS))
-                self.db.drop_table(name)
-                raise
+                crash_point("create:catalogue")
             return info
 
     @counts_as_write
-    def append(self, name: str, rows: pa.Table, graph_rows: dict[str, list[dict]]) -> CollectionInfo:
+    def append(self, name: str, rows: pa.Table, graph_rows: dict[str, list[dict]],
+               legacy_graph_rows: Callable[[], dict[str, list[dict]]] | None = None) -> CollectionInfo:
         """Append prepared rows and their entity graph rows to an existing collection; update its
-        catalogue entry (document count, language mix, time). All or nothing."""
-        with self._lock(name):
+        catalogue entry (document count, language mix, time). All or nothing. Ids already in the
+        collection are refused (checked under the lock, so two writers cannot both add one id).
+        `legacy_graph_rows()` gives the graph rows of the documents already stored, for a
+        collection ingested before the entity graph tables existed."""
+        with self.writer_lock(name):
             info = self.info(name)
+            clashes = self.existing_ids(name, rows.column("id").to_pylist())
+            if clashes:
+                raise IngestError(
+                    f"{len(clashes)} document id(s) already exist in {name!r}; nothing was added",
+                    [f"id {i!r} is already in the collection" for i in sorted(clashes)],
+                )
             table = self.db.open_table(name)
-            graph_before = self._aux_versions(name, GRAPH_KINDS)
-            before = table.version
-            table.add(rows)
-            try:
+            if legacy_graph_rows is not None and not self.has_graph_tables(name) and table.count_rows():
+                from .entities import merge_entities
+
+                old = legacy_graph_rows()
+                graph_rows = {"entities": merge_entities(old["entities"], graph_rows["entities"]),
+                              "event_entities": old["event_entities"] + graph_rows["event_entities"],
+                              "event_times": old["event_times"] + graph_rows["event_times"]}
+            with self.transaction(name, "add", [name, *self._graph_table_names(name)]):
+                table.add(rows)
+                crash_point("add:rows")
                 _index_tokens(table)
+                crash_point("add:index")
                 self._write_graph_tables(name, graph_rows)
+                crash_point("add:graph")
                 languages = table.search().select(["language"]).limit(None).to_arrow().column("language")
                 info.language = language_from_mix(languages.to_pylist())
                 info.doc_count = table.count_rows()
                 info.updated = now_iso()
                 self._write_info(info)
-            except Exception:
-                log.warning("adding to %s failed after the append: restoring version %s", name, before,
-                            exc_info=True)
-                table.restore(before)
-                self._restore_aux(name, graph_before)
-                raise
+                crash_point("add:catalogue")
             return info
 
     # ---- entity graph tables (see entities.py) ----------------------------------------------
-    def _aux_versions(self, name: str, kinds) -> dict[str, int | None]:
-        """Current version of each auxiliary table of `kinds` (None: the table does not exist)."""
-        existing = set(self._table_names())
-        return {kind: (self.db.open_table(aux_table_name(name, kind)).version
-                       if aux_table_name(name, kind) in existing else None) for kind in kinds}
-
-    def _restore_aux(self, name: str, versions: dict[str, int | None]) -> None:
-        """Put auxiliary tables back as `_aux_versions` found them: restore, or drop new ones."""
-        existing = set(self._table_names())
-        for kind, version in versions.items():
-            table_name = aux_table_name(name, kind)
-            if table_name not in existing:
-                continue
-            if version is None:
-                self.db.drop_table(table_name)
-            else:
-                table = self.db.open_table(table_name)
-                if table.version != version:
-                    table.restore(version)
-
     def _write_graph_tables(self, name: str, rows: dict[str, list[dict]]) -> None:
         """Append links and times, merge entity counts (rewrites the small entities table)."""
         from .entities import graph_schemas, merge_entities
@@ -372,7 +567,7 @@ class Store:
         The dense source then asks LanceDB to re-score its shortlist with full vectors
         (`refine_factor`), so reported similarities stay exact. Bumps the collection version.
         """
-        with self._lock(name):
+        with self.writer_lock(name):
             table = self.table(name)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -381,33 +576,46 @@ class Store:
 
     @counts_as_write
     def delete(self, name: str) -> None:
-        """Drop the collection, its auxiliary tables and its catalogue entry."""
-        with self._lock(name):
-            self.info(name)
-            self._handles.pop(name, None)
-            self._drop_aux(name, every=True)
-            self.db.drop_table(name)
-            self._catalogue().delete(f"name = {sql_string(name)}")
+        """Drop the collection, its auxiliary tables and its catalogue entry. Works on any half
+        state (a table without catalogue entry, an entry without table, stray auxiliary tables)."""
+        with self.writer_lock(name):
+            parts = [name, *(aux_table_name(name, kind) for kind in AUX_KINDS)]
+            if self._entry(name) is None and not set(parts) & set(self._table_names()):
+                self.info(name)  # raises the readable "no collection named …" error
+            with self.transaction(name, "delete", []):
+                self._drop_all(name)
 
-    def _drop_aux(self, name: str, every: bool) -> None:
+    def _drop_all(self, name: str) -> None:
+        """Drop every table of the collection and its catalogue entry (idempotent)."""
+        self._handles.pop(name, None)
         existing = set(self._table_names())
+        for table_name in [aux_table_name(name, kind) for kind in AUX_KINDS] + [name]:
+            if table_name in existing:
+                self.db.drop_table(table_name)
+                crash_point(f"delete:{'table' if table_name == name else 'aux'}")
+        self._put_entry(name, None)
+
+    def _clear_tables(self, name: str) -> None:
+        """Delete every document and drop the per-document auxiliary tables (idempotent)."""
+        existing = set(self._table_names())
+        if name in existing:
+            self.db.open_table(name).delete("true")
+        crash_point("clear:rows")
         for kind, per_document in AUX_KINDS.items():
             table_name = aux_table_name(name, kind)
-            if (every or per_document) and table_name in existing:
-                self._handles.pop(table_name, None)
+            if per_document and table_name in existing:
                 self.db.drop_table(table_name)
 
     @counts_as_write
     def clear(self, name: str) -> CollectionInfo:
         """Remove every document but keep the collection, its model and its history."""
-        with self._lock(name):
+        with self.writer_lock(name):
             info = self.info(name)
-            table = self.db.open_table(name)
-            table.delete("true")
-            self._drop_aux(name, every=False)
-            info.doc_count = 0
-            info.updated = now_iso()
-            self._write_info(info)
+            with self.transaction(name, "clear", []):
+                self._clear_tables(name)
+                info.doc_count = 0
+                info.updated = now_iso()
+                self._write_info(info)
             return info
 
     # ---- reads -----------------------------------------------------------------------------

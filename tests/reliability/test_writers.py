@@ -1,0 +1,236 @@
+"""Writes that hold across processes and crashes (docs/reliability.md), with real processes:
+
+- two writers started at the same moment (a file barrier), for every pair of create / add / rate /
+  clear, asserting row counts, unique ids, catalogue counts, and that every process that reported
+  success has its rows; `RELIABILITY_RUNS` (default 1) repeats each pair;
+- `kill -9` of a writer stopped at each step of each write, then recovery by the next process that
+  opens the collection: the collection is exactly as before (or, for clear and delete, exactly as
+  after), it can be deleted, and ingesting again works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from writer import write  # the writer's own code, run in this process for setup and re-ingest
+
+from retrieval.judgments import JudgmentStore
+from retrieval.store import GRAPH_KINDS, Store, aux_table_name
+
+WRITER = Path(__file__).with_name("writer.py")
+RUNS = int(os.environ.get("RELIABILITY_RUNS", "1"))
+
+
+def start(db: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(WRITER), str(db), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+
+
+def prepare(db: Path, op: str, name: str, start_: int = 0, count: int = 0) -> dict:
+    """A write done in this process (setup and re-ingest: no process start to pay for)."""
+    return {"ok": True, **write(Store(str(db)), op, name, start_, count, real=False)}
+
+
+def result(process: subprocess.Popen) -> dict:
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def together(db: Path, tmp: Path, *writers: tuple[str, ...]) -> list[dict]:
+    """Start the writers, wait until each is ready, then let them go at the same moment."""
+    go = tmp / f"go-{time.monotonic_ns()}"
+    processes = [start(db, *args, "--wait", str(go)) for args in writers]
+    deadline = time.monotonic() + 120
+    while len(list(tmp.glob(f"{go.name}.ready-*"))) < len(processes):
+        assert time.monotonic() < deadline, "writers never got ready"
+        time.sleep(0.01)
+    go.write_text("go")
+    return [result(p) for p in processes]
+
+
+def ids_of(store: Store, name: str) -> list[str]:
+    return store.column(name, ["id"]).column("id").to_pylist()
+
+
+def check_consistent(store: Store, name: str) -> list[str]:
+    """Unique ids; catalogue count = rows; graph tables hold exactly the collection's chunks."""
+    ids = ids_of(store, name)
+    assert len(ids) == len(set(ids)), "duplicate ids"
+    assert store.info(name).doc_count == len(ids)
+    tables = store.graph_tables(name)
+    if ids:
+        assert tables is not None
+        assert {r["event_id"] for r in tables["event_times"].to_pylist()} == set(ids)
+        assert {r["event_id"] for r in tables["event_entities"].to_pylist()} <= set(ids)
+    return ids
+
+
+def docs(start_: int, count: int) -> set[str]:
+    return {f"d{i}" for i in range(start_, start_ + count)}
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_two_creates_of_one_name_one_wins_the_other_is_told(tmp_path, run):
+    db = tmp_path / "db"
+    a, b = together(db, tmp_path, ("create", "c", "0", "20"), ("create", "c", "100", "20"))
+    assert sorted([a["ok"], b["ok"]]) == [False, True]
+    loser = a if not a["ok"] else b
+    assert "RetrievalError: Collection 'c' already exists" in loser["error"]
+    ids = check_consistent(Store(str(db)), "c")
+    assert set(ids) in (docs(0, 20), docs(100, 20))
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_two_adds_of_different_documents_both_land(tmp_path, run):
+    db = tmp_path / "db"
+    assert prepare(db, "create", "c", 0, 3)["ok"]
+    a, b = together(db, tmp_path, ("add", "c", "100", "20"), ("add", "c", "200", "20"))
+    assert a["ok"] and b["ok"], (a, b)
+    assert set(check_consistent(Store(str(db)), "c")) == docs(0, 3) | docs(100, 20) | docs(200, 20)
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_the_same_file_added_twice_lands_once(tmp_path, run):
+    db = tmp_path / "db"
+    assert prepare(db, "create", "c", 0, 3)["ok"]
+    a, b = together(db, tmp_path, ("add", "c", "100", "30"), ("add", "c", "100", "30"))
+    assert sorted([a["ok"], b["ok"]]) == [False, True]
+    loser = a if not a["ok"] else b
+    assert "30 document id(s) already exist in 'c'; nothing was added" in loser["error"]
+    assert set(check_consistent(Store(str(db)), "c")) == docs(0, 3) | docs(100, 30)
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_concurrent_ratings_keep_every_query_and_unique_positions(tmp_path, run):
+    db = tmp_path / "db"
+    assert prepare(db, "create", "c", 0, 3)["ok"]
+    a, b = together(db, tmp_path, ("rate", "c", "0", "15"), ("rate", "c", "100", "15"))
+    assert a["ok"] and b["ok"], (a, b)
+    store = Store(str(db))
+    judgments = JudgmentStore(store)
+    queries = judgments.queries("c", "default")
+    assert set(queries) == set(a["query_ids"]) | set(b["query_ids"]) and len(queries) == 30
+    positions = [r["position"] for r in store.db.open_table(aux_table_name("c", "queries")).to_arrow().to_pylist()]
+    assert sorted(positions) == list(range(30))
+    assert sum(len(d) for d in judgments.qrels("c", "default").values()) == 30
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+def test_add_and_clear_at_once_end_in_one_of_the_two_orders(tmp_path, run):
+    db = tmp_path / "db"
+    assert prepare(db, "create", "c", 0, 10)["ok"]
+    added, cleared = together(db, tmp_path, ("add", "c", "100", "10"), ("clear", "c"))
+    assert added["ok"] and cleared["ok"], (added, cleared)
+    ids = set(check_consistent(Store(str(db)), "c"))
+    # clear then add: the added ten remain; add then clear: nothing remains
+    assert ids in (docs(100, 10), set())
+    assert (ids == set()) == (added["doc_count"] == 20)
+
+
+def test_two_real_ingests_through_the_pipeline_both_land(tmp_path):
+    db = tmp_path / "db"
+    assert result(start(db, "create", "c", "0", "3", "--real"))["ok"]
+    a, b = together(db, tmp_path, ("add", "c", "100", "20", "--real"), ("add", "c", "200", "20", "--real"))
+    assert a["ok"] and b["ok"], (a, b)
+    assert set(check_consistent(Store(str(db)), "c")) == docs(0, 3) | docs(100, 20) | docs(200, 20)
+
+
+# ---- kill -9 at each step ------------------------------------------------------------------------
+def killed_at(db: Path, tmp: Path, step: str, *args: str) -> None:
+    """Run a writer that stops at `step`, and kill -9 it there."""
+    marker = tmp / f"paused-{time.monotonic_ns()}"
+    process = start(db, *args, env={"WORKBENCH_PAUSE_AT": step, "WORKBENCH_PAUSE_FILE": str(marker)})
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        if process.poll() is not None:
+            raise AssertionError(f"writer ended before {step}: {process.communicate()}")
+        assert time.monotonic() < deadline, f"writer never reached {step}"
+        time.sleep(0.01)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+
+
+def snapshot(store: Store, name: str) -> tuple:
+    if not store.exists(name):
+        return ("absent", sorted(n for n in store._table_names() if n == name or n.endswith(f"__{name}")))
+    tables = store.graph_tables(name)
+    events = sorted(r["event_id"] for r in tables["event_times"].to_pylist()) if tables else None
+    return (store.info(name).doc_count, sorted(ids_of(store, name)), events)
+
+
+def then_recovers(db: Path, name: str, expected: tuple) -> None:
+    """A new process (here: a new Store) sees the collection as `expected`, can delete it and
+    ingest it again."""
+    store = Store(str(db))
+    names = store.collection_names()  # recovers (nobody holds the lock any more)
+    assert (name in names) == (expected[0] != "absent")
+    assert snapshot(store, name) == expected
+    if expected[0] != "absent":
+        check_consistent(store, name)
+        store.delete(name)
+    assert not [n for n in store._table_names() if n == name or n.endswith(f"__{name}")]
+    assert prepare(db, "create", name, 500, 4)["ok"]
+    assert set(check_consistent(Store(str(db)), name)) == docs(500, 4)
+
+
+CREATE_STEPS = ["create:journal", "create:table", "create:index", "create:graph", "create:catalogue"]
+ADD_STEPS = ["add:journal", "add:rows", "add:index", "add:graph", "add:catalogue"]
+
+
+@pytest.mark.parametrize("step", CREATE_STEPS)
+def test_kill_during_create_leaves_no_trace(tmp_path, step):
+    db = tmp_path / "db"
+    killed_at(db, tmp_path, step, "create", "c", "0", "10")
+    then_recovers(db, "c", ("absent", []))
+
+
+@pytest.mark.parametrize("step", ADD_STEPS)
+def test_kill_during_add_leaves_the_collection_as_before(tmp_path, step):
+    db = tmp_path / "db"
+    assert prepare(db, "create", "c", 0, 10)["ok"]
+    before = snapshot(Store(str(db)), "c")
+    killed_at(db, tmp_path, step, "add", "c", "100", "10")
+    then_recovers(db, "c", before)
+
+
+@pytest.mark.parametrize("step", ["clear:journal", "clear:rows"])
+def test_kill_during_clear_is_finished_on_recovery(tmp_path, step):
+    db = tmp_path / "db"
+    assert prepare(db, "create", "c", 0, 10)["ok"]
+    killed_at(db, tmp_path, step, "clear", "c")
+    then_recovers(db, "c", (0, [], None))  # a clear that started is finished: it cannot be half undone
+
+
+@pytest.mark.parametrize("step", ["delete:journal", "delete:aux", "delete:table"])
+def test_kill_during_delete_is_finished_on_recovery(tmp_path, step):
+    db = tmp_path / "db"
+    assert prepare(db, "create", "c", 0, 10)["ok"]
+    killed_at(db, tmp_path, step, "delete", "c")
+    then_recovers(db, "c", ("absent", []))
+
+
+def test_kill_during_a_rating_rolls_both_tables_back(tmp_path):
+    db = tmp_path / "db"
+    assert prepare(db, "create", "c", 0, 3)["ok"]
+    assert prepare(db, "rate", "c", 0, 2)["ok"]
+    store = Store(str(db))
+    before = (JudgmentStore(store).queries("c", "default"), JudgmentStore(store).qrels("c", "default"))
+    killed_at(db, tmp_path, "ratings:queries", "rate", "c", "100", "1")
+    store = Store(str(db))
+    with store.writer_lock("c"):  # taking the lock recovers
+        pass
+    judgments = JudgmentStore(store)
+    assert (judgments.queries("c", "default"), judgments.qrels("c", "default")) == before
+
+
+def test_graph_kinds_are_what_the_checks_read():
+    assert GRAPH_KINDS == ("entities", "event_entities", "event_times")

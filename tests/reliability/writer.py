@@ -1,0 +1,103 @@
+"""One writer process for the reliability tests: does one write to a store and prints one JSON line.
+
+    python writer.py DB OP NAME [START COUNT] [--wait GO_FILE] [--real]
+
+OP: create | add | clear | delete | rate. Documents are `d<i>` for i in START…START+COUNT−1. By
+default rows are built without a model (deterministic vectors of the MiniLM dimension, real tokens)
+and written through the store, which is what the protocol under test is; `--real` ingests through
+the pipeline with the real encoder. `--wait GO_FILE` creates `GO_FILE.ready-<pid>` and waits for
+GO_FILE, so the test can start several writers at the same moment (a barrier).
+With WORKBENCH_PAUSE_AT / WORKBENCH_PAUSE_FILE set, the store stops at that step to be killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+from retrieval.pipeline import add_documents, create_collection, document_rows, graph_rows  # noqa: E402
+from retrieval.store import CollectionInfo, Store, now_iso  # noqa: E402
+from retrieval.types import Document, ParsedCorpus  # noqa: E402
+
+DIM = 384
+WORDS = "apple river mountain castle bridge garden ocean forest valley desert".split()
+
+
+def documents(start: int, count: int) -> list[Document]:
+    return [Document(f"d{i}", f"document {i} about the {WORDS[i % len(WORDS)]} near the {WORDS[(i * 7) % len(WORDS)]}",
+                     metadata={"n": i}) for i in range(start, start + count)]
+
+
+class FixedEncoder:
+    """Deterministic unit vectors: no model load, so a writer starts in about a second."""
+
+    class spec:  # mirrors Encoder.spec
+        name, dim = "all-MiniLM-L6-v2", DIM
+
+    def encode_passages(self, texts, progress=None):
+        rng = np.random.default_rng(len(texts))
+        vectors = rng.normal(size=(len(texts), DIM)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def write(store: Store, op: str, name: str, start: int, count: int, real: bool) -> dict:
+    docs = documents(start, count)
+    if op == "create":
+        if real:
+            info = create_collection(store, name, ParsedCorpus(docs), model="all-MiniLM-L6-v2")
+        else:
+            now = now_iso()
+            info = CollectionInfo(name=name, model="all-MiniLM-L6-v2", dim=DIM, tokenizer="t", language="en",
+                                  doc_count=len(docs), created=now, updated=now, lancedb_version="x")
+            info = store.write_collection(info, document_rows(docs, FixedEncoder()),
+                                          graph_rows(docs, datetime.now(UTC)))
+        return {"doc_count": info.doc_count}
+    if op == "add":
+        if real:
+            info = add_documents(store, name, ParsedCorpus(docs))
+        else:
+            info = store.append(name, document_rows(docs, FixedEncoder()), graph_rows(docs, datetime.now(UTC)))
+        return {"doc_count": info.doc_count}
+    if op == "clear":
+        return {"doc_count": store.clear(name).doc_count}
+    if op == "delete":
+        store.delete(name)
+        return {}
+    if op == "rate":
+        from retrieval.judgments import JudgmentStore
+
+        judgments = JudgmentStore(store)
+        ids = [judgments.rate(name, "default", f"query {i}", f"d{i % 3}", 1) for i in range(start, start + count)]
+        return {"query_ids": ids}
+    raise SystemExit(f"unknown op {op}")
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    db, op, name = args[:3]
+    start, count = (int(args[3]), int(args[4])) if len(args) > 4 else (0, 0)
+    real = "--real" in sys.argv
+    store = Store(db)
+    if "--wait" in sys.argv:
+        go = Path(sys.argv[sys.argv.index("--wait") + 1])
+        Path(f"{go}.ready-{os.getpid()}").write_text("ready")
+        while not go.exists():
+            time.sleep(0.005)
+    try:
+        out = {"ok": True, **write(store, op, name, start, count, real)}
+    except Exception as exc:  # reported, as a user would see it
+        out = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
