@@ -1,4 +1,4 @@
-"""Command line: `python -m retrieval {ingest,search,evaluate,sweep,collections} …`.
+"""Command line: `python -m retrieval {ingest,search,evaluate,sweep,collections,serve} …`.
 
 Results and JSON go to stdout; progress and messages go to stderr. Every command takes the
 fusion config as options (or a saved config with `--config FILE.json`).
@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import serve
 from .config import (
     BM25_BACKENDS,
     COMBINATIONS,
@@ -22,6 +23,7 @@ from .config import (
     SearchConfig,
     parse_weights,
 )
+from .result_json import search_json
 from .sources import SOURCES
 from .types import RetrievalError
 
@@ -50,6 +52,9 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--min-display-score", type=float, dest="min_display_score")
     g.add_argument("--min-raw", dest="min_raw", help="per-source minimum raw score, e.g. bm25=2.5")
     g.add_argument("--tie-field", dest="tie_field", help="numeric metadata field that breaks ties")
+    g.add_argument("--filter", dest="filters", action="append",
+                   help="metadata filter applied before ranking, repeatable (all must pass): "
+                        "'category=hair_problem', 'tags=a|b', 'year>=2010', 'date<2024-01-01'")
     g.add_argument("--bm25-backend", choices=BM25_BACKENDS, dest="bm25_backend")
     g.add_argument("--k1", type=float, dest="bm25_k1")
     g.add_argument("--b", type=float, dest="bm25_b")
@@ -75,6 +80,8 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         data["weights"] = parse_weights(args.weights)
     if args.min_raw:
         data["min_raw"] = parse_weights(args.min_raw)
+    if args.filters:
+        data["filters"] = [*data.get("filters", []), *args.filters]
     for group in PARAM_GROUPS:
         if getattr(args, group):
             data[group] = {**data.get(group, {}), **parse_weights(getattr(args, group))}
@@ -122,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("collections", help="list, show stats, build a vector index, delete or clear collections")
     p.add_argument("action", choices=("list", "stats", "index", "delete", "clear"), nargs="?", default="list")
     p.add_argument("name", nargs="?")
+
+    p = sub.add_parser("serve", help="serve collections with their saved configs to agents (MCP: stdio or HTTP)")
+    serve.add_arguments(p)
     return parser
 
 
@@ -176,37 +186,6 @@ def cmd_ingest(args) -> int:
     _log(f"collection {info.name}: {info.doc_count} documents, model {info.model} ({info.dim}-d), "
          f"language {info.language}, {len(corpus.documents) / seconds:.0f} docs/s")
     return 0
-
-
-def search_json(result) -> dict:
-    """The CLI's JSON for one search: per result the fused and display scores and a `_meta`
-    object with overall rank, per-source rank and raw score, and the RRF k (seed 001 §4.4)."""
-    config = result.config
-    items = []
-    for position, (fused_result, reranked) in enumerate(result.final_ranking(), start=1):
-        row = result.documents.get(fused_result.doc_id, {})
-        meta = {"rank": position, "fused_rank": fused_result.rank, "rrf_k": config.rrf_k}
-        for source, c in fused_result.sources.items():
-            meta[f"{source}_rank"] = c.rank
-            meta[f"{source}_score"] = c.raw_score
-            meta[f"{source}_normalized"] = c.normalized
-            meta[f"{source}_contribution"] = c.contribution
-            if c.detail:
-                meta[f"{source}_detail"] = c.detail
-        if result.reranked is not None:
-            meta["rerank_score"] = reranked.rerank_score if reranked else None
-        items.append({"id": fused_result.doc_id, "title": row.get("title", ""), "text": row.get("text", ""),
-                      "score": fused_result.score, "display_score": fused_result.display_score, "_meta": meta})
-    return {
-        "query": result.query,
-        "collection": result.candidates.collection,
-        "config": config.to_dict(),
-        "n_candidates": result.outcome.n_candidates,
-        "removed": result.outcome.removed,
-        "notes": result.outcome.notes,
-        "reranker": result.reranker_kind,
-        "results": items,
-    }
 
 
 def cmd_search(args) -> int:
@@ -322,5 +301,9 @@ def cmd_collections(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    return serve.run(args, _workbench(args))
+
+
 COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "evaluate": cmd_evaluate, "sweep": cmd_sweep,
-            "collections": cmd_collections}
+            "collections": cmd_collections, "serve": cmd_serve}
