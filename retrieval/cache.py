@@ -11,6 +11,7 @@ and ages out of its LRU.
                                                                      never evicts the BM25 index)
     candidates      (collection, state, source, params, query)    -> (depth fetched, SourceResult)
     documents       (collection, state)                           -> {doc id: row}, filled on demand
+    filters         (collection, state, filters)                  -> (allowed ids, collection size)
     query_vectors   (model, query)                                -> the query's embedding
     rerank          (reranker, query, doc id, hash(text))         -> rerank score
 
@@ -111,6 +112,7 @@ class Caches:
         self._sources_lock = threading.Lock()
         self.candidates = LRU(candidate_cache_size)
         self.documents = LRU(64)
+        self.filters = LRU(256)
         self.query_vectors = LRU(8192)
         self.rerank = RerankCache()
 

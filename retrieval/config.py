@@ -15,6 +15,7 @@ import numbers
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .filters import parse_filters
 from .limits import (
     BM25_K1_MAX,
     DEPTH_MAX,
@@ -106,6 +107,9 @@ class SearchConfig:
     keyword: dict[str, float] = field(default_factory=lambda: _defaults("keyword"))
     graph: dict[str, float] = field(default_factory=lambda: _defaults("graph"))
     graph_focus: str = ""  # comma-separated focus topics for the graph's preference score
+    # Metadata filters applied before ranking in every source (`retrieval.filters`), e.g.
+    # ["category=hair_problem", "year>=2010"]; all must pass.
+    filters: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # Complete the parameter dicts from the defaults, once their values are known to be numbers
@@ -153,6 +157,13 @@ class SearchConfig:
             if value is not None and not (_is_finite(value) and abs(value) <= SCORE_MAX):
                 problems.append(f"{name} must be a finite number (|x| ≤ {SCORE_MAX:g}) or null, got {value!r}")
         problems += self._dict_problems()
+        if not isinstance(self.filters, list) or not all(isinstance(f, str) for f in self.filters):
+            problems.append(f"filters must be a list of strings like 'category=a', got {self.filters!r}")
+        else:
+            try:
+                parse_filters(self.filters)
+            except RetrievalError as exc:
+                problems.append(str(exc))
         if problems:
             raise RetrievalError("Invalid search config: " + "; ".join(problems))
 
@@ -230,9 +241,11 @@ class SearchConfig:
         out: dict[str, str] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None:
+            if value is None or (f.name == "filters" and not value):
                 continue
-            if isinstance(value, dict):
+            if f.name == "filters":
+                out[f.name] = json.dumps(value, ensure_ascii=False)
+            elif isinstance(value, dict):
                 out[f.name] = format_weights(value)
             elif isinstance(value, bool):
                 out[f.name] = "1" if value else "0"
@@ -280,6 +293,11 @@ _FLOAT_FIELDS = {"rrf_k", "min_score", "min_display_score", "bm25_k1", "bm25_b"}
 
 
 def _parse_field(name: str, raw: str) -> Any:
+    if name == "filters":
+        value = json.loads(raw) if raw else []
+        if not isinstance(value, list):
+            raise ValueError(raw)
+        return value
     if name in ("weights", "min_raw", "keyword", "graph"):
         return parse_weights(raw) if raw else {}
     if name in _INT_FIELDS:

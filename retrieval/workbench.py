@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -39,6 +39,7 @@ class CandidateSet:
     documents: dict[str, dict[str, Any]]  # every candidate's row (no vector)
     seconds: dict[str, float] = field(default_factory=dict)  # retrieval time per source
     from_cache: bool = False
+    filtered: tuple[int, int] | None = None  # (documents the filters left, documents in all)
 
 
 @dataclass
@@ -87,6 +88,11 @@ class Workbench:
     def __init__(self, store: Store | None = None, candidate_cache_size: int = 4096):
         self.store = store or Store()
         self.caches = Caches(candidate_cache_size)
+        # Called as model_check(kind, name) before a model a caller named is loaded (kind
+        # "reranker" or "embedding model"); raises RetrievalError to refuse it. None: any name
+        # (the CLI, whose user is on the server). The browser's Workbench refuses names outside
+        # the built-ins and `limits.MODEL_DIRS_ENV` (`ui.state.browser_model_check`).
+        self.model_check: Callable[[str, str], None] | None = None
 
     @property
     def rerank_cache(self):
@@ -114,6 +120,8 @@ class Workbench:
         """A new collection from parsed documents, through the ingest pipeline (all or nothing)."""
         from .pipeline import create_collection
 
+        if model is not None and self.model_check is not None:
+            self.model_check("embedding model", model)
         return create_collection(self.store, collection, corpus, model, description, progress)
 
     def add(self, collection: str, corpus: ParsedCorpus, progress: Progress | None = None) -> CollectionInfo:
@@ -183,6 +191,10 @@ class Workbench:
         results: dict[str, SourceResult] = {}
         seconds: dict[str, float] = {}
         all_cached = True
+        allowed, filtered = None, None
+        if config.filters:
+            allowed, total = self.filtered_ids(collection, config.filters, state)
+            filtered = (len(allowed), total)
         for name in config.sources:
             key = (collection, state) + source_params(name, config) + (query,)
             cached = self.caches.candidates.get(key)
@@ -200,14 +212,60 @@ class Workbench:
                 log.warning("source %s could not be built for %s", name, collection, exc_info=True)
                 results[name] = SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
                 continue
-            result = run_source(source, query, config.depth)
+            result = run_source(source, query, config.depth, allowed)
             seconds[name] = time.perf_counter() - started
             if result.error is None:
                 self.caches.candidates.put(key, (config.depth, result))
             results[name] = result
         doc_ids = {h.doc_id for r in results.values() for h in r.hits}
         documents = self._documents(collection, state, doc_ids)
-        return CandidateSet(collection, state, query, config.depth, results, documents, seconds, all_cached)
+        return CandidateSet(collection, state, query, config.depth, results, documents, seconds, all_cached,
+                            filtered)
+
+    def metadata_fields(self, collection: str, state: tuple | None = None) -> dict[str, dict[str, Any]]:
+        """Per metadata field: the kinds of its values ("string", "number", "date", "list") and
+        its most frequent values with their counts (lists count each item): what the filter
+        controls offer. Read once per collection state."""
+        state = state if state is not None else self.store.state_key(collection)
+        return self._metadata(collection, state)[1]
+
+    def _metadata(self, collection: str, state: tuple) -> tuple[list[tuple[str, dict]], dict[str, dict[str, Any]]]:
+        def read():
+            import json
+            from collections import Counter
+
+            from .filters import value_kind
+
+            table = self.store.column(collection, ["id", "metadata"])
+            rows = [(i, json.loads(m or "{}")) for i, m in zip(table.column("id").to_pylist(),
+                                                               table.column("metadata").to_pylist(), strict=True)]
+            fields: dict[str, dict[str, Any]] = {}
+            for _, metadata in rows:
+                for key, value in metadata.items():
+                    entry = fields.setdefault(key, {"kinds": set(), "values": Counter()})
+                    entry["kinds"].add(value_kind(value))
+                    for item in value if isinstance(value, list) else [value]:
+                        if isinstance(item, (str, int, float)) and not isinstance(item, bool):
+                            entry["values"][str(item)] += 1
+            return rows, fields
+
+        return self.caches.loaded.get_or_create((collection, state, "_metadata"), read)
+
+    def filtered_ids(self, collection: str, filters: list[str],
+                     state: tuple | None = None) -> tuple[frozenset[str], int]:
+        """The ids passing every filter, and the collection's size; a clear error for an unknown
+        field or a range on a field without numbers or dates. Cached per state and filters."""
+        from .filters import allowed_ids, check_fields, parse_filters
+
+        state = state if state is not None else self.store.state_key(collection)
+        parsed = parse_filters(filters)
+
+        def compute():
+            rows, fields = self._metadata(collection, state)
+            check_fields(parsed, {name: entry["kinds"] for name, entry in fields.items()})
+            return allowed_ids(rows, parsed), len(rows)
+
+        return self.caches.filters.get_or_create((collection, state, tuple(filters)), compute)
 
     def documents(self, collection: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Rows of the given documents (no vectors), from the cache kept per collection state."""
@@ -224,7 +282,12 @@ class Workbench:
     @staticmethod
     def fuse(candidates: CandidateSet, config: SearchConfig) -> FusionOutcome:
         """Pure and fast: what every slider move runs."""
-        return fuse(candidates.sources, config, tie_values(candidates.documents, config.tie_field))
+        outcome = fuse(candidates.sources, config, tie_values(candidates.documents, config.tie_field))
+        if candidates.filtered is not None:
+            left, total = candidates.filtered
+            outcome.notes.insert(0, f"filter {' AND '.join(config.filters)} left {left} of {total} documents; "
+                                    "every source ranked only those (BM25 statistics stay the whole collection's)")
+        return outcome
 
     def search(self, collection: str, query: str, config: SearchConfig) -> SearchResult:
         """Candidates, fusion and (when the config says so) rerank: the whole query path."""
@@ -240,6 +303,8 @@ class Workbench:
         """Re-score the top-N fused results with the configured reranker (scores cached)."""
         from .rerank import get_reranker, rerank
 
+        if self.model_check is not None:
+            self.model_check("reranker", result.config.reranker)
         reranker = get_reranker(result.config.reranker)
         texts = {doc_id: embedding_text_of(row) for doc_id, row in result.documents.items()}
         # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.

@@ -33,7 +33,8 @@ def source_params(name: str, config: SearchConfig) -> tuple:
     """What in `config` decides source `name`'s candidates (unknown sources: nothing): the key of
     its built source and, with the query and collection state, of its cached candidates."""
     spec = SOURCES.get(name)
-    return (name,) + (tuple(spec.key(config)) if spec is not None else ())
+    key = (name,) + (tuple(spec.key(config)) if spec is not None else ())
+    return key + (("filters", *config.filters),) if config.filters else key
 
 
 def candidate_key(config: SearchConfig) -> tuple:

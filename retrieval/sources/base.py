@@ -39,8 +39,9 @@ log = logging.getLogger(__name__)
 class Source(Protocol):
     name: str
 
-    def search(self, query: str, depth: int) -> list[Hit]:
-        """The `depth` best documents for `query`, best first, with ranks 1..n."""
+    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
+        """The `depth` best documents for `query` among `allowed` (None: all), best first, with
+        ranks 1..n. The metadata filter is applied before ranking, so depth counts allowed ones."""
         ...
 
 
@@ -97,14 +98,14 @@ class SourceSpec:
         return {p.key: p.default for p in self.params if p.group == group}
 
 
-def run_source(source: Source, query: str, depth: int) -> SourceResult:
+def run_source(source: Source, query: str, depth: int, allowed: frozenset[str] | None = None) -> SourceResult:
     """Run a source; an exception becomes `error`, non-finite scores are dropped with a note.
 
     After dropping, the remaining hits are re-ranked 1..n in their original order, so ranks stay
     consecutive for RRF.
     """
     try:
-        hits = source.search(query, depth)
+        hits = source.search(query, depth) if allowed is None else source.search(query, depth, allowed)
     except Exception as exc:  # a source failing must not break the search: report it instead
         log.warning("source %s failed on query %r", source.name, query, exc_info=True)
         return SourceResult(source.name, (), error=f"{type(exc).__name__}: {exc}")
@@ -116,12 +117,21 @@ def run_source(source: Source, query: str, depth: int) -> SourceResult:
     return SourceResult(source.name, tuple(finite), notes=notes)
 
 
-def top_hits(ids: list[str], scores, depth: int, keep_zero: bool = False) -> list[Hit]:
-    """Best `depth` (id, score) pairs, best first; ties by id so the order is deterministic."""
+def ids_in(ids: frozenset[str]) -> str:
+    """A LanceDB SQL prefilter keeping these ids (quotes doubled)."""
+    return "id IN (" + ", ".join("'" + i.replace("'", "''") + "'" for i in sorted(ids)) + ")"
+
+
+def top_hits(ids: list[str], scores, depth: int, keep_zero: bool = False, mask=None) -> list[Hit]:
+    """Best `depth` (id, score) pairs, best first; ties by id so the order is deterministic.
+    `mask` (booleans per id) keeps only the allowed ones, before the cut."""
     import numpy as np
 
     scores = np.asarray(scores, dtype=np.float64)
-    candidates = np.arange(len(scores)) if keep_zero else np.flatnonzero(scores > 0)
+    keep = np.ones(len(scores), dtype=bool) if keep_zero else scores > 0
+    if mask is not None:
+        keep &= mask
+    candidates = np.flatnonzero(keep)
     if len(candidates) > depth:
         # Partition first (O(n)); the cut-off score may tie, so take every tied one then sort.
         cutoff = np.partition(scores[candidates], len(candidates) - depth)[len(candidates) - depth]

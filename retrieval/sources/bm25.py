@@ -22,11 +22,12 @@ import math
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+import numpy as np
 from rank_bm25 import BM25Okapi
 
 from ..tokenize import tokenize
 from ..types import Hit
-from .base import LoadContext, Param, SourceSpec, top_hits
+from .base import LoadContext, Param, SourceSpec, ids_in, top_hits
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -95,11 +96,12 @@ class RankBM25Source:
         # rank-bm25 divides by the mean length; an all-empty corpus would divide by zero.
         self.model = LuceneIdfBM25(token_lists, k1=k1, b=b) if any(token_lists) else None
 
-    def search(self, query: str, depth: int) -> list[Hit]:
+    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         terms = tokenize(query)
         if not terms or self.model is None:
             return []
-        return top_hits(self.ids, self.model.get_scores(terms), depth)
+        mask = None if allowed is None else np.fromiter((i in allowed for i in self.ids), bool, len(self.ids))
+        return top_hits(self.ids, self.model.get_scores(terms), depth, mask=mask)
 
 
 class LanceFTSSource:
@@ -108,12 +110,14 @@ class LanceFTSSource:
     def __init__(self, table):
         self.table = table
 
-    def search(self, query: str, depth: int) -> list[Hit]:
+    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         terms = tokenize(query)
-        if not terms:
+        if not terms or (allowed is not None and not allowed):
             return []
-        rows = (self.table.search(" ".join(terms), query_type="fts", fts_columns="tokens")
-                .limit(depth).select(["id"]).to_arrow())
+        search = self.table.search(" ".join(terms), query_type="fts", fts_columns="tokens")
+        if allowed is not None:
+            search = search.where(ids_in(allowed), prefilter=True)
+        rows = search.limit(depth).select(["id"]).to_arrow()
         ids = rows.column("id").to_pylist()
         scores = rows.column("_score").to_pylist()
         return top_hits(ids, scores, depth)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..types import Hit
-from .base import LoadContext, Param, SourceSpec, top_hits
+from .base import LoadContext, Param, SourceSpec, ids_in, top_hits
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -62,10 +62,12 @@ class DenseSource:
         self.has_index = any(i.columns == ["vector"] for i in table.list_indices())
         self.refine_factor = refine_factor
 
-    def search(self, query: str, depth: int) -> list[Hit]:
-        if not query.strip():
+    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
+        if not query.strip() or (allowed is not None and not allowed):
             return []
         q = self.table.search(self._embed(query), vector_column_name="vector").distance_type("cosine")
+        if allowed is not None:
+            q = q.where(ids_in(allowed), prefilter=True)
         if self.has_index:
             q = q.refine_factor(self.refine_factor)
         rows = q.limit(depth).select(["id"]).to_arrow()

@@ -237,12 +237,15 @@ class GraphSource:
         return score_events(activation, self.index.entities, dict(zip(ids, sims.tolist(), strict=True)),
                             self.index.days, self.settings)
 
-    def search(self, query: str, depth: int) -> list[Hit]:
+    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         if not query.strip():
             return []
         if depth < 1:
             raise RetrievalError(f"depth must be ≥ 1, got {depth}")
         activation = self.activation(query)
+        # The filter keeps allowed events only, before the depth cut; activation may still spread
+        # through an event the filter removes (it is a bridge between two allowed ones).
+        scored = [s for s in self.scored(query) if allowed is None or s.event_id in allowed]
         return [Hit(s.event_id, s.score, rank,
                     hit_detail(activation.events[s.event_id], s, self.index.date_sources.get(s.event_id, "")))
-                for rank, s in enumerate(self.scored(query)[:depth], start=1)]
+                for rank, s in enumerate(scored[:depth], start=1)]

@@ -276,8 +276,9 @@ class KeywordSource:
         self.records = records
         self.points = {**KEYWORD_DEFAULTS, **(points or {})}
 
-    def search(self, query: str, depth: int) -> list[Hit]:
-        ranked = rank_records(self.records, query, self.points, depth)
+    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
+        records = self.records if allowed is None else [r for r in self.records if r.doc_id in allowed]
+        ranked = rank_records(records, query, self.points, depth)
         return [Hit(s.doc_id, s.total, rank, s.detail()) for rank, s in enumerate(ranked, start=1)]
 
 
