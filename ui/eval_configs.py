@@ -4,9 +4,11 @@ and load, export or delete a saved config (`Workbench.configs`)."""
 from __future__ import annotations
 
 import copy
+import json
 
 import streamlit as st
 
+from retrieval import serve
 from retrieval.config import SearchConfig
 from retrieval.types import RetrievalError
 
@@ -80,6 +82,14 @@ def configs_section(workbench) -> None:
             st.rerun()
         st.download_button("Export (JSON)", config.to_json(), file_name=f"{chosen}.json", mime="application/json",
                            key="configs.export", help="This saved config as a JSON file.")
+        with st.expander("Serve this config to agents (MCP)"):
+            collection = view.collection or "COLLECTION"
+            st.caption(views.markdown_safe(
+                f"Agents search {collection} ranked exactly like this: the command serves it over stdio (add "
+                "--http 8765 for HTTP, --allow-write to let agents add entries); the JSON goes in an MCP "
+                "client's configuration. README: Serve a tuned config to agents."))
+            st.code(serve.serve_command(collection, chosen, workbench.store.uri), language="bash")
+            st.code(json.dumps(serve.client_config(collection, chosen, workbench.store.uri), indent=2), language="json")
         if st.button("Delete", key="configs.delete", help="Remove this saved config (config A is not changed)."):
             try:
                 configs.delete(chosen)
