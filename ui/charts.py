@@ -1,7 +1,8 @@
 """Plotly figure builders: pure functions of plain data (no Streamlit), so they can be tested.
 
-User text that ends up in a figure (ids, titles) is HTML-escaped: plotly renders a subset of
-HTML tags in labels and hover text.
+User text that ends up in a figure (ids, titles, source names: a link may name any source) goes
+through `plot_text` (labels, titles, legends, hover text) or `template_text` (inside a
+hovertemplate): plotly renders a subset of HTML tags (<b>, <a href>, <br> …) in all of them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,18 @@ THRESHOLD_COLOR = "#dc2626"
 _FALLBACK_COLORS = ("#059669", "#7c3aed", "#db2777", "#0891b2")
 
 
+def plot_text(value: Any) -> str:
+    """User text made literal for a plotly label, title, legend entry or hover text: HTML-escaped
+    (plotly shows the entities as the characters)."""
+    return html.escape(str(value))
+
+
+def template_text(value: Any) -> str:
+    """`plot_text` for inside a hovertemplate or texttemplate: '%' becomes an entity too, so a
+    name holding '%{y}' is not read as a placeholder."""
+    return plot_text(value).replace("%", "&#37;")
+
+
 def color(source: str, index: int = 0) -> str:
     return SOURCE_COLORS.get(source, _FALLBACK_COLORS[index % len(_FALLBACK_COLORS)])
 
@@ -35,14 +48,15 @@ def score_histograms(raw: Mapping[str, Sequence[float]], normalized: Mapping[str
     """Per source (columns): raw scores (top row, with the source's minimum as a vertical line)
     and normalised scores (bottom row)."""
     sources = list(raw)
-    titles = [f"{label(s)} raw ({len(raw[s])})" for s in sources]
-    titles += [f"{label(s)} {normalization} ({len(normalized.get(s, []))})" for s in sources]
+    titles = [f"{plot_text(label(s))} raw ({len(raw[s])})" for s in sources]
+    titles += [f"{plot_text(label(s))} {normalization} ({len(normalized.get(s, []))})" for s in sources]
     fig = make_subplots(rows=2, cols=max(1, len(sources)), subplot_titles=titles, vertical_spacing=0.18)
     for col, source in enumerate(sources, start=1):
         fig.add_histogram(x=list(raw[source]), nbinsx=bins, marker_color=color(source, col - 1),
-                          name=f"{label(source)} raw", showlegend=False, row=1, col=col)
+                          name=f"{plot_text(label(source))} raw", showlegend=False, row=1, col=col)
         fig.add_histogram(x=list(normalized.get(source, [])), nbinsx=bins, marker_color=color(source, col - 1),
-                          opacity=0.7, name=f"{label(source)} normalised", showlegend=False, row=2, col=col)
+                          opacity=0.7, name=f"{plot_text(label(source))} normalised", showlegend=False, row=2,
+                          col=col)
         minimum = thresholds.get(source)
         if minimum is not None:
             fig.add_vline(x=minimum, line_color=THRESHOLD_COLOR, line_dash="dash", line_width=2,
@@ -94,20 +108,21 @@ def rank_scatter(points: Sequence[Mapping[str, Any]], depth: int, x_source: str 
     missing = depth + 1
     xs = [p["x"] if p["x"] is not None else missing for p in points]
     ys = [p["y"] if p["y"] is not None else missing for p in points]
-    text = [f"{html.escape(str(p['id']))} {html.escape(str(p.get('title', '')))}" for p in points]
+    text = [f"{plot_text(p['id'])} {plot_text(p.get('title', ''))}" for p in points]
+    x_name, y_name = plot_text(label(x_source)), plot_text(label(y_source))
     fig = go.Figure(go.Scatter(
         x=xs, y=ys, mode="markers", text=text,
         marker=dict(color=[p["fused_rank"] for p in points], colorscale="Viridis", reversescale=False,
                     size=9, colorbar=dict(title="fused rank"), line=dict(width=0.5, color="white")),
-        hovertemplate="%{text}<br>" + label(x_source) + " rank %{x}, " + label(y_source)
-                      + " rank %{y}<br>fused rank %{marker.color}<extra></extra>",
+        hovertemplate="%{text}<br>" + template_text(label(x_source)) + " rank %{x}, "
+                      + template_text(label(y_source)) + " rank %{y}<br>fused rank %{marker.color}<extra></extra>",
     ))
     for axis in (fig.update_xaxes, fig.update_yaxes):
         axis(range=[0, missing + 1])
     fig.add_hline(y=missing, line_color="#94a3b8", line_dash="dot",
-                  annotation_text=f"not in {label(y_source)}", annotation_position="bottom right")
+                  annotation_text=f"not in {y_name}", annotation_position="bottom right")
     fig.add_vline(x=missing, line_color="#94a3b8", line_dash="dot",
-                  annotation_text=f"not in {label(x_source)}", annotation_position="top left")
-    fig.update_xaxes(title_text=f"{label(x_source)} rank")
-    fig.update_yaxes(title_text=f"{label(y_source)} rank")
+                  annotation_text=f"not in {x_name}", annotation_position="top left")
+    fig.update_xaxes(title_text=f"{x_name} rank")
+    fig.update_yaxes(title_text=f"{y_name} rank")
     return _layout(fig, 480)

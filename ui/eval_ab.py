@@ -70,9 +70,9 @@ def _show_ab(stored: dict[str, Any]) -> None:
     result = stored["result"]
     label = eval_charts.metric_label(metric)
     cols = st.columns(5)
-    cols[0].metric(f"{label} A", f"{result.mean_a:.4f}", help=f"Mean {label} of '{name_a}'")
+    cols[0].metric(f"{label} A", f"{result.mean_a:.4f}", help=views.markdown_safe(f"Mean {label} of '{name_a}'"))
     cols[1].metric(f"{label} B", f"{result.mean_b:.4f}", delta=f"{result.mean_b - result.mean_a:+.4f}",
-                   help=f"Mean {label} of '{name_b}' and its difference to A")
+                   help=views.markdown_safe(f"Mean {label} of '{name_b}' and its difference to A"))
     cols[2].metric("win / tie / loss", f"{result.wins} / {result.ties} / {result.losses}",
                    help="Queries where B scores higher / the same / lower than A")
     cols[3].metric("p-value", f"{result.p_value:.4g}", help=f"{AB_TESTS.get(test, test)}, two-sided")

@@ -2,8 +2,9 @@
 are tested on their own: metric tables, the per-query table with its Search links, the sweep
 heatmap and ranking, the A/B delta chart.
 
-User text that ends up in a figure (query texts, ids) is HTML-escaped: plotly renders a subset of
-HTML tags in labels and hover text. Values are the core's floats, never rounded here (the
+User text that ends up in a figure (query texts, ids, source names) is HTML-escaped
+(`charts.plot_text`, `charts.template_text` inside templates): plotly renders a subset of HTML
+tags in labels and hover text. Values are the core's floats, never rounded here (the
 tables format them for display).
 """
 
@@ -63,13 +64,14 @@ def metrics_frame(metrics: Mapping[str, Mapping[str, float]], names: Sequence[st
 
 def metrics_chart(metrics: Mapping[str, Mapping[str, float]], names: Sequence[str]) -> go.Figure:
     """Grouped bars: per metric, one bar per system."""
-    from .charts import color
+    from .charts import color, plot_text, template_text
 
     fig = go.Figure()
     for i, system in enumerate(ordered_systems(list(metrics))):
         fig.add_bar(x=[metric_label(m) for m in names], y=[metrics[system].get(m, 0.0) for m in names],
-                    name=system_label(system), marker_color="#111827" if system == HYBRID else color(system, i),
-                    hovertemplate=f"{system_label(system)} %{{x}}: %{{y:.4f}}<extra></extra>")
+                    name=plot_text(system_label(system)),
+                    marker_color="#111827" if system == HYBRID else color(system, i),
+                    hovertemplate=f"{template_text(system_label(system))} %{{x}}: %{{y:.4f}}<extra></extra>")
     fig.update_yaxes(range=[0, 1], title_text="mean over the judged queries")
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), barmode="group",
                       legend=dict(orientation="h", y=1.12))
@@ -152,12 +154,15 @@ def sweep_heatmap(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY,
                   weight_name: str = "BM25 weight") -> go.Figure:
     """Heatmap of `metric` over the RRF variants: BM25 weight (rows) × RRF k (columns); the
     best cell is marked."""
+    from .charts import plot_text, template_text
+
     weights, ks, z = sweep_grid(rows, metric)
     text = [["" if v is None else f"{v:.3f}" for v in row] for row in z]
     fig = go.Figure(go.Heatmap(
         x=[f"{k:g}" for k in ks], y=[f"{w:g}" for w in weights], z=z, text=text, texttemplate="%{text}",
         colorscale="Viridis", colorbar=dict(title=metric_label(metric)),
-        hovertemplate=f"{weight_name} %{{y}}, RRF k %{{x}}: {metric_label(metric)} %{{z:.4f}}<extra></extra>",
+        hovertemplate=f"{template_text(weight_name)} %{{y}}, RRF k %{{x}}: {metric_label(metric)} %{{z:.4f}}"
+                      "<extra></extra>",
     ))
     cells = [(v, i, j) for i, row in enumerate(z) for j, v in enumerate(row) if v is not None]
     if cells:
@@ -166,7 +171,7 @@ def sweep_heatmap(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY,
                         marker=dict(symbol="star", size=16, color="#dc2626", line=dict(width=1, color="white")),
                         hovertemplate=f"best RRF cell: {value:.4f}<extra></extra>")
     fig.update_xaxes(title_text="RRF k", type="category")
-    fig.update_yaxes(title_text=weight_name, type="category")
+    fig.update_yaxes(title_text=plot_text(weight_name), type="category")
     fig.update_layout(height=120 + 34 * max(1, len(weights)), margin=dict(l=10, r=10, t=30, b=10),
                       title=f"{metric_label(metric)} of the RRF variants")
     return fig

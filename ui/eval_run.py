@@ -74,7 +74,7 @@ def _show_report(stored: dict[str, Any]) -> None:
     worst = frame.head(5)
     st.markdown("**Worst queries** (fused nDCG@10), each opens the Search page with that query and this config:")
     st.markdown("\n".join(
-        f"{i}. [{views.markdown_safe(row['query'])}]({row['open']}) — nDCG@10 {row['nDCG@10']:.4f}"
+        f"{i}. [{views.markdown_safe(' '.join(row['query'].split()))}]({row['open']}) — nDCG@10 {row['nDCG@10']:.4f}"
         for i, row in enumerate(worst.to_dict("records"), start=1)))
     st.markdown("**Per query** (click a column header to sort)")
     column_config = {eval_charts.metric_label(m): st.column_config.NumberColumn(format="%.4f") for m in names}

@@ -125,8 +125,8 @@ def _qrels_downloads(workbench, collection: str, name: str) -> None:
 
 def _delete_form(judgments, collection: str, name: str) -> None:
     with st.expander("Delete this query set"):
-        sure = st.checkbox(f"Yes, delete '{name}' with all its judgments", key="eval.delete.confirm",
-                           help="Confirms the deletion; it cannot be undone.")
+        sure = st.checkbox(views.markdown_safe(f"Yes, delete '{name}' with all its judgments"),
+                           key="eval.delete.confirm", help="Confirms the deletion; it cannot be undone.")
         if st.button("Delete query set", key="eval.delete", disabled=not sure,
                      help="Remove the set, its queries and every judgment in it (the documents stay)."):
             try:

@@ -118,7 +118,7 @@ def activation_network(trace: Sequence[Any], upto, events_info: Mapping[str, Map
                  for e, i in zip(ids, infos, strict=True)]
         fig.add_scatter(
             x=[events[e][0] for e in ids], y=[events[e][1] for e in ids], mode="markers+text",
-            text=[html.escape(str(i.get("title") or e))[:24] for e, i in zip(ids, infos, strict=True)],
+            text=[html.escape(str(i.get("title") or e)[:24]) for e, i in zip(ids, infos, strict=True)],
             textposition="bottom center", customdata=ids, hovertext=hover, hoverinfo="text",
             name="completed" if group == "completed" else f"events, hop {group}",
             marker=dict(symbol="square", color=color,
