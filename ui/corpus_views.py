@@ -57,7 +57,7 @@ def upload_form(workbench: Workbench) -> None:
     base = corpus.parse_options(text_mode=text_mode, markdown_max_chars=max_chars)
     previews = corpus.preview_files(files, base)
     for p in previews:
-        with st.expander(f"Preview of {p.name}", expanded=len(previews) == 1):
+        with st.expander(views.markdown_safe(f"Preview of {p.name}"), expanded=len(previews) == 1):
             if p.error:
                 views.show_error(p.error)
             else:
@@ -102,7 +102,8 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
         model_path = ""
         if model_choice == corpus.MODEL_PATH:
             model_path = c2.text_input("Model folder", key="corpus.model_path",
-                                       help="Path of a local sentence-transformers model folder.")
+                                       help="Path of a sentence-transformers model folder inside a folder "
+                                            "the server allows (WORKBENCH_MODEL_DIRS).")
     if st.button("Ingest", type="primary", key="corpus.ingest",
                  help="Parse, tokenise and embed everything, then write it in one commit: on any error "
                       "nothing is written."):
@@ -140,9 +141,9 @@ def manage(workbench: Workbench) -> None:
     if not pending:
         return
     action, target = pending
-    st.warning(f"Really {action} '{target}'? This cannot be undone.")
+    st.warning(views.markdown_safe(f"Really {action} '{target}'? This cannot be undone."))
     y, n = st.columns(2)
-    if y.button(f"Yes, {action} '{target}'", key="corpus.confirm", type="primary",
+    if y.button(views.markdown_safe(f"Yes, {action} '{target}'"), key="corpus.confirm", type="primary",
                 help=f"{action.capitalize()} the collection now."):
         del st.session_state[PENDING_KEY]
         try:
