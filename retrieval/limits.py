@@ -109,7 +109,8 @@ def check_model_from_link(name: str, builtins: Iterable[str], what: str) -> None
     builtins = tuple(builtins)
     if model_allowed(name, builtins):
         return
-    folders = (f"a folder inside {', '.join(str(d) for d in model_dirs())}" if model_dirs()
-               else f"no folder (the server sets none in {MODEL_DIRS_ENV})")
-    raise RetrievalError(f"{what} {name!r} is not allowed from the browser: use {' or '.join(map(repr, builtins))}, "
-                         f"or {folders}")
+    dirs = model_dirs()
+    folders = (f", or a folder inside {', '.join(str(d) for d in dirs)}" if dirs
+               else f" (the server allows no model folders: {MODEL_DIRS_ENV} is not set)")
+    raise RetrievalError(f"{what} {name!r} is not allowed from the browser: use "
+                         f"{' or '.join(map(repr, builtins))}{folders}")

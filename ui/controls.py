@@ -162,8 +162,8 @@ ADVANCED_KNOBS: tuple[Knob, ...] = (
          st.selectbox, lambda c: c.bm25_backend, _set("bm25_backend"), dict(options=list(BM25_BACKENDS))),
     *(_param_knob(p) for source in CORE_SOURCES for p in SOURCES[source].params),
     Knob("reranker", "Reranker",
-         "'e5' re-scores with multilingual-e5-small (offline); or a local CrossEncoder folder. Changes only "
-         "the rerank score and the reranked order.",
+         "'e5' re-scores with multilingual-e5-small (offline); or a CrossEncoder folder inside a folder the "
+         "server allows (WORKBENCH_MODEL_DIRS). Changes only the rerank score and the reranked order.",
          st.text_input, lambda c: c.reranker, _set("reranker", lambda v: (v or "").strip() or "e5")),
 )
 

@@ -35,7 +35,11 @@ def sample_dir() -> Path:
 
 @st.cache_resource(show_spinner="Opening the collection database…")
 def _workbench(uri: str) -> Workbench:
-    return Workbench(Store(uri))
+    from .state import browser_model_check
+
+    workbench = Workbench(Store(uri))
+    workbench.model_check = browser_model_check  # links and widgets name no model outside the allowed ones
+    return workbench
 
 
 def workbench() -> Workbench:

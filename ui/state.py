@@ -23,6 +23,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from retrieval.config import SearchConfig
+from retrieval.embed import BUILTIN_MODELS
+from retrieval.limits import check_model_from_link
+from retrieval.rerank import E5_RERANKER
 from retrieval.types import RetrievalError
 
 VIEW_KEY = "_workbench_view"
@@ -66,13 +69,24 @@ def with_ui_sources(config: SearchConfig) -> SearchConfig:
     return config
 
 
+def browser_model_check(kind: str, name: str) -> None:
+    """`Workbench.model_check` of the browser's Workbench: a reranker must be 'e5', an embedding
+    model a built-in alias, or either a folder inside `WORKBENCH_MODEL_DIRS`; anything else is
+    refused (RetrievalError) before any load, so a page never says whether a path exists."""
+    builtins = (E5_RERANKER,) if kind == "reranker" else BUILTIN_MODELS
+    check_model_from_link(name, builtins, kind.capitalize())
+
+
 def config_from_params(params: Mapping[str, str], default: SearchConfig) -> tuple[SearchConfig, list[str]]:
-    """The config a link describes, on top of `default`; bad fields are skipped and reported."""
+    """The config a link describes, on top of `default`; bad fields are skipped and reported.
+    A reranker outside the built-in alias and `WORKBENCH_MODEL_DIRS` is refused (`browser_model_check`)."""
     relevant = {k: v for k, v in params.items() if k in CONFIG_FIELDS}
     data = default.to_dict()
     problems = []
     for name, raw in relevant.items():
         try:
+            if name == "reranker":
+                browser_model_check("reranker", raw)
             data[name] = getattr(SearchConfig.from_query_params({name: raw}), name)
         except RetrievalError as exc:
             problems.append(str(exc))
