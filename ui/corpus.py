@@ -4,12 +4,15 @@ the collections table. The page only collects widget values and draws what these
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
 import pandas as pd
 
+from retrieval import limits
+from retrieval.cache import LRU
 from retrieval.embed import E5, MINILM
 from retrieval.ingest import ColumnMapping, ParseOptions, parse_files, preview
 from retrieval.store import CollectionInfo, Progress, validate_collection_name
@@ -33,17 +36,30 @@ class FilePreview:
     error: str | None = None
 
 
+# Parsed previews by (SHA-256 of the bytes, file name, options, rows): the Corpus page reruns on
+# every widget change, and a file is parsed once per content, not once per rerun. Process-wide
+# (the same bytes parse the same for every session); a preview is only read, never changed.
+PREVIEWS = LRU(32)
+
+
 def preview_files(files: list[tuple[str, bytes]], options: ParseOptions, n_rows: int = 5) -> list[FilePreview]:
-    """Columns and first rows of each file; a file that cannot be read carries its error."""
+    """Columns and first rows of each file; a file that cannot be read, or is larger than
+    `limits.MAX_FILE_MB`, carries its error. Each file content is parsed once (`PREVIEWS`)."""
     previews = []
     for name, data in files:
-        tabular = PurePath(name).suffix.lower() in TABULAR
-        try:
-            columns, rows = preview(data, name, options, n_rows=n_rows)
-            previews.append(FilePreview(name, columns, rows, tabular))
-        except RetrievalError as exc:
-            previews.append(FilePreview(name, [], [], tabular, str(exc)))
+        key = (hashlib.sha256(data).hexdigest(), name, options, n_rows)
+        previews.append(PREVIEWS.get_or_create(key, lambda name=name, data=data: _preview(name, data, options, n_rows)))
     return previews
+
+
+def _preview(name: str, data: bytes, options: ParseOptions, n_rows: int) -> FilePreview:
+    tabular = PurePath(name).suffix.lower() in TABULAR
+    try:
+        limits.check_upload_sizes([(name, data)])
+        columns, rows = preview(data, name, options, n_rows=n_rows)
+        return FilePreview(name, columns, rows, tabular)
+    except RetrievalError as exc:
+        return FilePreview(name, [], [], tabular, str(exc))
 
 
 def mapping_columns(previews: list[FilePreview]) -> list[str]:
@@ -87,6 +103,7 @@ def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseO
     validate_collection_name(collection)
     if not files:
         raise RetrievalError("Upload at least one file first")
+    limits.check_upload_sizes(files)
     if add and not workbench.exists(collection):
         raise RetrievalError(f"No collection named {collection!r} to add to")
     corpus = parse_files(files, options)

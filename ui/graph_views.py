@@ -13,11 +13,12 @@ import streamlit as st
 
 from retrieval.activation import activation_trace
 from retrieval.config import SearchConfig
+from retrieval.limits import EXCERPT_CHARS, TITLE_CHARS
 from retrieval.sources.graph import GraphSource
 from retrieval.workbench import Workbench
 
 from . import graph_charts
-from .views import markdown_safe, show_error
+from .views import bounded, full_text_button, markdown_safe, show_error
 
 HOP_KEY = "graph.hop"
 EVENT_KEY = "graph.event"
@@ -139,7 +140,8 @@ def _clicked_event(event: Any, ids: list[str]) -> str | None:
 
 
 def chunk_details(workbench: Workbench, collection: str, event_id: str, activation, source: GraphSource) -> None:
-    """The chunk's title and text (escaped), its entities by type and how it was activated."""
+    """The chunk's title and text (escaped; the text's first `limits.EXCERPT_CHARS` characters, the
+    rest behind a "Full text" button), its entities by type and how it was activated."""
     try:  # the workbench's document cache: a slider move reads nothing from the table
         row = workbench.documents(collection, [event_id]).get(event_id)
     except Exception as exc:  # a failing database: readable, the page stays up
@@ -160,11 +162,14 @@ def chunk_details(workbench: Workbench, collection: str, event_id: str, activati
         for kind, ns in entities.items())
     position = ", ".join(f"{k} {row.get(k)}" for k in ("parent_id", "chunk_index", "start_line", "end_line")
                          if row.get(k) is not None)
+    text = row.get("text") or ""
     st.html(
-        f"<div><b>{html.escape(row.get('title') or '')}</b> "
+        f"<div><b>{html.escape((row.get('title') or '')[:TITLE_CHARS])}</b> "
         f"<span style='color:#64748b'>{html.escape(event_id)} · {html.escape(position)}</span></div>"
         f"<div style='color:#64748b'>{html.escape(how)}</div>"
-        f"<div style='white-space:pre-wrap'>{html.escape(row.get('text') or '')}</div>"
+        f"<div style='white-space:pre-wrap'>{html.escape(bounded(text))}</div>"
         f"<table class='wb-explain'><thead><tr><th>type</th><th>entities</th></tr></thead>"
         f"<tbody>{entity_rows}</tbody></table>"
     )
+    if len(text) > EXCERPT_CHARS:  # the first EXCERPT_CHARS characters above; the rest on demand
+        full_text_button(event_id, text, prefix="graph_fulltext")

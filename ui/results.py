@@ -14,6 +14,7 @@ import pandas as pd
 from retrieval.compare import RankChange
 from retrieval.fusion import rrf_display_factor
 from retrieval.highlight import Span, match_spans, snippet
+from retrieval.limits import EXCERPT_CHARS, TITLE_CHARS
 from retrieval.sources import label
 from retrieval.types import FusedResult, FusionOutcome, RerankedResult
 from retrieval.workbench import CandidateSet, SearchResult
@@ -36,11 +37,24 @@ class ResultRow:
 
     @property
     def title(self) -> str:
-        return self.document.get("title") or ""
+        """The title, at most `limits.TITLE_CHARS` characters."""
+        return (self.document.get("title") or "")[:TITLE_CHARS]
 
     @property
     def text(self) -> str:
+        """The text as cards, tables and snippets show it: its first `limits.EXCERPT_CHARS`
+        characters, so a 5 MB document does not make a 5 MB card on every rerun."""
+        return self.full_text[:EXCERPT_CHARS]
+
+    @property
+    def full_text(self) -> str:
+        """The whole text (shown on demand only)."""
         return self.document.get("text") or ""
+
+    @property
+    def cut(self) -> bool:
+        """Whether `text` is an excerpt of a longer text."""
+        return len(self.full_text) > EXCERPT_CHARS
 
 
 def final_rows(result: SearchResult) -> list[ResultRow]:

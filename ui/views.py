@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import logging
@@ -14,6 +15,7 @@ import streamlit as st
 
 from retrieval.compare import RankChange
 from retrieval.highlight import escape_markdown, query_terms, snippet, to_html
+from retrieval.limits import EXCERPT_CHARS
 from retrieval.sources import label
 from retrieval.workbench import SearchResult
 
@@ -58,7 +60,7 @@ def search_summary(result: SearchResult, rows: Sequence[ResultRow]) -> None:
         st.info(markdown_safe(
             f"Reranked the top {len(result.reranked)} fused results with reranker "
             f"'{result.reranker_name}': {result.reranker_kind}."), icon="🔁")
-    timings = ", ".join(f"{label(s)} {t * 1000:.0f} ms" for s, t in result.candidates.seconds.items())
+    timings = ", ".join(f"{escape_markdown(label(s))} {t * 1000:.0f} ms" for s, t in result.candidates.seconds.items())
     st.caption("Candidates from cache: only fusion ran." if result.candidates.from_cache
                else f"Candidates retrieved ({timings}); later slider moves re-fuse them from cache.")
 
@@ -76,9 +78,10 @@ def results_table(result: SearchResult, rows: Sequence[ResultRow]) -> None:
         "rerank score": st.column_config.NumberColumn(format="%.4f", help="The reranker's score"),
     }
     for source in sources:
-        config[f"{label(source)} rank"] = st.column_config.NumberColumn(help=f"Rank in {label(source)}'s candidates")
+        name = escape_markdown(label(source))  # tooltips are Markdown; a source name may come from a link
+        config[f"{label(source)} rank"] = st.column_config.NumberColumn(help=f"Rank in {name}'s candidates")
         config[f"{label(source)} score"] = st.column_config.NumberColumn(
-            format="%.4f", help=f"{label(source)}'s raw score (BM25 score or cosine similarity)")
+            format="%.4f", help=f"{name}'s raw score (BM25 score or cosine similarity)")
     st.dataframe(frame, hide_index=True, column_config=config, width="stretch")
 
 
@@ -93,7 +96,11 @@ def result_cards(result: SearchResult, rows: Sequence[ResultRow],
     User text is escaped; only our own tags remain.
 
     `per_result(doc_id)`: the per-result hook, drawn right under each card (e.g. the judging
-    widget of ui/judging.py); None draws nothing."""
+    widget of ui/judging.py); None draws nothing.
+
+    A card holds at most the first `limits.EXCERPT_CHARS` characters of a text (highlights and
+    snippet within them); a longer document gets a "Full text" button under its card that sends
+    the rest on click only."""
     sources = list(result.config.sources)
     bars = results.contribution_bars(rows, sources)
     terms = query_terms(result.query)
@@ -101,6 +108,8 @@ def result_cards(result: SearchResult, rows: Sequence[ResultRow],
     for row, segments in zip(rows, bars.segments, strict=True):
         title_spans, text_spans = results.text_spans(row, terms)
         st.html(card_html(row, segments, bars.negative, title_spans, text_spans, result.reranked is not None))
+        if row.cut:
+            full_text_button(row.doc_id, row.full_text)
         if per_result is not None:
             per_result(row.doc_id)
 
@@ -110,7 +119,7 @@ def card_html(row: ResultRow, segments: Sequence[results.BarSegment], two_sided:
     """One result card as escaped HTML (see `result_cards`)."""
     cut = snippet(row.text, [], results.SNIPPET_WIDTH, spans=text_spans)
     snippet_body = ("…" if cut.cut_left else "") + to_html(cut.text, cut.spans) + (
-        "…" if cut.end < len(row.text) else "")
+        "…" if cut.end < len(row.full_text) else "")
     extra = f" · {html.escape(results.rerank_label(row))}" if reranked else ""
     return (
         f'<div class="wb-card"><b>#{row.rank}</b> <span style="{_MUTED}">{html.escape(row.doc_id)}'
@@ -155,27 +164,48 @@ def bar_legend(sources: Sequence[str], two_sided: bool) -> str:
 
 
 def details_html(row: ResultRow, title_spans, text_spans) -> str:
-    """Full text (highlighted), the per-source explanation and each source's own detail, tokens,
-    metadata and chunk position, as one escaped HTML block."""
+    """The text (its first `limits.EXCERPT_CHARS` characters, highlighted), the per-source
+    explanation and each source's own detail, tokens and metadata (each as bounded), and the chunk
+    position, as one escaped HTML block."""
     frame = explain_frame(row)
     cells = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in record) + "</tr>"
         for record in frame.itertuples(index=False)
     )
-    metadata = json.dumps(row.document.get("metadata") or {}, ensure_ascii=False, indent=2)
+    metadata = bounded(json.dumps(row.document.get("metadata") or {}, ensure_ascii=False, indent=2))
+    tokens = bounded(row.document.get("tokens") or "")
+    cut_note = (f'<div style="{_MUTED}">The first {EXCERPT_CHARS:,} of {len(row.full_text):,} characters: '
+                "“Full text” under the card shows the rest.</div>") if row.cut else ""
     chunk = {k: row.document.get(k) for k in ("parent_id", "chunk_index", "start_line", "end_line")}
     chunk_line = (f'<div style="{_MUTED}">Chunk: ' + html.escape(", ".join(f"{k} {v}" for k, v in chunk.items()))
                   + "</div>") if any(v is not None for v in chunk.values()) else ""
     return (
         f"<div><b>{to_html(row.title, title_spans)}</b></div>"
-        f'<div style="white-space:pre-wrap">{to_html(row.text, text_spans)}</div>'
+        f'<div style="white-space:pre-wrap">{to_html(row.text, text_spans)}{"…" if row.cut else ""}</div>{cut_note}'
         f'<table class="wb-explain"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>'
         f"{source_details_html(row)}"
         f'<div style="{_MUTED}">Tokens, as BM25 indexes them</div>'
-        f'<pre class="wb-tokens" style="white-space:pre-wrap">{html.escape(row.document.get("tokens", ""))}</pre>'
+        f'<pre class="wb-tokens" style="white-space:pre-wrap">{html.escape(tokens)}</pre>'
         f'<div style="{_MUTED}">Metadata</div><pre class="wb-metadata">{html.escape(metadata)}</pre>{chunk_line}'
     )
+
+
+def bounded(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """At most `limit` characters of `text`, with '…' when cut (not yet escaped)."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def full_text_button(doc_id: str, text: str, prefix: str = "fulltext") -> None:
+    """For a text longer than the excerpt a card shows: a button that shows all of it, as plain
+    text in a scrolling box, in the run its click starts only (so the megabytes are sent once,
+    not on every rerun)."""
+    key = f"{prefix}_{hashlib.sha1(doc_id.encode()).hexdigest()[:16]}"
+    if st.button(f"Full text ({len(text):,} characters)", key=key,
+                 help="Shows the whole text of this document once; the card holds only its first "
+                      f"{EXCERPT_CHARS:,} characters (WORKBENCH_EXCERPT_CHARS)."):
+        with st.container(height=400):
+            st.text(text)
 
 
 def source_details_html(row: ResultRow) -> str:
