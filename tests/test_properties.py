@@ -216,3 +216,23 @@ def test_cli_style_nan_is_refused_with_the_field_name():
         SearchConfig.from_dict({"bm25_k1": float("nan")})
     with pytest.raises(RetrievalError, match="weights: 'bm25' must be a finite number"):
         SearchConfig.from_query_params({"weights": "bm25=nan"})
+
+
+# ---- identifiers ---------------------------------------------------------------------------
+# `$` also matches before a final newline, so `re.match(r"^…$")` accepts "name\n". The validators
+# live in files the lead owns; docs/reliability.md gives the change (`fullmatch`). Until it lands
+# these cases are expected to fail; remove the marker with the change.
+@pytest.mark.xfail(reason="store.py / judgments.py / configs.py validators still use match with ^…$", strict=False)
+@pytest.mark.parametrize("check", ["collection", "query set", "document id", "config"])
+def test_names_and_ids_ending_in_a_newline_are_refused(check):
+    from retrieval.configs import validate_config_name
+    from retrieval.judgments import validate_id
+    from retrieval.store import validate_collection_name
+
+    validate = {"collection": validate_collection_name,
+                "query set": lambda n: validate_collection_name(n, "query set name"),
+                "document id": lambda n: validate_id(n, "document"),
+                "config": validate_config_name}[check]
+    validate("name")
+    with pytest.raises(RetrievalError):
+        validate("name\n")
