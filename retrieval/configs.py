@@ -22,7 +22,7 @@ from .store import Store, counts_as_write, sql_string
 from .types import RetrievalError
 
 CONFIGS_TABLE = "_configs"
-CONFIG_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9 _.\-]{0,62}[A-Za-z0-9_.\-])?$")
+CONFIG_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9 _.\-]{0,62}[A-Za-z0-9_.\-])?")  # fullmatch
 CONFIGS_SCHEMA = pa.schema([
     pa.field("name", pa.string(), nullable=False),
     pa.field("config", pa.string(), nullable=False),
@@ -32,7 +32,7 @@ CONFIGS_SCHEMA = pa.schema([
 
 def validate_config_name(name: str) -> str:
     """See the module docstring for the rule."""
-    if not isinstance(name, str) or not CONFIG_NAME_RE.match(name):
+    if not isinstance(name, str) or not CONFIG_NAME_RE.fullmatch(name):
         raise RetrievalError(
             f"Invalid config name {name!r}: use 1–64 characters from letters, digits, space, '_', '-' "
             "and '.', starting with a letter or digit and not ending with a space"

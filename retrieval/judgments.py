@@ -36,7 +36,7 @@ RATING_GRADES = (0, 1, 2, 3)  # what `rate` accepts
 MIN_IMPORTED_GRADE, MAX_IMPORTED_GRADE = -2, 4
 MAX_ID_CHARS = 200
 MAX_QUERY_CHARS = 2000
-_ID_RE = re.compile(r"^\S+$")
+_ID_RE = re.compile(r"\S+")  # fullmatch: no trailing newline
 
 QUERIES_SCHEMA = pa.schema([
     pa.field("set_name", pa.string(), nullable=False),
@@ -62,7 +62,7 @@ def validate_set_name(name: str) -> str:
 
 def validate_id(value: str, what: str) -> str:
     """A query or document id: a non-empty string of at most 200 characters without whitespace."""
-    if not isinstance(value, str) or not _ID_RE.match(value) or len(value) > MAX_ID_CHARS:
+    if not isinstance(value, str) or not _ID_RE.fullmatch(value) or len(value) > MAX_ID_CHARS:
         raise RetrievalError(
             f"Invalid {what} id {value!r}: use 1–{MAX_ID_CHARS} characters without spaces, tabs or line breaks"
         )

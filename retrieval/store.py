@@ -70,7 +70,7 @@ AUX_KINDS: dict[str, bool] = {
     "event_times": True,  # each chunk's date for the time decay, and where it came from
 }
 GRAPH_KINDS = ("entities", "event_entities", "event_times")
-COLLECTION_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+COLLECTION_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # fullmatch: no trailing newline
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -159,7 +159,7 @@ def validate_collection_name(name: str, what: str = "collection name") -> str:
     They become (parts of) LanceDB table names, so nothing else (no dots, slashes or spaces) is
     allowed. `what` names the kind of name in the error (query sets follow the same rule).
     """
-    if not isinstance(name, str) or not COLLECTION_NAME_RE.match(name):
+    if not isinstance(name, str) or not COLLECTION_NAME_RE.fullmatch(name):
         raise RetrievalError(
             f"Invalid {what} {name!r}: use 1–64 characters from a–z, 0–9, '_' and '-', "
             "starting with a letter or digit"

@@ -220,9 +220,7 @@ def test_cli_style_nan_is_refused_with_the_field_name():
 
 # ---- identifiers ---------------------------------------------------------------------------
 # `$` also matches before a final newline, so `re.match(r"^…$")` accepts "name\n". The validators
-# live in files the lead owns; docs/reliability.md gives the change (`fullmatch`). Until it lands
-# these cases are expected to fail; remove the marker with the change.
-@pytest.mark.xfail(reason="store.py / judgments.py / configs.py validators still use match with ^…$", strict=False)
+# use `fullmatch`, which does not.
 @pytest.mark.parametrize("check", ["collection", "query set", "document id", "config"])
 def test_names_and_ids_ending_in_a_newline_are_refused(check):
     from retrieval.configs import validate_config_name
