@@ -134,6 +134,6 @@ def test_the_ui_reaches_the_store_only_through_the_workbench():
 
 
 def test_pages_import_nothing_from_the_store():
-    for path in [REPO / "app.py", *sorted((REPO / "pages").glob("*.py"))]:
+    for path in [REPO / "Home.py", *sorted((REPO / "pages").glob("*.py"))]:
         targets = {target for target, _ in imports_of(path.stem, path)}
         assert not targets & {"retrieval.store", "retrieval.pipeline"}, path.name

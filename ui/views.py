@@ -82,7 +82,8 @@ def results_table(result: SearchResult, rows: Sequence[ResultRow]) -> None:
         config[f"{label(source)} rank"] = st.column_config.NumberColumn(help=f"Rank in {name}'s candidates")
         config[f"{label(source)} score"] = st.column_config.NumberColumn(
             format="%.4f", help=f"{name}'s raw score (BM25 score or cosine similarity)")
-    st.dataframe(frame, hide_index=True, column_config=config, width="stretch")
+    # A source that did not return a document has no rank or score there: "—", the column stays numeric (sortable).
+    st.dataframe(frame, hide_index=True, column_config=config, width="stretch", placeholder="—")
 
 
 def result_cards(result: SearchResult, rows: Sequence[ResultRow],
@@ -255,7 +256,7 @@ def ranking(title: str, rows: Sequence[ResultRow], changes: Sequence[RankChange]
     documents it dropped."""
     st.markdown(f"**{title}**")
     frame = results.ranking_frame(rows, changes)
-    st.dataframe(frame, hide_index=True, width="stretch", column_config={
+    st.dataframe(frame, hide_index=True, width="stretch", placeholder="—", column_config={
         "change": st.column_config.TextColumn(help="▲ moved up, ▼ moved down, new: not in the other list"),
         "display score": st.column_config.NumberColumn(format="%.4f"),
         "rerank score": st.column_config.NumberColumn(format="%.4f"),

@@ -22,7 +22,7 @@ from retrieval.types import Document, ParsedCorpus
 from retrieval.workbench import Workbench
 
 REPO = Path(__file__).resolve().parents[2]
-APP = REPO / "app.py"
+APP = REPO / "Home.py"  # the entry script: its file name is the first sidebar entry
 COLLECTION = "small"
 QUERY = "How many points did the Panthers defense surrender?"
 TIMEOUT = 180  # first runs load embedding models (~10 s each on two cores)

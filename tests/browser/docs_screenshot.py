@@ -1,5 +1,6 @@
-"""Make docs/search.png (the README's picture): the Search page with an English query over the
-bundled sample, in a real browser. Run: .venv/bin/python tests/browser/docs_screenshot.py
+"""Make docs/search.png (the README's picture): the Search page with a Chinese query over the
+bundled sample, in a real browser (Chinese drawn with the bundled font, static/fonts/).
+Run: .venv/bin/python tests/browser/docs_screenshot.py
 
 Uses a throwaway database (the first-run ingest of the bundled sample takes a minute or so) and
 the same no-outside-requests guard as the browser tests. Not a test (not collected by pytest).
@@ -16,14 +17,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 
-QUERY = "How many points did the Panthers defense surrender?"
+QUERY = "黑豹队的防守丢了多少分？"  # "How many points did the Panthers defense surrender?"
 OUT = harness.REPO / "docs" / "search.png"
 
 
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="docs-shot-"))
-    server, url = harness.start_app(tmp / "db", None, tmp / "streamlit.log",
-                                    extra_args=("--client.toolbarMode", "minimal"))
+    server, url = harness.start_app(tmp / "db", None, tmp / "streamlit.log")  # no toolbar: .streamlit/config.toml
     try:
         with harness.guarded_page(url, 600_000) as (page, outside):
             page.goto(url)  # first run: ingest the bundled sample
