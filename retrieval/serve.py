@@ -72,8 +72,8 @@ MAX_ENTRIES = 1000  # per add_knowledge call
 DEFAULT_LIMIT = 10  # seed 000's default result limit (1–50)
 QA_SCORES = ("similarity", "rerank")  # or a source name: that source's raw score (dense: cosine)
 LOOPBACK_NAMES = ("localhost",)
-FILTERS_NOT_SUPPORTED = ("filters are not supported yet: metadata filters will be applied inside each source "
-                         "(docs/architecture.md); call again without filter_category and filters")
+FILTERS_NOT_SUPPORTED = ("filters are not supported yet by this server's tools (the served config's own filters "
+                         "are applied: see search_info.filters); call again without filter_category and filters")
 
 
 class ToolProblem(RetrievalError):
@@ -87,6 +87,7 @@ class Served:
     collection: str
     config: SearchConfig
     config_name: str  # "saved config 'tuned'", "file tuned.json" or "defaults"
+    model: str = ""  # the collection's embedding model (read at start: adding or clearing keeps it)
 
 
 def collection_config(workbench, spec: str | None) -> tuple[SearchConfig, str]:
@@ -174,7 +175,7 @@ class KnowledgeService:
             if source == "bm25":
                 backends[source] = {"backend": config.bm25_backend, "k1": config.bm25_k1, "b": config.bm25_b}
             elif source == "dense":
-                backends[source] = {"backend": "lancedb cosine", "model": self.workbench.info(served.collection).model}
+                backends[source] = {"backend": "lancedb cosine", "model": served.model}
             elif source in ("keyword", "graph"):
                 backends[source] = {"params": getattr(config, source)}
             else:
@@ -189,6 +190,7 @@ class KnowledgeService:
             "rrf_k": config.rrf_k if config.fusion == "rrf" else None,
             "normalization": None if config.fusion == "rrf" else config.normalization,
             "combination": None if config.fusion == "rrf" else config.combination,
+            "filters": list(config.filters),  # the served config's own (applied inside each source)
             "depth": config.depth,
             "top_k": config.top_k,
             "use_rerank": config.rerank,
@@ -274,7 +276,7 @@ class KnowledgeService:
         base = served.config
         config = SearchConfig(fusion="rrf", weights={"keyword": 1.0}, rrf_k=base.rrf_k,
                               depth=max(base.depth, limit), top_k=limit, tie_field=base.tie_field,
-                              keyword={**base.keyword, "limit": float(limit)})
+                              keyword={**base.keyword, "limit": float(limit)}, filters=list(base.filters))
         result = self.workbench.search(served.collection, query, config)
         results = []
         for item in result_items(result):
@@ -295,7 +297,7 @@ class KnowledgeService:
                             "quality_score": detail.get("quality"),
                             "points": {k: v for k, v in detail.items() if k != "quality"}, "_meta": meta})
         info = {"collection": served.collection, "config": served.config_name, "source": "keyword",
-                "keyword": config.keyword, "notes": result.outcome.notes}
+                "keyword": config.keyword, "filters": config.filters, "notes": result.outcome.notes}
         return {"query": query, "results": results, "count": len(results), "search_info": info}
 
     # ---- collections -------------------------------------------------------------------------
@@ -571,10 +573,10 @@ def build_service(workbench, args: argparse.Namespace) -> KnowledgeService:
                              f"{len(names)} collections, {len(configs)} configs")
     served = []
     for i, name in enumerate(names):
-        workbench.info(name)  # a readable error for an unknown collection, before serving
+        info = workbench.info(name)  # a readable error for an unknown collection, before serving
         spec = configs[i] if len(configs) == len(names) else (configs[0] if configs else None)
         config, label = collection_config(workbench, spec)
-        served.append(Served(name, config, label))
+        served.append(Served(name, config, label, info.model))
     if args.qa_score not in QA_SCORES and not any(args.qa_score in s.config.sources for s in served):
         raise RetrievalError(f"--qa-score must be one of {', '.join(QA_SCORES)} or a served source name, "
                              f"got {args.qa_score!r}")
@@ -602,10 +604,13 @@ def run(args: argparse.Namespace, workbench) -> int:
     where = f"http://{url_host(host)}:{port}/mcp" + (" (bearer token required)" if token else "") if host else "stdio"
     print(f"serving {', '.join(service.served)} on {where}; write tools "
           f"{'enabled' if service.allow_write else 'disabled'}", file=sys.stderr, flush=True)
-    if host:
-        server.run("streamable-http", host=host, port=port)
-    else:
-        server.run()
+    try:
+        if host:
+            server.run("streamable-http", host=host, port=port)
+        else:
+            server.run()
+    except KeyboardInterrupt:  # Ctrl-C: a quiet stop, no traceback
+        print("stopped", file=sys.stderr)
     return 0
 
 

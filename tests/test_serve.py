@@ -39,6 +39,8 @@ TOOLS = {"retrieve_knowledge", "kb_qa", "add_knowledge", "list_knowledge_collect
 TUNED = SearchConfig(fusion="weighted", weights={"bm25": 0.4, "dense": 0.6}, normalization="minmax", depth=40)
 _QUERY_LINES = (REPO / "sample_data/xquad/queries.jsonl").read_text("utf-8").splitlines()
 QUERIES = [q["text"] for q in map(json.loads, _QUERY_LINES) if q["_id"].startswith("en-")][:6]
+# The kb collection is served with a filter from its config file: scalp entries are never found.
+KB_CONFIG = SearchConfig(fusion="rrf", rrf_k=10, depth=20, filters=["category=hair|c1|c2"])
 QA_CSV = """id,title,text,category
 faq-1,Oily hair,"Wash oily hair every other day with a gentle shampoo; hot water makes scalps oilier.",hair
 faq-2,Dandruff,"Dandruff is usually a yeast called malassezia; a zinc pyrithione shampoo helps.",scalp
@@ -65,7 +67,7 @@ def db(tmp_path_factory) -> Path:
     (root / "faq.csv").write_text(QA_CSV, encoding="utf-8")
     create_collection(store, "kb", parse_path(root / "faq.csv"), MINILM)
     Workbench(store).configs.save("tuned", TUNED)
-    (root / "kb.json").write_text(SearchConfig(fusion="rrf", rrf_k=10, depth=20).to_json(), encoding="utf-8")
+    (root / "kb.json").write_text(KB_CONFIG.to_json(), encoding="utf-8")
     return path
 
 
@@ -197,18 +199,19 @@ def test_http_tools_and_exact_results(http_url, workbench):
         for query in QUERIES[3:6]:
             data = _data(await session.call_tool("retrieve_knowledge", {"query": query, "top_k": 7}))
             assert _got(data) == _expected(workbench, "xq", query, dataclasses.replace(TUNED, top_k=7))
-        kb_config = SearchConfig(fusion="rrf", rrf_k=10, depth=20, top_k=2)
-        data = _data(await session.call_tool("retrieve_knowledge", {"query": "oily hair", "top_k": 2,
-                                                                      "collection_name": "kb"}))
-        assert _got(data) == _expected(workbench, "kb", "oily hair", kb_config)
-        assert data["results"][0]["id"] == "faq-1" and data["results"][0]["metadata"]["category"] == "hair"
+        for query in ("oily hair", "dandruff shampoo"):
+            data = _data(await session.call_tool("retrieve_knowledge", {"query": query, "top_k": 4,
+                                                                          "collection_name": "kb"}))
+            assert _got(data) == _expected(workbench, "kb", query, dataclasses.replace(KB_CONFIG, top_k=4))
+            assert {r["metadata"]["category"] for r in data["results"]} == {"hair"}  # the config's filter
         assert data["search_info"]["config"] == "file kb.json" and data["search_info"]["rrf_k"] == 10
+        assert data["search_info"]["filters"] == ["category=hair|c1|c2"]
 
-        qa = _data(await session.call_tool("kb_qa", {"question": "What helps against dandruff?",
+        qa = _data(await session.call_tool("kb_qa", {"question": "How often should I wash oily hair?",
                                                      "collection_name": "kb", "top_k": 2}))
-        assert qa["has_knowledge"] and qa["sources"][0]["id"] == "faq-2"
-        assert "malassezia" in qa["context"] and qa["context"] in qa["answer"]
-        none = _data(await session.call_tool("kb_qa", {"question": "What helps against dandruff?",
+        assert qa["has_knowledge"] and qa["sources"][0]["id"] == "faq-1"
+        assert "gentle shampoo" in qa["context"] and qa["context"] in qa["answer"]
+        none = _data(await session.call_tool("kb_qa", {"question": "How often should I wash oily hair?",
                                                        "collection_name": "kb", "min_score": 5}))
         assert not none["has_knowledge"] and none["sources"] == [] and none["context"] == ""
 
