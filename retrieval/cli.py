@@ -184,8 +184,18 @@ def cmd_ingest(args) -> int:
         info = workbench.create(args.collection, corpus, model=args.model, progress=_progress)
     seconds = time.perf_counter() - started
     _log(f"collection {info.name}: {info.doc_count} documents, model {info.model} ({info.dim}-d), "
-         f"language {info.language}, {len(corpus.documents) / seconds:.0f} docs/s")
+         f"language {info.language}; {ingest_rate(len(corpus.documents), seconds)}")
     return 0
+
+
+def ingest_rate(documents: int, seconds: float) -> str:
+    """'120 documents in 3.2 s, 37.5 docs/s': one decimal below 100 docs/s (a small ingest no
+    longer reads '0 docs/s'); no rate when the time is too short to measure."""
+    counted = f"{documents} document{'' if documents == 1 else 's'}"
+    if seconds < 0.01:
+        return f"{counted} in under 10 ms"
+    rate = documents / seconds
+    return f"{counted} in {seconds:.1f} s, {rate:.{1 if rate < 100 else 0}f} docs/s"
 
 
 def cmd_search(args) -> int:
@@ -197,7 +207,8 @@ def cmd_search(args) -> int:
         return 0
     for note in data["notes"]:
         _log(f"note: {note}")
-    print(f"{data['n_candidates']} candidates; removed: "
+    why = " (no query text)" if not args.query.strip() else ""
+    print(f"{data['n_candidates']} candidates{why}; removed: "
           + ", ".join(f"{k} {v}" for k, v in data["removed"].items()))
     for item in data["results"]:
         meta = item["_meta"]

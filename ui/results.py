@@ -178,7 +178,8 @@ def ranking_frame(rows: Sequence[ResultRow], changes: Sequence[RankChange] | Non
 def removed_summary(candidates: CandidateSet, outcome: FusionOutcome, shown: int) -> str:
     """'37 candidates (BM25 20, vector 30) · min raw BM25 removed 3 · top-K removed 24 · 10 shown'."""
     per_source = ", ".join(f"{label(s)} {len(r.hits)}" for s, r in candidates.sources.items())
-    parts = [f"{outcome.n_candidates} candidates ({per_source})"]
+    parts = [f"{outcome.n_candidates} candidates ({per_source})" + ("" if candidates.query.strip()
+                                                                   else ": no query text")]
     for name, count in outcome.removed.items():
         parts.append(f"{threshold_label(name)} removed {count}")
     parts.append(f"{shown} shown")

@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 
 
 class Source(Protocol):
+    """A built source. It may also have `why_empty(query) -> str | None`: why it returns nothing
+    for a query (e.g. BM25: the query has no indexable terms), added to the result's notes."""
+
     name: str
 
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
@@ -99,7 +102,8 @@ class SourceSpec:
 
 
 def run_source(source: Source, query: str, depth: int, allowed: frozenset[str] | None = None) -> SourceResult:
-    """Run a source; an exception becomes `error`, non-finite scores are dropped with a note.
+    """Run a source; an exception becomes `error`, non-finite scores are dropped with a note, and
+    a source that returns nothing says why when it can (`empty_reason`).
 
     After dropping, the remaining hits are re-ranked 1..n in their original order, so ranks stay
     consecutive for RRF.
@@ -114,7 +118,19 @@ def run_source(source: Source, query: str, depth: int, allowed: frozenset[str] |
     if len(finite) != len(hits):
         notes = (f"{len(hits) - len(finite)} hit(s) with NaN or infinite scores dropped",)
         finite = [Hit(h.doc_id, h.raw_score, rank, h.detail) for rank, h in enumerate(finite, start=1)]
+    if not hits:
+        reason = empty_reason(source, query)
+        notes += (reason,) if reason else ()
     return SourceResult(source.name, tuple(finite), notes=notes)
+
+
+def empty_reason(source: Source, query: str) -> str | None:
+    """Why `source` returned nothing for `query`, when that is known: no query text, or the
+    source's own reason (`why_empty`); None otherwise."""
+    if not query.strip():
+        return "no query text"
+    why_empty = getattr(source, "why_empty", None)
+    return why_empty(query) if why_empty is not None else None
 
 
 def ids_in(ids: frozenset[str]) -> str:

@@ -87,8 +87,17 @@ class LuceneIdfBM25(BM25Okapi):
             self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
 
 
+NO_TERMS = "the query has no indexable terms (only stopwords, punctuation or symbols): BM25 found no terms to match"
+
+
+def why_no_hits(query: str) -> str | None:
+    """Why BM25 returns nothing for `query`, when the query itself is the reason."""
+    return NO_TERMS if not tokenize(query) else None
+
+
 class RankBM25Source:
     name = "bm25"
+    why_empty = staticmethod(why_no_hits)
 
     def __init__(self, ids: list[str], token_lists: list[list[str]], k1: float = 0.9, b: float = 0.4):
         self.ids = ids
@@ -106,6 +115,7 @@ class RankBM25Source:
 
 class LanceFTSSource:
     name = "bm25"
+    why_empty = staticmethod(why_no_hits)
 
     def __init__(self, table):
         self.table = table
