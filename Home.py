@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import corpus, page, state
+from ui import corpus, corpus_views, page, state
 
 context = page.setup("Home")
 state.write_url("home")
@@ -31,8 +31,10 @@ for col, (path, name, what) in zip(cols, PAGE_LINKS, strict=True):
         st.caption(what)
 
 st.subheader("Collections")
+corpus_views.flash()
 frame = corpus.collections_overview(context.workbench)
 if frame.empty:
     st.info("No collection yet: upload files on the Corpus page.")
 else:
     st.dataframe(frame, hide_index=True)
+corpus_views.eval_caches(context.workbench)

@@ -16,7 +16,7 @@ from retrieval.config import BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMAL
 from retrieval.sources import SOURCES, Param, label
 from retrieval.workbench import Workbench
 
-from . import resources, state
+from . import corpus, resources, state
 
 FUSION_LABELS = {"rrf": "RRF (reciprocal rank fusion)", "weighted": "Weighted sum of normalised scores"}
 NORMALIZATION_LABELS = {"minmax": "min-max", "zscore": "z-score", "l2": "l2 (x / ‖x‖)", "none": "none (raw scores)"}
@@ -310,7 +310,7 @@ def filter_controls(which: str) -> None:
 def collection_picker(workbench: Workbench) -> str | None:
     """The sidebar collection picker shared by every page; None when there is no collection."""
     view = state.view()
-    names = workbench.collection_names()
+    names = corpus.caches_last(workbench.collection_names())
     if not names:
         view.collection = None
         st.sidebar.info("No collection yet: add one on the Corpus page.")

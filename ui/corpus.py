@@ -116,10 +116,25 @@ def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseO
     return IngestReport(info, corpus, add)
 
 
+EVAL_CACHE_PREFIX = "eval-"  # as retrieval.evaluate.beir_collection_name names them
+
+
+def is_eval_cache(name: str) -> bool:
+    """Collections `python -m retrieval evaluate` creates to cache BEIR corpora ('eval-…')."""
+    return name.startswith(EVAL_CACHE_PREFIX)
+
+
+def caches_last(names: list[str]) -> list[str]:
+    """Collections first, evaluation caches last (each group in the given order): for pickers."""
+    return [n for n in names if not is_eval_cache(n)] + [n for n in names if is_eval_cache(n)]
+
+
 def collections_frame(workbench: Workbench) -> pd.DataFrame:
-    """One row per collection with its stats."""
+    """One row per collection with its stats (evaluation caches apart: `eval_caches_frame`)."""
     rows = []
     for info in workbench.collections():
+        if is_eval_cache(info.name):
+            continue
         try:
             stats = workbench.stats(info.name)
         except RetrievalError as exc:
@@ -145,9 +160,30 @@ def collections_frame(workbench: Workbench) -> pd.DataFrame:
 
 
 def collections_overview(workbench: Workbench) -> pd.DataFrame:
-    """The catalogue only (cheap): name, documents, language, model, last update."""
+    """The catalogue only (cheap): name, documents, language, model, last update; evaluation
+    caches apart (`eval_caches_frame`)."""
     return pd.DataFrame([
         {"collection": i.name, "documents": i.doc_count, "language": i.language, "model": i.model,
          "updated": i.updated, "description": i.description}
-        for i in workbench.collections()
+        for i in workbench.collections() if not is_eval_cache(i.name)
     ])
+
+
+def eval_caches_frame(workbench: Workbench) -> pd.DataFrame:
+    """The evaluation caches (from the catalogue): name, documents, model, last update."""
+    return pd.DataFrame([
+        {"cache": i.name, "documents": i.doc_count, "model": i.model, "updated": i.updated}
+        for i in workbench.collections() if is_eval_cache(i.name)
+    ], columns=["cache", "documents", "model", "updated"])
+
+
+def delete_eval_caches(workbench: Workbench, names: list[str]) -> list[str]:
+    """Delete the given evaluation caches through the Workbench; the names deleted. Only names
+    that are evaluation caches are touched (a stale list from an earlier run cannot delete a
+    collection)."""
+    deleted = []
+    for name in names:
+        if is_eval_cache(name) and workbench.exists(name):
+            workbench.delete(name)
+            deleted.append(name)
+    return deleted

@@ -11,6 +11,7 @@ from . import corpus, state, views
 
 FLASH_KEY = "corpus.flash"
 PENDING_KEY = "corpus.pending"
+CACHES_PENDING_KEY = "corpus.caches_pending"
 
 
 def flash() -> None:
@@ -32,6 +33,40 @@ def collections_table(workbench: Workbench) -> None:
         st.info("No collection yet.")
     else:
         st.dataframe(frame, hide_index=True, width="stretch")
+
+
+def eval_caches(workbench: Workbench) -> None:
+    """The evaluation caches (`python -m retrieval evaluate` makes them), apart from the collections
+    in a collapsed expander, and one button that deletes them all after a confirmation. Nothing
+    when there are none."""
+    frame = corpus.eval_caches_frame(workbench)
+    if frame.empty:
+        return
+    names = list(frame["cache"])
+    pending = st.session_state.get(CACHES_PENDING_KEY)
+    with st.expander(f"Evaluation caches ({len(names)})", expanded=bool(pending)):
+        st.caption("Collections that `python -m retrieval evaluate` made to cache the BEIR corpora it evaluated. "
+                   "They are not listed with the collections; the next evaluate run re-creates what it needs.")
+        st.dataframe(frame, hide_index=True, width="stretch")
+        if st.button(f"Delete all {len(names)} evaluation caches…", key="corpus.caches_delete",
+                     help="Delete every evaluation cache listed here (a confirmation follows)."):
+            st.session_state[CACHES_PENDING_KEY] = pending = names
+        if not pending:
+            return
+        st.warning(f"Really delete {len(pending)} evaluation caches? This cannot be undone.")
+        y, n = st.columns(2)
+        if y.button(f"Yes, delete {len(pending)} caches", key="corpus.caches_confirm", type="primary",
+                    help="Delete the evaluation caches listed when you asked (nothing else)."):
+            del st.session_state[CACHES_PENDING_KEY]
+            try:
+                deleted = corpus.delete_eval_caches(workbench, pending)
+            except Exception as exc:  # a failing database: readable, the page stays up
+                views.show_error(exc)
+                return
+            _done(f"Deleted {len(deleted)} evaluation caches.")
+        if n.button("Cancel", key="corpus.caches_cancel", help="Keep the evaluation caches."):
+            del st.session_state[CACHES_PENDING_KEY]
+            st.rerun()
 
 
 def upload_form(workbench: Workbench) -> None:
@@ -78,7 +113,7 @@ def upload_form(workbench: Workbench) -> None:
 
 
 def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_chars) -> None:
-    existing = [i.name for i in workbench.collections()]
+    existing = corpus.caches_last([i.name for i in workbench.collections()])
     target = st.radio("Into", ["new collection", "existing collection"], horizontal=True, key="corpus.target",
                       help="A new collection gets its own BM25 index and embedding model; adding keeps the "
                            "collection's model, so old and new documents are scored alike.")
@@ -127,7 +162,7 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
 
 
 def manage(workbench: Workbench) -> None:
-    names = [i.name for i in workbench.collections()]
+    names = corpus.caches_last([i.name for i in workbench.collections()])
     if not names:
         return
     c1, c2, c3 = st.columns([2, 1, 1])

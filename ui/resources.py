@@ -14,6 +14,8 @@ import streamlit as st
 from retrieval.store import Progress, Store, default_db_uri
 from retrieval.workbench import Workbench
 
+from .corpus import is_eval_cache
+
 # The app's log (the terminal that runs Streamlit): the core's and the UI's module loggers, where an
 # unexpected error leaves its traceback while the page shows a one-line message. A no-op when the
 # root logger is configured already.
@@ -45,11 +47,6 @@ def _workbench(uri: str) -> Workbench:
 def workbench() -> Workbench:
     """The Workbench for the current database location ($WORKBENCH_DB or data/lancedb)."""
     return _workbench(default_db_uri())
-
-
-def is_eval_cache(name: str) -> bool:
-    """Collections `python -m retrieval evaluate` creates to cache BEIR corpora ('eval-…')."""
-    return name.startswith("eval-")
 
 
 def needs_sample(workbench: Workbench) -> bool:
