@@ -72,8 +72,34 @@ MAX_ENTRIES = 1000  # per add_knowledge call
 DEFAULT_LIMIT = 10  # seed 000's default result limit (1–50)
 QA_SCORES = ("similarity", "rerank")  # or a source name: that source's raw score (dense: cosine)
 LOOPBACK_NAMES = ("localhost",)
-FILTERS_NOT_SUPPORTED = ("filters are not supported yet by this server's tools (the served config's own filters "
-                         "are applied: see search_info.filters); call again without filter_category and filters")
+RANGE_OPERATORS = {"gte": ">=", "lte": "<=", "gt": ">", "lt": "<"}
+
+
+def call_filters(filter_category: str | None, filters: Any) -> list[str]:
+    """A tool call's filters as `retrieval.filters` strings: `filter_category` is `category=…`;
+    `filters` maps a field to a value, a list of values (any of them), or a range object
+    {"gte": …, "lte": …, "gt": …, "lt": …} (numbers or ISO dates), or is a list of filter strings."""
+    out = [] if filter_category in (None, "") else [f"category={filter_category}"]
+    if filters in (None, {}, []):
+        return out
+    if isinstance(filters, list) and all(isinstance(f, str) for f in filters):
+        return out + filters
+    if not isinstance(filters, dict):
+        raise ToolProblem("filters must be an object {field: value | [values] | {gte, lte, gt, lt}} or a list "
+                          "of strings like 'category=a'")
+    for field, value in filters.items():
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - set(RANGE_OPERATORS))
+            if unknown or not value:
+                raise ToolProblem(f"filters.{field}: a range takes gte, lte, gt, lt; got {sorted(value)}")
+            out += [f"{field}{RANGE_OPERATORS[op]}{bound}" for op, bound in value.items()]
+        elif isinstance(value, list) and value:
+            out.append(f"{field}={'|'.join(str(v) for v in value)}")
+        elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            out.append(f"{field}={value}")
+        else:
+            raise ToolProblem(f"filters.{field}: give a value, a list of values or a range, got {value!r}")
+    return out
 
 
 class ToolProblem(RetrievalError):
@@ -201,18 +227,20 @@ class KnowledgeService:
             "notes": result.outcome.notes,
         }
 
-    def _search(self, query: str, top_k: int, use_rerank: bool | None, collection_name: str | None):
+    def _search(self, query: str, top_k: int, use_rerank: bool | None, collection_name: str | None,
+                filters: list[str] | None = None):
         served = self._served(collection_name)
         config = self.config_for(served, self._top_k(top_k), use_rerank)
+        if filters:  # the call's filters join the served config's own (all must pass)
+            config = dataclasses.replace(config, filters=[*config.filters, *filters])
         return served, self.workbench.search(served.collection, query, config)
 
     def retrieve(self, query: str, top_k: int = DEFAULT_TOP_K, use_rerank: bool | None = None,
                  collection_name: str | None = None, filter_category: str | None = None,
                  filters: dict | None = None) -> dict[str, Any]:
-        if filter_category not in (None, "") or filters not in (None, {}):
-            raise ToolProblem(FILTERS_NOT_SUPPORTED)
+        extra = call_filters(filter_category, filters)
         query = self._text(query, "query")
-        served, result = self._search(query, top_k, use_rerank, collection_name)
+        served, result = self._search(query, top_k, use_rerank, collection_name, extra)
         results = []
         for item in result_items(result):
             row = result.documents.get(item["id"], {})
@@ -449,13 +477,16 @@ def build_server(service: KnowledgeService, name: str = "search-workbench", toke
     @server.tool()
     def retrieve_knowledge(query: str, top_k: TopK = DEFAULT_TOP_K, use_rerank: Rerank = None,
                            collection_name: Collection = None, filter_category: str | None = None,
-                           filters: dict[str, Any] | None = None) -> dict[str, Any]:
+                           filters: dict[str, Any] | list[str] | None = None) -> dict[str, Any]:
         """Hybrid search (BM25 + vectors, and whatever sources the tuned config fuses) of a knowledge
         collection, ranked exactly as the workbench ranks it with the served config. Each result: id,
         content, metadata, similarity (the fused display score), score (the fused score), rerank_score
         and _meta (per-source ranks, raw and normalised scores, contributions, as `python -m retrieval
         search --json` gives them). search_info names the config, fusion, weights and backends.
-        filter_category and filters are not supported yet: giving one is an error."""
+        filter_category keeps documents whose metadata category equals it; filters maps a metadata field
+        to a value, a list of values (any of them) or a range {gte, lte, gt, lt} on numbers or ISO dates
+        (or is a list of strings like "year>=2010"). Filters apply before ranking in every source and
+        add to the served config's own; search_info.filters lists them all."""
         return call(service.retrieve, query, top_k, use_rerank, collection_name, filter_category, filters)
 
     @server.tool()

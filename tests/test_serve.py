@@ -206,6 +206,18 @@ def test_http_tools_and_exact_results(http_url, workbench):
             assert {r["metadata"]["category"] for r in data["results"]} == {"hair"}  # the config's filter
         assert data["search_info"]["config"] == "file kb.json" and data["search_info"]["rrf_k"] == 10
         assert data["search_info"]["filters"] == ["category=hair|c1|c2"]
+        # a call's own filters join the config's, before ranking, exactly as Workbench.search does
+        for args, extra in (({"filter_category": "scalp"}, ["category=scalp"]),
+                            ({"filters": ["category=scalp"]}, ["category=scalp"])):
+            data = _data(await session.call_tool("retrieve_knowledge", {"query": "shampoo", "top_k": 4,
+                                                                          "collection_name": "kb", **args}))
+            config = dataclasses.replace(KB_CONFIG, top_k=4, filters=[*KB_CONFIG.filters, *extra])
+            assert _got(data) == _expected(workbench, "kb", "shampoo", config)
+            assert data["results"] == [] and data["search_info"]["filters"] == config.filters  # hair AND scalp
+        data = _data(await session.call_tool("retrieve_knowledge", {
+            "query": "shampoo", "collection_name": "kb", "filters": {"category": ["hair", "c1"]}}))
+        config = dataclasses.replace(KB_CONFIG, filters=[*KB_CONFIG.filters, "category=hair|c1"])
+        assert _got(data) == _expected(workbench, "kb", "shampoo", config) and data["count"] >= 1
 
         qa = _data(await session.call_tool("kb_qa", {"question": "How often should I wash oily hair?",
                                                      "collection_name": "kb", "top_k": 2}))
@@ -239,8 +251,9 @@ def test_http_bad_arguments_are_tool_errors(http_url):
         ("retrieve_knowledge", {"query": "x", "top_k": "many"}, "top_k"),
         ("retrieve_knowledge", {"query": "   "}, "query must be a non-empty string"),
         ("retrieve_knowledge", {"query": "x", "collection_name": "nope"}, "not served here"),
-        ("retrieve_knowledge", {"query": "x", "filter_category": "hair"}, "filters are not supported yet"),
-        ("retrieve_knowledge", {"query": "x", "filters": {"category": "hair"}}, "filters are not supported yet"),
+        ("retrieve_knowledge", {"query": "x", "filters": {"colour": "red"}}, "unknown metadata field 'colour'"),
+        ("retrieve_knowledge", {"query": "x", "filters": {"n": {"between": 1}}}, "a range takes gte, lte, gt, lt"),
+        ("retrieve_knowledge", {"query": "x", "filters": 5}, "filters"),
         ("retrieve_knowledge", {}, "query"),
         ("kb_qa", {"question": ""}, "question must be a non-empty string"),
         ("search_datasources", {"query": "china", "limit": 99}, "limit must be"),
