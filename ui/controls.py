@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 
 from retrieval.config import BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
+from retrieval.highlight import escape_markdown
 from retrieval.sources import SOURCES, Param, label
 from retrieval.workbench import Workbench
 
@@ -303,7 +304,8 @@ def filter_controls(which: str) -> None:
                     lambda: "\n".join(_split_filters(state.view().config(which).filters)[1]), write_other,
                     placeholder="year>=2010\ndate<2024-01-01", height=68,
                     help="Ranges on numbers or ISO dates: FIELD>=, >, <=, < VALUE. Fields: "
-                         + (", ".join(f"{k} ({'/'.join(sorted(v['kinds']))})" for k, v in sorted(fields.items()))
+                         + (escape_markdown(", ".join(f"{k} ({'/'.join(sorted(v['kinds']))})"
+                                                      for k, v in sorted(fields.items())))  # metadata keys: user text
                             or "this collection has no metadata"))
 
 
