@@ -49,6 +49,15 @@ faq-4,Hair loss,"Losing 50 to 100 hairs a day is normal; sudden patches need a d
 """
 
 
+def run_async(fn, *args):
+    """`anyio.run` in a thread of its own: the browser tests' session-wide Playwright (sync API)
+    keeps an event loop running in the main thread, where a second loop cannot start."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, fn, *args).result()
+
+
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
             "OMP_WAIT_POLICY": "PASSIVE", "LANCEDB_LOG": "error"}
@@ -179,7 +188,7 @@ def test_stdio_read_only_server(db, workbench, http_server, capsys):
             assert listed["collections"][0]["doc_count"] == 40
         return top3
 
-    top3 = anyio.run(run)
+    top3 = run_async(run)
     assert workbench.info("xq").doc_count == 40  # nothing was written
     # _meta is exactly what `search --json` prints for the same query and config
     (db.parent / "tuned.json").write_text(TUNED.to_json(), encoding="utf-8")
@@ -242,7 +251,7 @@ def test_http_tools_and_exact_results(http_url, workbench):
         assert stats["doc_count"] == 35 and stats["config"] == "saved config 'tuned'"
         return True
 
-    assert anyio.run(_http_session, http_url, TOKEN, body)
+    assert run_async(_http_session, http_url, TOKEN, body)
 
 
 def test_http_bad_arguments_are_tool_errors(http_url):
@@ -272,7 +281,7 @@ def test_http_bad_arguments_are_tool_errors(http_url):
             assert message in _error(await session.call_tool(tool, args)), (tool, args)
         return True
 
-    assert anyio.run(_http_session, http_url, TOKEN, body)
+    assert run_async(_http_session, http_url, TOKEN, body)
 
 
 def test_http_two_clients_adding_at_once_lose_nothing(http_url, workbench):
@@ -295,7 +304,7 @@ def test_http_two_clients_adding_at_once_lose_nothing(http_url, workbench):
             group.start_soon(add, 1)
             group.start_soon(add, 2)
 
-    anyio.run(both)
+    run_async(both)
     ids = added[1]["ids"] + added[2]["ids"]
     assert len(set(ids)) == 10
     assert workbench.info("kb").doc_count == before + 10
@@ -312,7 +321,7 @@ def test_http_two_clients_adding_at_once_lose_nothing(http_url, workbench):
         assert cleared["doc_count"] == 0
         return _data(await session.call_tool("get_knowledge_stats", {"collection_name": "kb"}))["doc_count"]
 
-    assert anyio.run(_http_session, http_url, TOKEN, after) == 0
+    assert run_async(_http_session, http_url, TOKEN, after) == 0
 
 
 def test_http_token_required(http_url):
@@ -327,7 +336,7 @@ def test_http_token_required(http_url):
         return True
 
     with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces a 401 as its own error types
-        anyio.run(_http_session, http_url, None, body)
+        run_async(_http_session, http_url, None, body)
 
 
 def test_non_loopback_bind_needs_a_token(db, monkeypatch, capsys):

@@ -135,6 +135,42 @@ def test_add_and_clear_at_once_end_in_one_of_the_two_orders(tmp_path, run):
     assert (ids == set()) == (added["doc_count"] == 20)
 
 
+def query_count(store: Store, name: str) -> int:
+    return len(JudgmentStore(store).queries(name, "default")) if "default" in JudgmentStore(store).query_sets(
+        name) else 0
+
+
+@pytest.mark.parametrize("run", range(RUNS))
+@pytest.mark.parametrize("first,second", [("create", "add"), ("create", "rate"), ("create", "clear"),
+                                          ("add", "rate"), ("rate", "clear"), ("clear", "clear")])
+def test_every_other_pair_ends_consistent(tmp_path, first, second, run):
+    """The remaining pairs of create / add / rate / clear. A write that ran before the collection
+    existed is refused with a readable message; every write that reported success is in the end
+    state (clear removes documents, never query sets)."""
+    db = tmp_path / "db"
+    if first != "create":
+        assert prepare(db, "create", "c", 0, 10)["ok"]
+    args = {"create": ("create", "c", "0", "10"), "add": ("add", "c", "100", "10"),
+            "rate": ("rate", "c", "0", "15"), "clear": ("clear", "c")}
+    a, b = together(db, tmp_path, args[first], args[second])
+    assert a["ok"], a
+    # Only a write racing the collection's creation may find no collection yet, and then says so.
+    assert b["ok"] or (first == "create" and "No collection named 'c'" in b["error"]), b
+    store = Store(str(db))
+    ids = set(check_consistent(store, "c"))
+    expected = {
+        ("create", "add"): docs(0, 10) | (docs(100, 10) if b["ok"] else set()),
+        ("create", "rate"): docs(0, 10),
+        ("create", "clear"): set() if b["ok"] else docs(0, 10),
+        ("add", "rate"): docs(0, 10) | docs(100, 10),
+        ("rate", "clear"): set(),
+        ("clear", "clear"): set(),
+    }[(first, second)]
+    assert ids == expected
+    rated = [r for r, name in ((a, first), (b, second)) if name == "rate" and r["ok"]]
+    assert query_count(store, "c") == 15 * len(rated)  # clear keeps query sets
+
+
 def test_two_real_ingests_through_the_pipeline_both_land(tmp_path):
     db = tmp_path / "db"
     assert result(start(db, "create", "c", "0", "3", "--real"))["ok"]
