@@ -47,7 +47,7 @@ from typing import Any
 import lancedb
 import numpy as np
 import pyarrow as pa
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from .tokenize import language_from_mix
 from .types import IngestError, RetrievalError
@@ -112,15 +112,7 @@ class WriterLock:
     def __enter__(self) -> WriterLock:
         self._thread.acquire()
         try:
-            if self._depth == 0:
-                self._file.acquire()
-                try:
-                    if self._on_acquire is not None:
-                        self._on_acquire()
-                except BaseException:
-                    self._file.release()
-                    raise
-            self._depth += 1
+            self._enter(timeout=-1)
         except BaseException:
             self._thread.release()
             raise
@@ -132,24 +124,31 @@ class WriterLock:
             self._file.release()
         self._thread.release()
 
-    def try_acquire(self) -> bool:
-        """Take the lock only if nobody holds it (no waiting); True when taken (then `__exit__`)."""
-        if not self._thread.acquire(blocking=False):
-            return False
+    def _enter(self, timeout: float) -> None:
+        """With the thread lock held: the outermost entry takes the file lock (waiting up to
+        `timeout`, -1 for ever) and runs `on_acquire`."""
         if self._depth == 0:
-            try:
-                self._file.acquire(timeout=0)
-            except Exception:  # filelock.Timeout: another process holds it
-                self._thread.release()
-                return False
+            self._file.acquire(timeout=timeout)
             try:
                 if self._on_acquire is not None:
                     self._on_acquire()
             except BaseException:
                 self._file.release()
-                self._thread.release()
                 raise
         self._depth += 1
+
+    def try_acquire(self) -> bool:
+        """Take the lock only if nobody holds it (no waiting); True when taken (then `__exit__`)."""
+        if not self._thread.acquire(blocking=False):
+            return False
+        try:
+            self._enter(timeout=0)
+        except Timeout:  # another process holds it
+            self._thread.release()
+            return False
+        except BaseException:
+            self._thread.release()
+            raise
         return True
 
 

@@ -22,13 +22,6 @@ def unknown_source(name: str) -> str:
     return f"unknown source {name!r}; known: {', '.join(SOURCES)}"
 
 
-def source_spec(name: str) -> SourceSpec:
-    try:
-        return SOURCES[name]
-    except KeyError:
-        raise KeyError(unknown_source(name)) from None
-
-
 def source_params(name: str, config: SearchConfig) -> tuple:
     """What in `config` decides source `name`'s candidates (unknown sources: nothing): the key of
     its built source and, with the query and collection state, of its cached candidates."""
@@ -49,4 +42,4 @@ def label(name: str) -> str:
 
 
 __all__ = ["SOURCES", "LoadContext", "Param", "Source", "SourceSpec", "candidate_key", "label", "run_source",
-           "source_params", "source_spec", "unknown_source"]
+           "source_params", "unknown_source"]
