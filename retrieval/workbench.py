@@ -25,6 +25,7 @@ from .store import CollectionInfo, CollectionStats, Progress, Store
 from .types import FusedResult, FusionOutcome, ParsedCorpus, RerankedResult, SourceResult
 
 log = logging.getLogger(__name__)
+METADATA_VALUES_KEPT = 50  # per field, for the filter controls
 
 
 @dataclass
@@ -224,8 +225,8 @@ class Workbench:
 
     def metadata_fields(self, collection: str, state: tuple | None = None) -> dict[str, dict[str, Any]]:
         """Per metadata field: the kinds of its values ("string", "number", "date", "list") and
-        its most frequent values with their counts (lists count each item): what the filter
-        controls offer. Read once per collection state."""
+        its `METADATA_VALUES_KEPT` most frequent values as (value, count), most frequent first
+        (lists count each item): what the filter controls offer. Read once per collection state."""
         state = state if state is not None else self.store.state_key(collection)
         return self._metadata(collection, state)[1]
 
@@ -247,6 +248,8 @@ class Workbench:
                     for item in value if isinstance(value, list) else [value]:
                         if isinstance(item, (str, int, float)) and not isinstance(item, bool):
                             entry["values"][str(item)] += 1
+            for entry in fields.values():  # ranked once per state, not on every slider move
+                entry["values"] = entry["values"].most_common(METADATA_VALUES_KEPT)
             return rows, fields
 
         return self.caches.loaded.get_or_create((collection, state, "_metadata"), read)

@@ -280,7 +280,7 @@ def filter_controls(which: str) -> None:
     config = state.view().config(which)
     with st.expander(f"Filters ({len(config.filters)})" if config.filters else "Filters"):
         counts = {f"{field}={value}": n for field, entry in sorted(fields.items())
-                  for value, n in entry["values"].most_common(FILTER_VALUES_SHOWN)}
+                  for value, n in entry["values"][:FILTER_VALUES_SHOWN]}
         picked, _ = _split_filters(config.filters)
         options = list(dict.fromkeys([*counts, *picked]))
 
