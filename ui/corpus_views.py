@@ -3,6 +3,8 @@ confirmation. The work itself is done by `ui.corpus` (no Streamlit there)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from retrieval.workbench import Workbench
@@ -53,20 +55,11 @@ def eval_caches(workbench: Workbench) -> None:
             st.session_state[CACHES_PENDING_KEY] = pending = names
         if not pending:
             return
-        st.warning(f"Really delete {len(pending)} evaluation caches? This cannot be undone.")
-        y, n = st.columns(2)
-        if y.button(f"Yes, delete {len(pending)} caches", key="corpus.caches_confirm", type="primary",
-                    help="Delete the evaluation caches listed when you asked (nothing else)."):
-            del st.session_state[CACHES_PENDING_KEY]
-            try:
-                deleted = corpus.delete_eval_caches(workbench, pending)
-            except Exception as exc:  # a failing database: readable, the page stays up
-                views.show_error(exc)
-                return
-            _done(f"Deleted {len(deleted)} evaluation caches.")
-        if n.button("Cancel", key="corpus.caches_cancel", help="Keep the evaluation caches."):
-            del st.session_state[CACHES_PENDING_KEY]
-            st.rerun()
+        _confirm(CACHES_PENDING_KEY, ("corpus.caches_confirm", "corpus.caches_cancel"),
+                 f"Really delete {len(pending)} evaluation caches? This cannot be undone.",
+                 f"Yes, delete {len(pending)} caches", "Delete the evaluation caches listed when you asked (nothing "
+                 "else).", "Keep the evaluation caches.",
+                 lambda: f"Deleted {len(corpus.delete_eval_caches(workbench, pending))} evaluation caches.")
 
 
 def upload_form(workbench: Workbench) -> None:
@@ -176,17 +169,31 @@ def manage(workbench: Workbench) -> None:
     if not pending:
         return
     action, target = pending
-    st.warning(views.markdown_safe(f"Really {action} '{target}'? This cannot be undone."))
+
+    def act() -> str:
+        workbench.delete(target) if action == "delete" else workbench.clear(target)
+        return f"{'Deleted' if action == 'delete' else 'Cleared'} '{target}'."
+
+    _confirm(PENDING_KEY, ("corpus.confirm", "corpus.cancel"), f"Really {action} '{target}'? This cannot be undone.",
+             f"Yes, {action} '{target}'", f"{action.capitalize()} the collection now.",
+             "Keep the collection as it is.", act)
+
+
+def _confirm(pending_key: str, keys: tuple[str, str], question: str, yes: str, yes_help: str,
+             cancel_help: str, act: Callable[[], str]) -> None:
+    """The confirmation of a pending destructive action: the question, "yes" (widget key
+    `keys[0]`) runs `act()`, whose return value is the success message (an error is shown and
+    nothing else happens), "Cancel" (`keys[1]`) drops it. User text is escaped."""
+    st.warning(views.markdown_safe(question))
     y, n = st.columns(2)
-    if y.button(views.markdown_safe(f"Yes, {action} '{target}'"), key="corpus.confirm", type="primary",
-                help=f"{action.capitalize()} the collection now."):
-        del st.session_state[PENDING_KEY]
+    if y.button(views.markdown_safe(yes), key=keys[0], type="primary", help=yes_help):
+        del st.session_state[pending_key]
         try:
-            workbench.delete(target) if action == "delete" else workbench.clear(target)
-        except Exception as exc:
+            message = act()
+        except Exception as exc:  # a failing database: readable, the page stays up
             views.show_error(exc)
             return
-        _done(f"{'Deleted' if action == 'delete' else 'Cleared'} '{target}'.")
-    if n.button("Cancel", key="corpus.cancel", help="Keep the collection as it is."):
-        del st.session_state[PENDING_KEY]
+        _done(message)
+    if n.button("Cancel", key=keys[1], help=cancel_help):
+        del st.session_state[pending_key]
         st.rerun()
