@@ -14,6 +14,10 @@ and ages out of its LRU.
     filters         (collection, state, filters)                  -> (allowed ids, collection size)
     query_vectors   (model, query)                                -> the query's embedding
     rerank          (reranker, query, doc id, hash(text))         -> rerank score
+    passage_vectors (reranker model, hash(text))                  -> the text's E5 passage
+                                                                     embedding (rerank re-scores a
+                                                                     document for a new query with
+                                                                     one query embedding)
 
 Models themselves (`embed.load_encoder`, `rerank.get_reranker`) are loaded once per process,
 like sentence-transformers' own model cache; they hold no per-collection state.
@@ -115,6 +119,7 @@ class Caches:
         self.filters = LRU(256)
         self.query_vectors = LRU(8192)
         self.rerank = RerankCache()
+        self.passage_vectors = LRU(50_000)  # 384 floats each: ≤ 77 MB
 
     def sources(self, name: str) -> LRU:
         """The LRU of built sources of one source name."""

@@ -60,6 +60,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--b", type=float, dest="bm25_b")
     g.add_argument("--rerank", action="store_true", default=None, help="rerank the top-N fused results")
     g.add_argument("--rerank-top-n", type=int, dest="rerank_top_n")
+    g.add_argument("--rerank-lambda", type=float, dest="rerank_lambda",
+                   help="λ in final = λ·norm(fused) + (1 − λ)·norm(rerank); 0 = the reranker's order")
     g.add_argument("--reranker", help="'e5' (offline default) or a CrossEncoder folder / id")
     for group in PARAM_GROUPS:  # one option per source with its own parameters, from its descriptor
         names = [p.key for p in SOURCES[group].params if p.group == group]
@@ -71,8 +73,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
     data = SearchConfig.from_json(args.config.read_text(encoding="utf-8")).to_dict() if args.config else {}
     for name in ("fusion", "rrf_k", "normalization", "combination", "depth", "top_k", "min_score", "min_display_score",
-                 "tie_field", "bm25_backend", "bm25_k1", "bm25_b", "rerank", "rerank_top_n", "reranker",
-                 "graph_focus"):
+                 "tie_field", "bm25_backend", "bm25_k1", "bm25_b", "rerank", "rerank_top_n", "rerank_lambda",
+                 "reranker", "graph_focus"):
         value = getattr(args, name)
         if value is not None:
             data[name] = value

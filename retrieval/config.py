@@ -54,6 +54,7 @@ _RANGES = (
     ("depth", True, 1, DEPTH_MAX),
     ("top_k", True, 1, TOP_K_MAX),
     ("rerank_top_n", True, 1, RERANK_TOP_N_MAX),
+    ("rerank_lambda", False, 0.0, 1.0),
     ("bm25_k1", False, 0.0, BM25_K1_MAX),
     ("bm25_b", False, 0.0, 1.0),
 )
@@ -101,7 +102,13 @@ class SearchConfig:
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
     rerank: bool = False
+    # Across languages (query script ≠ collection's), word-matching sources get weight 0 in the
+    # fusion (`retrieval.language`).
+    language_aware: bool = True
     rerank_top_n: int = 20
+    # λ: final = λ·minmax(fused) + (1 − λ)·minmax(rerank) over the reranked top-N (`rerank.interpolate`);
+    # 0 replaces the fused order by the reranker's.
+    rerank_lambda: float = 0.0
     reranker: str = "e5"  # "e5" (offline default) or a CrossEncoder path / id
     # Parameters of the seed sources; a partial dict is completed from the defaults.
     keyword: dict[str, float] = field(default_factory=lambda: _defaults("keyword"))
@@ -127,9 +134,9 @@ class SearchConfig:
         bools), other numbers are finite ints or floats, choices and names are strings, `rerank`
         is a bool, and the dict fields map non-empty strings to finite numbers. Then the ranges:
         each weight 0 or in [1e-6, 1000] and one > 0, rrf_k in [1, 1e6], depth and top_k in [1, 10000],
-        rerank_top_n in [1, 1000], BM25 k1 in [0, 100] and b in [0, 1], minimum scores finite with
-        |x| ≤ 1e100 (or None), source parameters in [0, 1e6] (keyword limit 1–50). Within these
-        bounds fusion gives finite fused and display scores (tests/test_properties.py).
+        rerank_top_n in [1, 1000], rerank_lambda in [0, 1], BM25 k1 in [0, 100] and b in [0, 1],
+        minimum scores finite with |x| ≤ 1e100 (or None), source parameters in [0, 1e6] (keyword
+        limit 1–50). Within these bounds fusion gives finite fused and display scores (tests/test_properties.py).
         """
         problems = []
         for name, choices in (("fusion", FUSION_METHODS), ("normalization", NORMALIZATIONS),
@@ -142,8 +149,9 @@ class SearchConfig:
                 problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
         if self.tie_field is not None and not isinstance(self.tie_field, str):
             problems.append(f"tie_field must be a string or null, got {self.tie_field!r}")
-        if not isinstance(self.rerank, bool):
-            problems.append(f"rerank must be true or false, got {self.rerank!r}")
+        for name in ("rerank", "language_aware"):
+            if not isinstance(getattr(self, name), bool):
+                problems.append(f"{name} must be true or false, got {getattr(self, name)!r}")
         for name, whole, low, high in _RANGES:
             value = getattr(self, name)
             if whole and not _is_int(value):
@@ -289,7 +297,7 @@ def format_weights(weights: dict[str, float]) -> str:
 
 
 _INT_FIELDS = {"depth", "top_k", "rerank_top_n"}
-_FLOAT_FIELDS = {"rrf_k", "min_score", "min_display_score", "bm25_k1", "bm25_b"}
+_FLOAT_FIELDS = {"rrf_k", "min_score", "min_display_score", "bm25_k1", "bm25_b", "rerank_lambda"}
 
 
 def _parse_field(name: str, raw: str) -> Any:
@@ -304,7 +312,7 @@ def _parse_field(name: str, raw: str) -> Any:
         return int(raw)
     if name in _FLOAT_FIELDS:
         return float(raw)
-    if name == "rerank":
+    if name in ("rerank", "language_aware"):
         if raw not in ("0", "1", "true", "false"):
             raise ValueError(raw)
         return raw in ("1", "true")

@@ -1,5 +1,9 @@
 """The rerank stage: re-score the first top-N fused results with a second model and reorder them.
 
+The new order follows an interpolation of the two stages (`interpolate`):
+final = λ·minmax(fused score) + (1 − λ)·minmax(rerank score) over the reranked head; λ = 0 is a
+pure replacement by the reranker's order, λ = 1 keeps the first stage's.
+
 Rerankers are pluggable (`Reranker`): the offline default re-scores with multilingual-e5-small
 (`E5Reranker`); with a local folder (or a hub id, where the network exists) a sentence-transformers
 `CrossEncoder` does it (`CrossEncoderReranker`). `get_reranker` picks one by name.
@@ -13,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .cache import RerankCache
+from .cache import LRU, RerankCache
 from .embed import E5, load_failure, looks_like_path, open_encoder
 from .types import FusedResult, RerankedResult, RetrievalError
 
@@ -22,6 +26,10 @@ if TYPE_CHECKING:
 
 E5_RERANKER = "e5"
 _E5_MAX_TOKENS = 512  # the model's own limit: re-scoring reads as much text as E5 can
+# Characters of a text handed to the E5 tokenizer: 16 per token is far more than any real token
+# takes, so the model reads exactly what it would read of the whole text, and a 1 MB document is
+# not tokenised in full only to be cut at 512 tokens.
+_E5_MAX_CHARS = 16 * _E5_MAX_TOKENS
 
 
 class Reranker(Protocol):
@@ -34,6 +42,11 @@ class Reranker(Protocol):
     kind: str
 
     def score(self, query: str, texts: list[str]) -> list[float]: ...
+
+
+def passage_key(model: str, text: str) -> tuple[str, int]:
+    """The key of a passage embedding in `Caches.passage_vectors`: the model and the text's hash."""
+    return (model, hash(text))
 
 
 class E5Reranker:
@@ -50,12 +63,29 @@ class E5Reranker:
         self.batch_size = batch_size
         self.encoder = open_encoder(E5, max_seq_length=_E5_MAX_TOKENS)
 
-    def score(self, query: str, texts: list[str]) -> list[float]:
+    def score(self, query: str, texts: list[str], passages: LRU | None = None) -> list[float]:
+        """Cosines of the query to each text. With `passages` (an LRU keyed by `passage_key`),
+        each text is embedded once per model and text, in batches, and reused for every query."""
         if not texts:
             return []
+        import numpy as np
+
         q = self.encoder.encode_queries([query])[0]
-        passages = self.encoder.encode_passages(texts, batch_size=self.batch_size)
-        return [float(s) for s in passages @ q]
+        texts = [t[:_E5_MAX_CHARS] for t in texts]
+        if passages is None:
+            vectors = self.encoder.encode_passages(texts, batch_size=self.batch_size)
+        else:
+            keys = [passage_key(self.name, t) for t in texts]
+            found = [passages.get(k) for k in keys]
+            todo = list(dict.fromkeys(t for t, v in zip(texts, found, strict=True) if v is None))
+            if todo:
+                fresh = self.encoder.encode_passages(todo, batch_size=self.batch_size)
+                for text, vector in zip(todo, fresh, strict=True):
+                    passages.put(passage_key(self.name, text), vector)
+                new = dict(zip(todo, fresh, strict=True))
+                found = [v if v is not None else new[t] for t, v in zip(texts, found, strict=True)]
+            vectors = np.stack(found)
+        return [float(s) for s in vectors @ q]
 
 
 class CrossEncoderReranker:
@@ -113,6 +143,27 @@ def get_reranker(name: str) -> Reranker:
         return _rerankers[name]
 
 
+def interpolate(first_stage: list[float], rerank_scores: list[float], first_stage_weight: float
+                ) -> tuple[list[float], list[float], list[float]]:
+    """final_i = λ·a_i + (1 − λ)·b_i with a = minmax(first_stage), b = minmax(rerank_scores),
+    λ = `first_stage_weight` ∈ [0, 1]; returns (a, b, final).
+
+    Min-max over the reranked head puts both stages on [0, 1] (equal scores all map to 1.0, see
+    `normalize.min_max`). A NaN rerank score (a model that failed on one text) gets a NaN final
+    score and sorts last; the other texts are normalised without it.
+    """
+    from .normalize import min_max
+
+    if not 0.0 <= first_stage_weight <= 1.0:
+        raise RetrievalError(f"the rerank interpolation weight λ must be in [0, 1], got {first_stage_weight}")
+    a = min_max(first_stage)
+    finite = [s for s in rerank_scores if not math.isnan(s)]
+    normed = iter(min_max(finite))
+    b = [math.nan if math.isnan(s) else next(normed) for s in rerank_scores]
+    lam = first_stage_weight
+    return a, b, [lam * x + (1.0 - lam) * y for x, y in zip(a, b, strict=True)]
+
+
 def rerank(
     query: str,
     fused: list[FusedResult],
@@ -120,24 +171,32 @@ def rerank(
     reranker: Reranker,
     top_n: int,
     cache: RerankCache | None = None,
+    first_stage_weight: float = 0.0,
+    passages: LRU | None = None,
 ) -> list[RerankedResult]:
     """Re-score the first `top_n` of `fused` (taken in list order, i.e. fused rank order).
 
-    rerank_score = reranker.score(query, texts[doc_id]); results are ordered by rerank_score
-    descending (NaN last), ties by first-stage rank ascending.
+    rerank_score = reranker.score(query, texts[doc_id]); the head is ordered by
+    final = λ·minmax(fused score) + (1 − λ)·minmax(rerank_score) descending (`interpolate`, λ =
+    `first_stage_weight`; NaN last), ties by rerank_score descending, then first-stage rank. So λ = 0
+    orders by the rerank score alone (a replacement), λ = 1 keeps the fused order.
     `rank` is the new 1-based position, `first_stage_rank` the fused rank. Results beyond
     `top_n` are not returned (the caller shows them as not reranked). Only documents without a
-    cached score are sent to the model.
+    cached score are sent to the model; `passages` caches E5 passage embeddings across queries.
     """
     if top_n < 1:
         raise RetrievalError(f"rerank top_n must be ≥ 1, got {top_n}")
     head = fused[:top_n]
     docs = _texts_for(head, texts)
-    scores = _scores(query, docs, reranker, cache)
-    ordered = sorted(head, key=lambda r: (_sort_score(scores[r.doc_id]), r.rank))
+    scores = _scores(query, docs, reranker, cache, passages)
+    first_norm, rerank_norm, final = interpolate([r.score for r in head], [scores[r.doc_id] for r in head],
+                                                 first_stage_weight)
+    rows = sorted(zip(head, first_norm, rerank_norm, final, strict=True),
+                  key=lambda row: (_sort_score(row[3]), _sort_score(scores[row[0].doc_id]), row[0].rank))
     return [
-        RerankedResult(doc_id=r.doc_id, rank=i, first_stage_rank=r.rank, rerank_score=scores[r.doc_id], fused=r)
-        for i, r in enumerate(ordered, start=1)
+        RerankedResult(doc_id=r.doc_id, rank=i, first_stage_rank=r.rank, rerank_score=scores[r.doc_id], fused=r,
+                       first_stage_norm=a, rerank_norm=b, final_score=f, first_stage_weight=first_stage_weight)
+        for i, (r, a, b, f) in enumerate(rows, start=1)
     ]
 
 
@@ -148,12 +207,15 @@ def _texts_for(results: Iterable[FusedResult], texts: dict[str, str]) -> dict[st
     return {r.doc_id: texts[r.doc_id] for r in results}
 
 
-def _scores(query: str, docs: dict[str, str], reranker: Reranker, cache: RerankCache | None) -> dict[str, float]:
+def _scores(query: str, docs: dict[str, str], reranker: Reranker, cache: RerankCache | None,
+            passages: LRU | None = None) -> dict[str, float]:
     """Cached scores plus fresh ones for the rest (stored back in the cache)."""
     scores = cache.get_many(reranker.name, query, docs) if cache is not None else {}
     todo = [d for d in docs if d not in scores]
     if todo:
-        fresh = reranker.score(query, [docs[d] for d in todo])
+        texts = [docs[d] for d in todo]
+        fresh = (reranker.score(query, texts, passages) if passages is not None and isinstance(reranker, E5Reranker)
+                 else reranker.score(query, texts))
         if len(fresh) != len(todo):
             raise RetrievalError(f"Reranker {reranker.name!r} returned {len(fresh)} scores for {len(todo)} texts")
         fresh_scores = dict(zip(todo, map(float, fresh), strict=True))

@@ -16,7 +16,8 @@ depth any variant asks for (through the workbench's candidate cache), then, for 
 ranks each query's candidates in memory (`fusion.prepare_source` once per query and source, then
 `scores_from_prepared` and `rank_ids` per variant: the same formulas and tie-breaks as
 `fusion.fuse`, without explanation objects), cuts at the variant's depth and scores the run with
-`evaluate.QrelsEvaluator` (ranx's metric functions on prebuilt arrays). As in
+`evaluate.QrelsEvaluator` (ranx's metric functions on prebuilt arrays). A query whose language
+differs from the collection's is fused under the language rule, as `Workbench.fuse` does. As in
 `evaluate.evaluate_collection`: the per-source minimum raw scores apply, the fused-score thresholds
 and top-K do not cut evaluation runs, and the sweep is first-stage only (variants have `rerank`
 off).
@@ -32,6 +33,7 @@ from typing import Any
 from .config import SearchConfig
 from .evaluate import DEFAULT_METRICS, QrelsEvaluator
 from .fusion import PreparedSource, prepare_source, rank_ids, scores_from_prepared
+from .language import crosses_languages, language_rule
 from .sources import source_params
 from .types import RetrievalError, SourceResult
 
@@ -188,13 +190,23 @@ def run_sweep(
     prepared: dict[tuple, PreparedSource] = {}
     rows: list[dict[str, Any]] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}
+    # The language rule (`retrieval.language`) as `Workbench.fuse` applies it: a query crossing
+    # languages is fused with the config the rule gives for it.
+    language = workbench.language(collection)
+    crossing = next((queries[q] for q in judged if crosses_languages(queries[q], language)), None)
     for done, variant in enumerate(variants, start=1):
         config = variant.config
         normalization = None if config.fusion == "rrf" else config.normalization
-        plan = [(source, (source_params(source, config), config.depth, config.min_raw.get(source), normalization))
-                for source in config.sources]
+        across = language_rule(config, crossing, language)[0] if crossing is not None else config
+
+        def plan_of(config: SearchConfig, normalization: str | None = normalization) -> list[tuple[str, tuple]]:
+            return [(source, (source_params(source, config), config.depth, config.min_raw.get(source),
+                              normalization)) for source in config.weights]
+
+        plans = {False: (config, plan_of(config)), True: (across, plan_of(across))}
         rankings = {}
         for qid in judged:
+            fused_config, plan = plans[crossing is not None and crosses_languages(queries[qid], language)]
             by_source = {}
             for source, how in plan:
                 entry = prepared.get((qid, how))
@@ -204,7 +216,7 @@ def run_sweep(
                                                                   normalization)
                 by_source[source] = entry
             ties = tie_values(documents[qid], config.tie_field) if config.tie_field else None
-            rankings[qid] = rank_ids(scores_from_prepared(by_source, config), ties, limit=config.depth)
+            rankings[qid] = rank_ids(scores_from_prepared(by_source, fused_config), ties, limit=config.depth)
         mean, values = evaluator.evaluate_rankings(rankings, metrics)
         per_query[variant.label] = values
         rows.append({**describe(variant), **mean})

@@ -128,6 +128,12 @@ class RerankedResult:
     first_stage_rank: int
     rerank_score: float
     fused: FusedResult
+    # Interpolation (`rerank.interpolate`): min-max of the fused and of the rerank scores over the
+    # reranked head, and final = λ·first_stage_norm + (1 − λ)·rerank_norm, what the order follows.
+    first_stage_norm: float = 0.0
+    rerank_norm: float = 0.0
+    final_score: float = 0.0
+    first_stage_weight: float = 0.0  # λ
 
     @property
     def rank_change(self) -> int:

@@ -41,6 +41,7 @@ class CandidateSet:
     seconds: dict[str, float] = field(default_factory=dict)  # retrieval time per source
     from_cache: bool = False
     filtered: tuple[int, int] | None = None  # (documents the filters left, documents in all)
+    language: str | None = None  # the collection's language ('en', 'zh', 'mixed'): `retrieval.language`
 
 
 @dataclass
@@ -221,7 +222,13 @@ class Workbench:
         doc_ids = {h.doc_id for r in results.values() for h in r.hits}
         documents = self._documents(collection, state, doc_ids)
         return CandidateSet(collection, state, query, config.depth, results, documents, seconds, all_cached,
-                            filtered)
+                            filtered, self.language(collection, state))
+
+    def language(self, collection: str, state: tuple | None = None) -> str:
+        """The collection's language from its catalogue entry, read once per collection state."""
+        state = state if state is not None else self.store.state_key(collection)
+        return self.caches.loaded.get_or_create((collection, state, "_language"),
+                                                lambda: self.store.info(collection).language)
 
     def metadata_fields(self, collection: str, state: tuple | None = None) -> dict[str, dict[str, Any]]:
         """Per metadata field: the kinds of its values ("string", "number", "date", "list") and
@@ -284,8 +291,14 @@ class Workbench:
     # ---- fusion and rerank -----------------------------------------------------------------
     @staticmethod
     def fuse(candidates: CandidateSet, config: SearchConfig) -> FusionOutcome:
-        """Pure and fast: what every slider move runs."""
-        outcome = fuse(candidates.sources, config, tie_values(candidates.documents, config.tie_field))
+        """Pure and fast: what every slider move runs. The language rule (`retrieval.language`)
+        decides the weights the fusion uses; its note leads the explanation."""
+        from .language import language_rule
+
+        fused_config, language_note = language_rule(config, candidates.query, candidates.language)
+        outcome = fuse(candidates.sources, fused_config, tie_values(candidates.documents, config.tie_field))
+        if language_note:
+            outcome.notes.insert(0, language_note)
         if candidates.filtered is not None:
             left, total = candidates.filtered
             outcome.notes.insert(0, f"filter {' AND '.join(config.filters)} left {left} of {total} documents; "
@@ -311,8 +324,8 @@ class Workbench:
         reranker = get_reranker(result.config.reranker)
         texts = {doc_id: embedding_text_of(row) for doc_id, row in result.documents.items()}
         # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.
-        result.reranked = rerank(result.query, result.eligible(), texts, reranker,
-                                 result.config.rerank_top_n, self.caches.rerank)
+        result.reranked = rerank(result.query, result.eligible(), texts, reranker, result.config.rerank_top_n,
+                                 self.caches.rerank, result.config.rerank_lambda, self.caches.passage_vectors)
         result.reranker_name, result.reranker_kind = reranker.name, reranker.kind
 
 

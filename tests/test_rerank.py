@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrieval.cache import RerankCache
+from retrieval.cache import LRU, RerankCache
 from retrieval.embed import E5, load_encoder
 from retrieval.rerank import (
     CrossEncoderReranker,
     E5Reranker,
     get_reranker,
+    interpolate,
     rerank,
 )
 from retrieval.types import FusedResult, RetrievalError
@@ -121,6 +122,67 @@ def test_e5_score_is_the_cosine_of_prompted_embeddings(e5_reranker):
     encoder = e5_reranker.encoder
     expected = float(encoder.encode_passages([text])[0] @ encoder.encode_queries([query])[0])
     assert e5_reranker.score(query, [text]) == pytest.approx([expected], abs=1e-5)
+
+
+def test_e5_passages_are_embedded_once_per_text_across_queries(e5_reranker, monkeypatch):
+    texts = ["Bread\nMix flour, water, salt and yeast, then bake.", "Paris is the capital of France."]
+    plain = e5_reranker.score("bread recipe", texts)
+    encoded: list[int] = []
+    real = e5_reranker.encoder.encode_passages
+    monkeypatch.setattr(e5_reranker.encoder, "encode_passages",
+                        lambda batch, **kw: encoded.append(len(batch)) or real(batch, **kw))
+    passages = LRU(10)
+    assert e5_reranker.score("bread recipe", texts, passages) == pytest.approx(plain, abs=1e-6)
+    assert e5_reranker.score("capital of France", texts + texts[:1], passages) == pytest.approx(
+        e5_reranker.score("capital of France", texts + texts[:1]), abs=1e-6)
+    # the cached call embedded 2 passages once; the uncached comparison call embedded 3 again
+    assert encoded == [2, 3]
+
+
+# --- interpolation ------------------------------------------------------------------------------------
+
+
+class FixedScores:
+    """A reranker with given scores per text: tests the ordering arithmetic, nothing else."""
+
+    name, kind = "fixed", "fixed scores (test)"
+
+    def __init__(self, scores: dict[str, float]):
+        self.scores = scores
+
+    def score(self, query, texts):
+        return [self.scores[t] for t in texts]
+
+
+def test_interpolate_hand_computed():
+    # a = minmax(3, 2, 1) = (1, 0.5, 0); b = minmax(0.1, 0.9, 0.5) = (0, 1, 0.5)
+    a, b, final = interpolate([3.0, 2.0, 1.0], [0.1, 0.9, 0.5], 0.5)
+    assert a == [1.0, 0.5, 0.0]
+    assert b == pytest.approx([0.0, 1.0, 0.5])
+    assert final == pytest.approx([0.5, 0.75, 0.25])
+    assert interpolate([3.0, 2.0, 1.0], [0.1, 0.9, 0.5], 0.25)[2] == pytest.approx([0.25, 0.875, 0.375])
+    # a NaN rerank score: normalised without it, final NaN (sorted last by rerank)
+    _, b, final = interpolate([2.0, 1.0, 0.0], [0.2, float("nan"), 0.6], 0.5)
+    assert b[0] == 0.0 and b[2] == pytest.approx(1.0) and b[1] != b[1] and final[1] != final[1]
+    with pytest.raises(RetrievalError, match="λ must be in"):
+        interpolate([1.0], [1.0], 1.5)
+
+
+def test_rerank_order_follows_lambda():
+    texts = {"d1": "t1", "d2": "t2", "d3": "t3"}
+    reranker = FixedScores({"t1": 0.1, "t2": 0.9, "t3": 0.5})
+    head = [FusedResult(doc_id=d, rank=i, score=s, display_score=s, sources={})
+            for i, (d, s) in enumerate((("d1", 3.0), ("d2", 2.0), ("d3", 1.0)), start=1)]
+
+    def order(lam):
+        return [r.doc_id for r in rerank("q", head, texts, reranker, 3, first_stage_weight=lam)]
+
+    assert order(0.0) == ["d2", "d3", "d1"]  # the reranker's order: a replacement
+    assert order(0.5) == ["d2", "d1", "d3"]  # finals 0.75, 0.5, 0.25
+    assert order(1.0) == ["d1", "d2", "d3"]  # the first stage's
+    top = rerank("q", head, texts, reranker, 3, first_stage_weight=0.5)[0]
+    assert (top.doc_id, top.first_stage_norm, top.rerank_norm, top.final_score, top.first_stage_weight) == (
+        "d2", 0.5, 1.0, 0.75, 0.5)
 
 
 # --- cross-encoder plumbing ---------------------------------------------------------------------------

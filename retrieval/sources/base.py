@@ -95,6 +95,9 @@ class SourceSpec:
     params: tuple[Param, ...] = ()  # its own parameters, drawn as sliders
     optional: bool = False  # joins the fusion only when picked (BM25 and vector always retrieve)
     description: str = ""  # one sentence: what it scores and how (the "Extra sources" tooltip)
+    # Matches the query's words literally, so it finds nothing real across languages
+    # (`retrieval.language`: its weight drops to 0 there when the config is language-aware).
+    lexical: bool = False
 
     def defaults(self, group: str) -> dict[str, float]:
         """Defaults of this source's parameters stored in the dict field `group`."""

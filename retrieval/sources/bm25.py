@@ -61,7 +61,7 @@ def build(loaded: LoadedBM25, config: SearchConfig):
 
 _AGAIN = " Retrieves BM25 candidates again."
 SPEC = SourceSpec(
-    name="bm25", label="BM25", load=LoadedBM25, build=build, key=key,
+    name="bm25", label="BM25", load=LoadedBM25, build=build, key=key, lexical=True,
     weight_help="Multiplies BM25's part of the fused score: RRF adds w/(k + BM25 rank), weighted sum "
                 "adds w × normalised BM25 score. 0 keeps BM25's ranks visible but makes it add nothing.",
     min_raw=Param("min_raw.bm25", "Minimum BM25 raw score",

@@ -297,6 +297,7 @@ def load_fields(context: LoadContext, collection: str) -> list[KeywordFields]:
 
 SPEC = SourceSpec(
     name="keyword", label="keyword", load=load_fields, build=build, key=key, params=PARAMS, optional=True,
+    lexical=True,
     weight_help="Multiplies the keyword scorer's part of the fused score: RRF adds w/(k + keyword rank), "
                 "weighted sum adds w × normalised keyword points.",
     description="Keyword: seed 000's field-weighted substring scorer over structured records (name, "
