@@ -27,6 +27,9 @@ def result_items(result) -> list[dict[str, Any]]:
                 meta[f"{source}_detail"] = c.detail
         if result.reranked is not None:
             meta["rerank_score"] = reranked.rerank_score if reranked else None
+            if reranked:  # final = λ·first_stage_norm + (1 − λ)·rerank_norm (`rerank.interpolate`)
+                meta.update(rerank_lambda=reranked.first_stage_weight, first_stage_norm=reranked.first_stage_norm,
+                            rerank_norm=reranked.rerank_norm, final_score=reranked.final_score)
         items.append({"id": fused_result.doc_id, "title": row.get("title", ""), "text": row.get("text", ""),
                       "score": fused_result.score, "display_score": fused_result.display_score, "_meta": meta})
     return items

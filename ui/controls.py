@@ -140,15 +140,25 @@ MAIN_KNOBS: tuple[Knob, ...] = (
          "lowering it reuses the cache, raising it retrieves again.",
          st.slider, lambda c: int(_clamp(c.depth, 1, 500)), _set("depth", int),
          dict(min_value=1, max_value=500, step=1)),
+    Knob("language_aware", "Language-aware fusion",
+         "When the query's script differs from the collection's (Chinese question, English documents or the "
+         "reverse), word-matching sources (BM25, keyword) cannot match anything real, so their weight drops to 0 "
+         "for the fusion; they are still retrieved and shown, and the explanation says so. Off: they count.",
+         st.toggle, lambda c: bool(c.language_aware), _set("language_aware", bool)),
     Knob("rerank", "Rerank",
-         "Re-scores the first top-N fused results with a second model and reorders them by its score; "
-         "fused scores stay as they were and are still shown.",
+         "Re-scores the first top-N fused results with a second model and reorders them by "
+         "final = λ·norm(fused) + (1 − λ)·norm(rerank); fused scores stay as they were and are still shown.",
          st.toggle, lambda c: bool(c.rerank), _set("rerank", bool)),
     Knob("rerank_top_n", "Rerank top-N",
          "How many of the best fused results the reranker re-scores; results below them keep their fused "
          "order (marked 'not reranked').",
          st.slider, lambda c: int(_clamp(c.rerank_top_n, 1, 100)), _set("rerank_top_n", int),
          dict(min_value=1, max_value=100, step=1)),
+    Knob("rerank_lambda", "Rerank interpolation λ",
+         "final = λ·norm(fused) + (1 − λ)·norm(rerank), both min-max over the reranked top-N: 0 replaces the "
+         "fused order by the reranker's, 1 keeps the fused order. Only reorders: no new retrieval.",
+         st.slider, lambda c: float(_clamp(c.rerank_lambda, 0.0, 1.0)), _set("rerank_lambda", float),
+         dict(min_value=0.0, max_value=1.0, step=0.05)),
 )
 
 ADVANCED_KNOBS: tuple[Knob, ...] = (
@@ -227,7 +237,7 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
             st.subheader(title)
         for knob in MAIN_KNOBS:
             disabled = ((knob.key == "rrf_k" and config.fusion != "rrf")
-                        or (knob.key == "rerank_top_n" and not (config.rerank or rerank_always))
+                        or (knob.key in ("rerank_top_n", "rerank_lambda") and not (config.rerank or rerank_always))
                         or (knob.key == "combination" and config.fusion != "weighted"))
             _draw(knob, which, **({"disabled": True} if disabled else {}))
         _draw(SOURCES_KNOB, which)

@@ -121,6 +121,7 @@ def results_frame(rows: Sequence[ResultRow], sources: Sequence[str], terms: Iter
             record["first-stage rank"] = row.fused.rank
             record["change"] = rerank_label(row)
             record["rerank score"] = row.reranked.rerank_score if row.reranked else None
+            record["final score"] = row.reranked.final_score if row.reranked else None
         record.update({
             "id": row.doc_id,
             "title": row.title,
@@ -145,7 +146,7 @@ def results_frame(rows: Sequence[ResultRow], sources: Sequence[str], terms: Iter
 def results_columns(sources: Sequence[str], reranked: bool) -> list[str]:
     columns = ["rank"]
     if reranked:
-        columns += ["first-stage rank", "change", "rerank score"]
+        columns += ["first-stage rank", "change", "rerank score", "final score"]
     columns += ["id", "title", "snippet", "fused score", "display score"]
     for source in sources:
         columns += [f"{label(source)} rank", f"{label(source)} score"]
@@ -156,6 +157,13 @@ def rerank_label(row: ResultRow) -> str:
     if row.reranked is None:
         return "not reranked"
     return RankChange(row.doc_id, row.reranked.first_stage_rank, row.reranked.rank).label
+
+
+def rerank_explanation(reranked: RerankedResult) -> str:
+    """'final 0.750 = 0.5 × fused 0.50 + 0.5 × rerank 1.00' (both min-max over the reranked top-N)."""
+    lam = reranked.first_stage_weight
+    return (f"final {reranked.final_score:.3f} = {lam:g} × fused {reranked.first_stage_norm:.2f} + "
+            f"{1 - lam:g} × rerank {reranked.rerank_norm:.2f}")
 
 
 def ranking_frame(rows: Sequence[ResultRow], changes: Sequence[RankChange] | None = None) -> pd.DataFrame:

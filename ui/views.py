@@ -59,7 +59,8 @@ def search_summary(result: SearchResult, rows: Sequence[ResultRow]) -> None:
     if result.reranked is not None:
         st.info(markdown_safe(
             f"Reranked the top {len(result.reranked)} fused results with reranker "
-            f"'{result.reranker_name}': {result.reranker_kind}."), icon="🔁")
+            f"'{result.reranker_name}': {result.reranker_kind}. Order: final = λ·norm(fused) + (1 − λ)·norm(rerank) "
+            f"with λ = {result.config.rerank_lambda:g}, both min-max over the reranked results."), icon="🔁")
     timings = ", ".join(f"{escape_markdown(label(s))} {t * 1000:.0f} ms" for s, t in result.candidates.seconds.items())
     st.caption("Candidates from cache: only fusion ran." if result.candidates.from_cache
                else f"Candidates retrieved ({timings}); later slider moves re-fuse them from cache.")
@@ -122,6 +123,8 @@ def card_html(row: ResultRow, segments: Sequence[results.BarSegment], two_sided:
     snippet_body = ("…" if cut.cut_left else "") + to_html(cut.text, cut.spans) + (
         "…" if cut.end < len(row.full_text) else "")
     extra = f" · {html.escape(results.rerank_label(row))}" if reranked else ""
+    if row.reranked is not None:
+        extra += f" · {html.escape(results.rerank_explanation(row.reranked))}"
     return (
         f'<div class="wb-card"><b>#{row.rank}</b> <span style="{_MUTED}">{html.escape(row.doc_id)}'
         f" · display {row.fused.display_score:.3f}{extra}</span>"
