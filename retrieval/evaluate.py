@@ -217,6 +217,7 @@ def evaluate_collection(
     eval_config = SearchConfig.from_dict({**config.to_dict(), "top_k": config.depth, "min_score": None,
                                           "min_display_score": None})
     rankings: dict[str, dict[str, list[str]]] = {s: {} for s in (*config.sources, "hybrid")}
+    workbench.embed_queries(collection, (queries[q] for q in judged), config)
     for i, qid in enumerate(judged, start=1):
         result = workbench.search(collection, queries[qid], eval_config)
         for source, source_result in result.candidates.sources.items():

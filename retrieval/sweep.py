@@ -166,6 +166,8 @@ def run_sweep(
     started = time.perf_counter()
     fetched: dict[str, dict[tuple, SourceResult]] = {}
     documents: dict[str, dict[str, dict]] = {}
+    for config in fetch_configs:
+        workbench.embed_queries(collection, (queries[q] for q in judged), config)
     for done, qid in enumerate(judged, start=1):
         per_key: dict[tuple, SourceResult] = {}
         docs: dict[str, dict] = {}

@@ -171,6 +171,24 @@ class Workbench:
 
         return self.caches.query_vectors.get_or_create((model, query), embed)
 
+    def embed_queries(self, collection: str, queries: Iterable[str], config: SearchConfig,
+                      batch_size: int = 64) -> int:
+        """Embed, in batches, the queries whose vectors are not cached yet, with the collection's
+        model, when a source of `config` embeds queries: what evaluation and sweeps do before
+        their per-query loop (one batch of 64 costs far less than 64 single encodes). Returns how
+        many were embedded."""
+        if not any(name in SOURCES and SOURCES[name].embeds_query for name in config.sources):
+            return 0
+        from .embed import load_encoder
+
+        model = self.info(collection).model
+        todo = [q for q in dict.fromkeys(queries) if self.caches.query_vectors.get((model, q)) is None]
+        if todo:
+            vectors = load_encoder(model).encode_queries(todo, batch_size=batch_size)
+            for query, vector in zip(todo, vectors, strict=True):
+                self.caches.query_vectors.put((model, query), vector)
+        return len(todo)
+
     def source(self, collection: str, name: str, config: SearchConfig, state: tuple | None = None) -> Source:
         """The built source `name` for the collection's current state (or `state`) and `config`:
         the collection is read once per state (`SourceSpec.load`), the source built once per

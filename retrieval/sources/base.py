@@ -98,6 +98,9 @@ class SourceSpec:
     # Matches the query's words literally, so it finds nothing real across languages
     # (`retrieval.language`: its weight drops to 0 there when the config is language-aware).
     lexical: bool = False
+    # Embeds the query with the collection's model (`LoadContext.query_vector`): evaluation and
+    # sweeps embed all their queries in batches first (`Workbench.embed_queries`).
+    embeds_query: bool = False
 
     def defaults(self, group: str) -> dict[str, float]:
         """Defaults of this source's parameters stored in the dict field `group`."""

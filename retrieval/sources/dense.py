@@ -40,7 +40,7 @@ def build(loaded: LoadedDense, config: SearchConfig) -> DenseSource:
 
 
 SPEC = SourceSpec(
-    name="dense", label="vector", load=load, build=build,
+    name="dense", label="vector", load=load, build=build, embeds_query=True,
     weight_help="Multiplies the vector (embedding) part of the fused score: RRF adds w/(k + vector rank), "
                 "weighted sum adds w × normalised cosine similarity. 0 makes it add nothing.",
     min_raw=Param("min_raw.dense", "Minimum vector raw score",

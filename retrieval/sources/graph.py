@@ -197,6 +197,7 @@ GRAPH_DEFAULTS: dict[str, float] = {p.key: p.default for p in PARAMS}
 
 SPEC = SourceSpec(
     name="graph", label="entity graph", load=load, build=build, key=key, params=PARAMS, optional=True,
+    embeds_query=True,
     weight_help="Multiplies the entity graph's part of the fused score: RRF adds w/(k + graph rank), weighted "
                 "sum adds w × normalised graph score.",
     description="Entity graph: seed 002's entity activation over typed entities (person, place, time, topic, "
