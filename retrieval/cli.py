@@ -300,8 +300,8 @@ def cmd_collections(args) -> int:
         raise RetrievalError(f"'collections {args.action}' needs a collection name")
     if args.action == "stats":
         stats = workbench.stats(args.name)
-        print(json.dumps({"info": stats.info.__dict__, **{k: v for k, v in stats.__dict__.items() if k != "info"}},
-                         ensure_ascii=False, indent=2))
+        print(json.dumps({"info": stats.info.__dict__, **{k: v for k, v in stats.__dict__.items() if k != "info"},
+                          "backends": workbench.backends(args.name)}, ensure_ascii=False, indent=2))
     elif args.action == "index":
         workbench.build_vector_index(args.name)
         _log(f"built an IVF_PQ vector index on {args.name} (searches refine to exact similarities)")

@@ -36,7 +36,8 @@ FUSION_METHODS = ("rrf", "weighted")
 NORMALIZATIONS = ("minmax", "zscore", "l2", "none")
 # Weighted fusion: how the weighted, normalised scores combine (OpenSearch's three techniques).
 COMBINATIONS = ("arithmetic", "harmonic", "geometric")
-BM25_BACKENDS = ("rank_bm25", "lancedb")
+# "auto": rank_bm25 below `limits.SCALE_DOCS` documents, lancedb from there on (sources/bm25.py).
+BM25_BACKENDS = ("auto", "rank_bm25", "lancedb")
 # Sources whose parameters live in a dict field of the same name (`config.keyword`, `config.graph`).
 PARAM_GROUPS = ("keyword", "graph")
 
@@ -98,7 +99,7 @@ class SearchConfig:
     min_display_score: float | None = None  # on the display score
     min_raw: dict[str, float] = field(default_factory=dict)  # per-source minimum raw score
     tie_field: str | None = None  # numeric metadata field; higher wins a tie, then doc id
-    bm25_backend: str = "rank_bm25"
+    bm25_backend: str = "auto"
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
     rerank: bool = False

@@ -55,6 +55,11 @@ MAX_FILE_MB = _env_int("WORKBENCH_MAX_FILE_MB", 50, 1, 10_000)  # one uploaded f
 MAX_UPLOAD_MB = _env_int("WORKBENCH_MAX_UPLOAD_MB", 200, 1, 100_000)  # all files of one ingest
 # Result cards and details show at most this many characters of a document's text; the rest is
 # loaded on demand. Titles are cut at TITLE_CHARS.
+# Collections of at least this many documents are served by the scaled backends (`bm25_backend`
+# "auto" → LanceDB's native BM25 index; the vector column gets an ANN index with exact refine):
+# below it rank-bm25 (tunable k1, b) and an exact vector scan take ≤ ~100 ms a query
+# (docs/experiments/scale.md); above it they grow linearly, to ~3 s at 1M documents.
+SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 EXCERPT_CHARS = _env_int("WORKBENCH_EXCERPT_CHARS", 5_000, 100, 10_000_000)
 TITLE_CHARS = 500
 

@@ -124,7 +124,19 @@ def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str 
         language=language, doc_count=len(corpus.documents), created=now, updated=now,
         lancedb_version=lancedb.__version__, description=description,
     )
-    return store.write_collection(info, rows, graph)
+    return index_for_size(store, store.write_collection(info, rows, graph))
+
+
+def index_for_size(store: Store, info: CollectionInfo) -> CollectionInfo:
+    """From `limits.SCALE_DOCS` documents on, (re)build the vector column's ANN index after a
+    write (IVF_PQ; the dense source re-scores its shortlist exactly, `refine_factor`), so vector
+    search stays in milliseconds; BM25 switches to the native index by itself ('auto' backend).
+    Searches go on meanwhile: they read the version before the index until it is committed."""
+    from . import limits
+
+    if info.doc_count >= limits.SCALE_DOCS:
+        store.build_vector_index(info.name)
+    return info
 
 
 def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progress | None = None) -> CollectionInfo:
@@ -148,4 +160,4 @@ def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progr
     graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
     # A collection ingested before the entity graph existed: its stored documents are indexed too.
     legacy = lambda: graph_rows(stored_documents(store, name), datetime.fromisoformat(info.created))  # noqa: E731
-    return store.append(name, rows, graph, legacy)
+    return index_for_size(store, store.append(name, rows, graph, legacy))

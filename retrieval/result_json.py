@@ -45,6 +45,7 @@ def search_json(result) -> dict[str, Any]:
         "n_candidates": result.outcome.n_candidates,
         "removed": result.outcome.removed,
         "notes": result.outcome.notes,
+        "backends": {name: r.backend for name, r in result.candidates.sources.items()},
         "reranker": result.reranker_kind,
         "results": result_items(result),
     }

@@ -76,6 +76,7 @@ class SourceResult:
     hits: tuple[Hit, ...] = ()
     error: str | None = None  # set when the source raised; hits is then empty
     notes: tuple[str, ...] = ()  # e.g. "2 hits with non-finite scores dropped"
+    backend: str = ""  # what served it, e.g. "rank-bm25 (k1 0.9, b 0.4)" (`Source.backend`)
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,12 @@ class Workbench:
 
         return add_documents(self.store, collection, corpus, progress)
 
+    def backends(self, collection: str) -> dict[str, str]:
+        """What serves BM25 and vector search on this collection under the default config, in words
+        (the Corpus page and `collections` say it; each search's own are in `SourceResult.backend`)."""
+        config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0})
+        return {name: self.source(collection, name, config).backend for name in ("bm25", "dense")}
+
     def build_vector_index(self, collection: str) -> None:
         """An approximate vector index for a large collection (similarities stay exact: refine)."""
         self.store.build_vector_index(collection)
@@ -358,4 +364,4 @@ def embedding_text_of(row: dict[str, Any]) -> str:
 def _truncate(result: SourceResult, depth: int) -> SourceResult:
     if len(result.hits) <= depth:
         return result
-    return SourceResult(result.source, result.hits[:depth], result.error, result.notes)
+    return SourceResult(result.source, result.hits[:depth], result.error, result.notes, result.backend)

@@ -168,8 +168,10 @@ ADVANCED_KNOBS: tuple[Knob, ...] = (
          st.number_input, lambda c: c.min_score, _set("min_score", lambda v: None if v is None else float(v)),
          dict(value=None, min_value=None, step=0.001, format="%.5f", placeholder="off")),
     Knob("bm25_backend", "BM25 backend",
-         "Which BM25 implementation scores the text: rank_bm25 in memory with the k1 and b below, or "
-         "LanceDB's native full-text index (its own fixed k1 = 1.2, b = 0.75). Retrieves BM25 candidates again.",
+         "Which BM25 implementation scores the text: auto (rank_bm25 below the scale threshold, "
+         "WORKBENCH_SCALE_DOCS, default 50,000 documents; the native index from there on), rank_bm25 in memory "
+         "with the k1 and b below, or LanceDB's native full-text index (its own fixed k1 = 1.2, b = 0.75, "
+         "milliseconds at a million documents). Retrieves BM25 candidates again.",
          st.selectbox, lambda c: c.bm25_backend, _set("bm25_backend"), dict(options=list(BM25_BACKENDS))),
     *(_param_knob(p) for source in CORE_SOURCES for p in SOURCES[source].params),
     Knob("reranker", "Reranker",

@@ -61,6 +61,9 @@ def search_summary(result: SearchResult, rows: Sequence[ResultRow]) -> None:
             f"Reranked the top {len(result.reranked)} fused results with reranker "
             f"'{result.reranker_name}': {result.reranker_kind}. Order: final = λ·norm(fused) + (1 − λ)·norm(rerank) "
             f"with λ = {result.config.rerank_lambda:g}, both min-max over the reranked results."), icon="🔁")
+    served = " · ".join(f"{label(s)}: {r.backend}" for s, r in result.candidates.sources.items() if r.backend)
+    if served:
+        st.caption(markdown_safe(f"Served by {served}"))
     timings = ", ".join(f"{escape_markdown(label(s))} {t * 1000:.0f} ms" for s, t in result.candidates.seconds.items())
     st.caption("Candidates from cache: only fusion ran." if result.candidates.from_cache
                else f"Candidates retrieved ({timings}); later slider moves re-fuse them from cache.")

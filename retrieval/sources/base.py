@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 
 class Source(Protocol):
     """A built source. It may also have `why_empty(query) -> str | None`: why it returns nothing
-    for a query (e.g. BM25: the query has no indexable terms), added to the result's notes."""
+    for a query (e.g. BM25: the query has no indexable terms), added to the result's notes; and
+    `backend`: what serves it, in words (shown with its results and in the explanation)."""
 
     name: str
 
@@ -127,7 +128,7 @@ def run_source(source: Source, query: str, depth: int, allowed: frozenset[str] |
     if not hits:
         reason = empty_reason(source, query)
         notes += (reason,) if reason else ()
-    return SourceResult(source.name, tuple(finite), notes=notes)
+    return SourceResult(source.name, tuple(finite), notes=notes, backend=getattr(source, "backend", ""))
 
 
 def empty_reason(source: Source, query: str) -> str | None:

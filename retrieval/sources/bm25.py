@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rank_bm25 import BM25Okapi
 
+from .. import limits
 from ..tokenize import tokenize
 from ..types import Hit
 from .base import LoadContext, Param, SourceSpec, ids_in, top_hits
@@ -33,11 +34,12 @@ if TYPE_CHECKING:
     from ..config import SearchConfig
 
 class LoadedBM25:
-    """A collection's BM25 inputs, read on first use: the table handle (native index) and every
-    document's stored tokens (rank-bm25)."""
+    """A collection's BM25 inputs, read on first use: the table handle (native index), its size,
+    and every document's stored tokens (rank-bm25)."""
 
     def __init__(self, context: LoadContext, collection: str):
         self.table = context.store.table(collection)
+        self.doc_count = self.table.count_rows()
         self._store, self._collection = context.store, collection
 
     @cached_property
@@ -49,12 +51,23 @@ class LoadedBM25:
 def key(config: SearchConfig) -> tuple:
     if config.bm25_backend == "lancedb":
         return ("lancedb",)
-    return ("rank_bm25", config.bm25_k1, config.bm25_b)
+    return (config.bm25_backend, config.bm25_k1, config.bm25_b)
+
+
+def resolved_backend(backend: str, doc_count: int) -> str:
+    """'auto' → 'rank_bm25' below `limits.SCALE_DOCS` documents, else 'lancedb'; others as given."""
+    if backend != "auto":
+        return backend
+    return "lancedb" if doc_count >= limits.SCALE_DOCS else "rank_bm25"
 
 
 def build(loaded: LoadedBM25, config: SearchConfig):
-    if config.bm25_backend == "lancedb":
-        return LanceFTSSource(loaded.table)
+    backend = resolved_backend(config.bm25_backend, loaded.doc_count)
+    if backend == "lancedb":
+        source = LanceFTSSource(loaded.table)
+        if config.bm25_backend == "auto":
+            source.backend += f" (auto: {loaded.doc_count:,} documents ≥ {limits.SCALE_DOCS:,})"
+        return source
     ids, token_lists = loaded.tokens
     return RankBM25Source(ids, token_lists, config.bm25_k1, config.bm25_b)
 
@@ -102,6 +115,7 @@ class RankBM25Source:
     def __init__(self, ids: list[str], token_lists: list[list[str]], k1: float = 0.9, b: float = 0.4):
         self.ids = ids
         self.k1, self.b = k1, b
+        self.backend = f"rank-bm25 in memory (k1 {k1:g}, b {b:g})"
         # rank-bm25 divides by the mean length; an all-empty corpus would divide by zero.
         self.model = LuceneIdfBM25(token_lists, k1=k1, b=b) if any(token_lists) else None
 
@@ -119,6 +133,7 @@ class LanceFTSSource:
 
     def __init__(self, table):
         self.table = table
+        self.backend = "LanceDB native BM25 index (k1 1.2, b 0.75 fixed)"
 
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         terms = tokenize(query)

@@ -59,8 +59,11 @@ class DenseSource:
         self.table = table
         self._embed = embed
         # LanceDB names them IvfFlat, IvfPq, IvfHnswSq …: any index on the vector column.
-        self.has_index = any(i.columns == ["vector"] for i in table.list_indices())
+        index = next((i for i in table.list_indices() if i.columns == ["vector"]), None)
+        self.has_index = index is not None
         self.refine_factor = refine_factor
+        self.backend = (f"LanceDB {index.index_type} ANN index, shortlist re-scored exactly (refine ×{refine_factor})"
+                        if index is not None else "exact scan (LanceDB, cosine)")
 
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         if not query.strip() or (allowed is not None and not allowed):

@@ -15,7 +15,7 @@ CARD_ID = re.compile(r'^<div class="wb-card"><b>#\d+</b> <span style="[^"]*">([^
 DEFAULTS = {
     "a.fusion": "rrf", "a.w_bm25": 0.5, "a.w_dense": 0.5, "a.rrf_k": 60, "a.normalization": "minmax",
     "a.min_display": 0.0, "a.min_raw_bm25": 0.0, "a.min_raw_dense": 0.0, "a.top_k": 10, "a.depth": 100,
-    "a.rerank": False, "a.rerank_top_n": 20, "a.min_score": None, "a.bm25_backend": "rank_bm25",
+    "a.rerank": False, "a.rerank_top_n": 20, "a.min_score": None, "a.bm25_backend": "auto",
     "a.bm25_k1": 0.9, "a.bm25_b": 0.4, "a.reranker": "e5",
 }
 

@@ -1,0 +1,77 @@
+"""Backends chosen by collection size (`limits.SCALE_DOCS`): below it rank-bm25 and an exact
+vector scan, from it on LanceDB's native BM25 index and an IVF_PQ index re-scored exactly."""
+
+import pytest
+
+from retrieval import limits
+from retrieval.config import SearchConfig
+from retrieval.ingest import parse_bytes
+from retrieval.pipeline import add_documents, create_collection
+from retrieval.sources.bm25 import resolved_backend
+from retrieval.store import Store
+from retrieval.workbench import Workbench
+
+ANIMALS = """id,title,text
+cat,Cats,"Cats are small felines that sleep most of the day and hunt mice at night."
+dog,Dogs,"Dogs are loyal companions that need daily walks and enjoy playing fetch."
+owl,Owls,"Owls are nocturnal birds of prey with silent flight and excellent night vision."
+bee,Bees,"Bees pollinate flowers and produce honey in their hives."
+fox,Foxes,"Foxes are clever wild canines that hunt small animals such as mice and rabbits."
+cow,Cows,"Cows graze on grass and give milk on dairy farms."
+"""
+MORE = """id,title,text
+hen,Hens,"Hens lay eggs and scratch the ground for seeds at night and by day."
+"""
+
+
+def test_auto_backend_switches_at_the_threshold():
+    assert resolved_backend("auto", limits.SCALE_DOCS - 1) == "rank_bm25"
+    assert resolved_backend("auto", limits.SCALE_DOCS) == "lancedb"
+    assert resolved_backend("rank_bm25", 10 ** 9) == "rank_bm25"
+    assert resolved_backend("lancedb", 1) == "lancedb"
+    assert SearchConfig().bm25_backend == "auto"
+
+
+def test_small_collection_keeps_rank_bm25_and_exact_vectors(tmp_path):
+    wb = Workbench(Store(str(tmp_path / "db")))
+    create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    assert wb.backends("zoo") == {"bm25": "rank-bm25 in memory (k1 0.9, b 0.4)",
+                                  "dense": "exact scan (LanceDB, cosine)"}
+    auto = wb.search("zoo", "night hunters mice", SearchConfig())
+    explicit = wb.search("zoo", "night hunters mice", SearchConfig(bm25_backend="rank_bm25"))
+    assert auto.candidates.sources["bm25"].hits == explicit.candidates.sources["bm25"].hits
+    assert auto.candidates.sources["bm25"].backend == "rank-bm25 in memory (k1 0.9, b 0.4)"
+
+
+def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, monkeypatch):
+    small = Workbench(Store(str(tmp_path / "small")))
+    create_collection(small.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    monkeypatch.setattr(limits, "SCALE_DOCS", 6)
+    wb = Workbench(Store(str(tmp_path / "large")))
+    create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    assert [i.index_type for i in wb.store.table("zoo").list_indices() if i.columns == ["vector"]] == ["IvfPq"]
+    assert wb.backends("zoo") == {
+        "bm25": "LanceDB native BM25 index (k1 1.2, b 0.75 fixed) (auto: 6 documents ≥ 6)",
+        "dense": "LanceDB IvfPq ANN index, shortlist re-scored exactly (refine ×10)"}
+    query = "night hunters mice"
+    result = wb.search("zoo", query, SearchConfig(depth=6))
+    # BM25 from the native index: exactly what the explicit lancedb backend gives below the threshold
+    native = small.search("zoo", query, SearchConfig(depth=6, bm25_backend="lancedb"))
+    assert result.candidates.sources["bm25"].hits == native.candidates.sources["bm25"].hits
+    # Vector similarities stay exact: equal to the exact scan of the same documents
+    exact_hits = small.search("zoo", query, SearchConfig(depth=6)).candidates.sources["dense"].hits
+    exact = {h.doc_id: h.raw_score for h in exact_hits}
+    indexed = result.candidates.sources["dense"].hits
+    assert [h.doc_id for h in indexed] == sorted(exact, key=lambda d: -exact[d])
+    assert [h.raw_score for h in indexed] == pytest.approx([exact[h.doc_id] for h in indexed], abs=1e-6)
+    assert result.candidates.sources["dense"].backend.startswith("LanceDB IvfPq ANN index")
+
+    # An add rebuilds the index (a new one), and the new document is found
+    def vector_index():
+        return next(i for i in wb.store.table("zoo").list_indices() if i.columns == ["vector"])
+
+    before = vector_index().index_uuid
+    add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))
+    assert vector_index().index_uuid != before
+    found = wb.search("zoo", "hens lay eggs", SearchConfig(depth=3)).candidates.sources["dense"].hits
+    assert found[0].doc_id == "hen"
