@@ -105,11 +105,14 @@ class Workbench:
 
     # ---- collections (the front ends' only way to the store) ---------------------------------
     def collections(self) -> list[CollectionInfo]:
-        return self.store.list_collections()
+        """Every collection's catalogue entry, in the order people read them: by display name."""
+        return sorted(self.store.list_collections(), key=lambda i: (i.label.casefold(), i.name))
 
     def collection_names(self) -> list[str]:
-        """Names only, from the table listing (cheap enough for a picker redrawn on every move)."""
-        return self.store.collection_names()
+        """Table names, by display name like `collections`, from the table listing and the
+        catalogue's names (cheap enough for a picker redrawn on every move)."""
+        shown = self.store.display_names()
+        return sorted(shown, key=lambda n: (shown[n].casefold(), n))
 
     def labels(self) -> dict[str, str]:
         """Table name → what to show for it: its display name, with the table name in brackets
