@@ -97,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", help="parse a file or folder and store it as a collection")
     p.add_argument("path", type=Path)
-    p.add_argument("--collection", required=True)
+    p.add_argument("--collection", required=True,
+                   help="the collection's name, in any script (1–64 characters); a name that is not a–z, 0–9, "
+                        "'_', '-' is kept as its display name and a safe table name is derived from it")
     p.add_argument("--model", help="embedding model alias, folder or id (default: by corpus language)")
     p.add_argument("--add", action="store_true", help="add to an existing collection")
     p.add_argument("--id-column")
@@ -107,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-chunk-chars", type=int, default=1500)
 
     p = sub.add_parser("search", help="search a collection and explain each result")
-    p.add_argument("collection")
+    p.add_argument("collection", help="its table name or display name")
     p.add_argument("query")
     p.add_argument("--json", action="store_true")
     add_config_options(p)
@@ -130,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("collections", help="list, show stats, build a vector index, delete or clear collections")
     p.add_argument("action", choices=("list", "stats", "index", "delete", "clear"), nargs="?", default="list")
-    p.add_argument("name", nargs="?")
+    p.add_argument("name", nargs="?", help="the collection's table name or display name")
 
     p = sub.add_parser("serve", help="serve collections with their saved configs to agents (MCP: stdio or HTTP)")
     serve.add_arguments(p)
@@ -181,13 +183,22 @@ def cmd_ingest(args) -> int:
     workbench = _workbench(args)
     started = time.perf_counter()
     if args.add:
-        info = workbench.add(args.collection, corpus, progress=_progress)
+        result = workbench.add(workbench.resolve(args.collection), corpus, progress=_progress)
     else:
-        info = workbench.create(args.collection, corpus, model=args.model, progress=_progress)
+        result = workbench.create(args.collection, corpus, model=args.model, progress=_progress)
     seconds = time.perf_counter() - started
-    _log(f"collection {info.name}: {info.doc_count} documents, model {info.model} ({info.dim}-d), "
+    info = result.info
+    _log(f"collection {collection_label(info)}: {info.doc_count} documents, model {info.model} ({info.dim}-d), "
          f"language {info.language}; {ingest_rate(len(corpus.documents), seconds)}")
+    if result.note:
+        _log(f"note: {result.note}")
     return 0
+
+
+def collection_label(info) -> str:
+    """A collection as the CLI names it: its display name, and its table name in brackets when
+    they differ ("中文集合 (table c-3f1a2b4c)"): either works wherever a collection is named."""
+    return info.name if info.label == info.name else f"{info.label} (table {info.name})"
 
 
 def ingest_rate(documents: int, seconds: float) -> str:
@@ -202,7 +213,8 @@ def ingest_rate(documents: int, seconds: float) -> str:
 
 def cmd_search(args) -> int:
     config = config_from_args(args)
-    result = _workbench(args).search(args.collection, args.query, config)
+    workbench = _workbench(args)
+    result = workbench.search(workbench.resolve(args.collection), args.query, config)
     data = search_json(result)
     if args.json:
         print(json.dumps(data, ensure_ascii=False, indent=2))
@@ -294,23 +306,30 @@ def cmd_collections(args) -> int:
     workbench = _workbench(args)
     if args.action == "list":
         for info in workbench.collections():
-            print(f"{info.name}\t{info.doc_count} docs\t{info.model}\t{info.language}\t{info.created}")
+            truncated = "truncated not counted" if info.truncated is None else f"{info.truncated} truncated"
+            print(f"{info.label}\t{info.name}\t{info.doc_count} docs\t{truncated}\t{info.model}\t"
+                  f"{info.language}\t{info.created}")
         return 0
     if not args.name:
         raise RetrievalError(f"'collections {args.action}' needs a collection name")
+    name = workbench.resolve(args.name)
+    shown = collection_label(workbench.info(name)) if workbench.exists(name) else name
     if args.action == "stats":
-        stats = workbench.stats(args.name)
+        stats = workbench.stats(name)
         print(json.dumps({"info": stats.info.__dict__, **{k: v for k, v in stats.__dict__.items() if k != "info"},
-                          "backends": workbench.backends(args.name)}, ensure_ascii=False, indent=2))
+                          "backends": workbench.backends(name)}, ensure_ascii=False, indent=2))
+        note = workbench.truncation_note(stats.info)
+        if note:
+            _log(f"note: {note}")
     elif args.action == "index":
-        workbench.build_vector_index(args.name)
-        _log(f"built an IVF_PQ vector index on {args.name} (searches refine to exact similarities)")
+        workbench.build_vector_index(name)
+        _log(f"built an IVF_PQ vector index on {shown} (searches refine to exact similarities)")
     elif args.action == "delete":
-        workbench.delete(args.name)
-        _log(f"deleted {args.name}")
+        workbench.delete(name)
+        _log(f"deleted {shown}")
     else:
-        workbench.clear(args.name)
-        _log(f"cleared {args.name}")
+        workbench.clear(name)
+        _log(f"cleared {shown}")
     return 0
 
 

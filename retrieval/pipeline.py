@@ -2,7 +2,14 @@
 written in one all-or-nothing store write.
 
     parse (ingest.py) → check_documents → document_rows (tokenize.py, embed.py)
-                      → graph_rows (entities.py) → Store.write_collection / Store.append
+                      → count_truncated → graph_rows (entities.py)
+                      → Store.write_collection / Store.append → IngestResult
+
+A new collection's name may be in any script: the store keeps it as the display name and
+derives a safe table name from it (`Store.new_names`, names.py). The encoder embeds each
+document from its first `max_seq_length` tokens; how many documents were longer is counted at
+ingest, kept in the catalogue (`CollectionInfo.truncated`) and said (`truncation_note`). BM25
+indexes every token of every document.
 
 Everything before the write happens in memory, so a rejected or failed ingest writes nothing; the
 store makes the write itself all or nothing (docs/reliability.md). The expensive steps run before
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import lancedb
@@ -21,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from .entities import graph_table_rows
-from .store import CollectionInfo, Progress, Store, collection_schema, now_iso, validate_collection_name
+from .store import CollectionInfo, Progress, Store, collection_schema, now_iso
 from .tokenize import TOKENIZER_NAME, corpus_language, document_language, tokenize
 from .types import Document, IngestError, ParsedCorpus, RetrievalError
 
@@ -29,6 +37,38 @@ from .types import Document, IngestError, ParsedCorpus, RetrievalError
 def embedding_text(doc: Document) -> str:
     """What the encoder and BM25 see: title and text together, as BEIR systems index them."""
     return f"{doc.title}\n{doc.text}" if doc.title else doc.text
+
+
+@dataclass
+class IngestResult:
+    """What one ingest did: the collection afterwards, how many documents it wrote, and how many
+    of them were longer than the encoder's window of `window` tokens (embedded from their first
+    `window` tokens)."""
+
+    info: CollectionInfo
+    documents: int
+    truncated: int
+    window: int
+
+    @property
+    def note(self) -> str:
+        """The truncation sentence for this ingest ('' when no document was truncated)."""
+        return truncation_note(self.truncated, self.documents, self.window)
+
+
+def truncation_note(truncated: int | None, documents: int, window: int | None) -> str:
+    """'3 of 120 documents are longer than the encoder's 256-token window and were embedded from
+    their first 256 tokens; BM25 indexes all of their text'. '' when none was (or the count is
+    unknown: None); "the encoder's token window" when the window is unknown (None or 0)."""
+    if not truncated:
+        return ""
+    one = truncated == 1
+    span = f"{window}-token window" if window else "token window"
+    first = f"first {window} tokens" if window else "first tokens"
+    their = "its" if one else "their"
+    return (f"{truncated} of {documents} document{'' if documents == 1 else 's'} {'is' if one else 'are'} longer "
+            f"than the encoder's {span} and {'was' if one else 'were'} embedded from {their} {first}; "
+            f"BM25 indexes all of {their} text")
 
 
 def check_documents(documents: list[Document]) -> None:
@@ -101,30 +141,37 @@ def stored_documents(store: Store, name: str) -> list[Document]:
                      metadata=json.loads(r["metadata"] or "{}")) for r in stored]
 
 
+def count_truncated(documents: Iterable[Document], encoder) -> int:
+    """How many documents' embedding text is longer than the encoder's token window."""
+    return encoder.count_truncated([embedding_text(d) for d in documents])
+
+
 def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str | None = None,
-                      description: str = "", progress: Progress | None = None) -> CollectionInfo:
-    """Create collection `name` from parsed documents; the model defaults by corpus language.
+                      description: str = "", progress: Progress | None = None) -> IngestResult:
+    """Create a collection named `name` (any script: the display name; the table name is derived,
+    `Store.new_names`) from parsed documents; the model defaults by corpus language.
 
     Tokenising, embedding and extraction run before the writer lock is taken, so two ingests
     embed at the same time and only their writes queue; the store checks again under the lock
     that the name is free."""
     from .embed import default_model_for, load_encoder
 
-    validate_collection_name(name)
-    if store.has_table(name):
-        raise RetrievalError(f"Collection {name!r} already exists: add to it, or delete it first")
+    table, display = store.new_names(name)
     check_documents(corpus.documents)
     language = corpus_language(embedding_text(d) for d in corpus.documents)
     encoder = load_encoder(model or default_model_for(language))
     rows = document_rows(corpus.documents, encoder, progress)
+    truncated = count_truncated(corpus.documents, encoder)
     graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
     now = now_iso()
     info = CollectionInfo(
-        name=name, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
+        name=table, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
         language=language, doc_count=len(corpus.documents), created=now, updated=now,
-        lancedb_version=lancedb.__version__, description=description,
+        lancedb_version=lancedb.__version__, description=description, display_name=display,
+        truncated=truncated,
     )
-    return index_for_size(store, store.write_collection(info, rows, graph))
+    info = index_for_size(store, store.write_collection(info, rows, graph))
+    return IngestResult(info, len(corpus.documents), truncated, encoder.spec.max_seq_length)
 
 
 def index_for_size(store: Store, info: CollectionInfo) -> CollectionInfo:
@@ -139,9 +186,10 @@ def index_for_size(store: Store, info: CollectionInfo) -> CollectionInfo:
     return info
 
 
-def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progress | None = None) -> CollectionInfo:
-    """Add documents to an existing collection with its recorded model. All or nothing; ids
-    already in the collection are refused (checked first, and again by the store under the lock)."""
+def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progress | None = None) -> IngestResult:
+    """Add documents to an existing collection (its table name) with its recorded model. All or
+    nothing; ids already in the collection are refused (checked first, and again by the store
+    under the lock)."""
     from .embed import load_encoder
 
     info = store.info(name)
@@ -157,7 +205,11 @@ def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progr
         raise RetrievalError(f"Model {info.model!r} now gives {encoder.spec.dim}-d vectors, "
                              f"the collection holds {info.dim}-d ones")
     rows = document_rows(corpus.documents, encoder, progress)
+    truncated = count_truncated(corpus.documents, encoder)
     graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
-    # A collection ingested before the entity graph existed: its stored documents are indexed too.
+    # A collection ingested before the entity graph (or the truncation count) existed: its stored
+    # documents are indexed (counted) too.
     legacy = lambda: graph_rows(stored_documents(store, name), datetime.fromisoformat(info.created))  # noqa: E731
-    return index_for_size(store, store.append(name, rows, graph, legacy))
+    stored = lambda: count_truncated(stored_documents(store, name), encoder)  # noqa: E731
+    info = index_for_size(store, store.append(name, rows, graph, legacy, truncated, stored))
+    return IngestResult(info, len(corpus.documents), truncated, encoder.spec.max_seq_length)

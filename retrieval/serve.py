@@ -114,6 +114,13 @@ class Served:
     config: SearchConfig
     config_name: str  # "saved config 'tuned'", "file tuned.json" or "defaults"
     model: str = ""  # the collection's embedding model (read at start: adding or clearing keeps it)
+    display_name: str = ""  # what the user named it (any script); the table name when the same
+
+    @property
+    def label(self) -> str:
+        """Its display name, with the table name in brackets when they differ."""
+        shown = self.display_name or self.collection
+        return shown if shown == self.collection else f"{shown} ({self.collection})"
 
 
 def collection_config(workbench, spec: str | None) -> tuple[SearchConfig, str]:
@@ -161,10 +168,15 @@ class KnowledgeService:
 
     # ---- arguments ---------------------------------------------------------------------------
     def _served(self, collection_name: str | None) -> Served:
+        """The served collection a call names by table name or display name (default: the default)."""
         name = collection_name if collection_name not in (None, "") else self.default
+        if isinstance(name, str) and name not in self.served:
+            shown = {s.display_name.strip(): c for c, s in self.served.items()}
+            name = shown.get(name.strip(), name)
         if not isinstance(name, str) or name not in self.served:
-            raise ToolProblem(f"Collection {name!r} is not served here; served: {', '.join(self.served)} "
-                              f"(default {self.default})")
+            served = ", ".join(s.label for s in self.served.values())
+            raise ToolProblem(f"Collection {collection_name!r} is not served here; served: {served} "
+                              f"(default {self.served[self.default].label})")
         return self.served[name]
 
     @staticmethod
@@ -332,15 +344,17 @@ class KnowledgeService:
     def list_collections(self) -> dict[str, Any]:
         rows = []
         for name, served in self.served.items():
-            row: dict[str, Any] = {"name": name, "config": served.config_name, "default": name == self.default,
+            row: dict[str, Any] = {"name": name, "display_name": served.display_name or name,
+                                   "config": served.config_name, "default": name == self.default,
                                    "records": name == self.records}
             try:
                 info = self.workbench.info(name)
             except RetrievalError as exc:
                 row["error"] = str(exc)
             else:
-                row.update(doc_count=info.doc_count, model=info.model, language=info.language,
-                           description=info.description, updated=info.updated)
+                row.update(display_name=info.label, doc_count=info.doc_count, truncated=info.truncated,
+                           model=info.model, language=info.language, description=info.description,
+                           updated=info.updated)
             rows.append(row)
         return {"collections": rows, "count": len(rows), "default": self.default, "write_enabled": self.allow_write}
 
@@ -355,9 +369,12 @@ class KnowledgeService:
         self._writable("add_knowledge")
         served = self._served(collection_name)
         corpus = ParsedCorpus(entry_documents(entries), format="mcp entries")
-        info = self.workbench.add(served.collection, corpus)
-        return {"collection": served.collection, "added": len(corpus.documents),
-                "ids": [d.id for d in corpus.documents], "doc_count": info.doc_count}
+        result = self.workbench.add(served.collection, corpus)
+        out = {"collection": served.collection, "added": len(corpus.documents),
+               "ids": [d.id for d in corpus.documents], "doc_count": result.info.doc_count}
+        if result.note:
+            out["note"] = result.note
+        return out
 
     def clear(self, collection_name: str | None = None) -> dict[str, Any]:
         self._writable("clear_collection")
@@ -429,7 +446,8 @@ class KnowledgeEntry(BaseModel):
     metadata: dict[str, Any] | None = Field(None, description="Other metadata (plain JSON).")
 
 
-Collection = Annotated[str | None, Field(description="A served collection (default: the server's default one; "
+Collection = Annotated[str | None, Field(description="A served collection, by name or display name (default: the "
+                                                     "server's default one; "
                                                      "see list_knowledge_collections).")]
 TopK = Annotated[int, Field(description=f"How many results, 1–{MAX_TOP_K}.")]
 Rerank = Annotated[bool | None, Field(description="Rerank the top results; default: as the served config says.")]
@@ -461,7 +479,7 @@ def build_server(service: KnowledgeService, name: str = "search-workbench", toke
         auth_kwargs = {"token_verifier": StaticToken(),
                        "auth": AuthSettings(issuer_url=f"http://{url_host(host)}:{port}", resource_server_url=None)}
 
-    served = ", ".join(f"{s.collection} ({s.config_name})" for s in service.served.values())
+    served = ", ".join(f"{s.label} ({s.config_name})" for s in service.served.values())
     server = MCPServer(name, instructions=f"Search relevance workbench: hybrid search over {served}; default "
                        f"collection {service.default}. Results are ranked exactly as the tuned config ranks them.",
                        log_level="WARNING", **auth_kwargs)
@@ -603,15 +621,17 @@ def build_service(workbench, args: argparse.Namespace) -> KnowledgeService:
         raise RetrievalError(f"Give --config once for every collection or once per --collection: "
                              f"{len(names)} collections, {len(configs)} configs")
     served = []
-    for i, name in enumerate(names):
-        info = workbench.info(name)  # a readable error for an unknown collection, before serving
+    for i, given in enumerate(names):
+        name = workbench.resolve(given)  # a table or display name; unknown: a readable error, before serving
+        info = workbench.info(name)
         spec = configs[i] if len(configs) == len(names) else (configs[0] if configs else None)
         config, label = collection_config(workbench, spec)
-        served.append(Served(name, config, label, info.model))
+        served.append(Served(name, config, label, info.model, info.label))
     if args.qa_score not in QA_SCORES and not any(args.qa_score in s.config.sources for s in served):
         raise RetrievalError(f"--qa-score must be one of {', '.join(QA_SCORES)} or a served source name, "
                              f"got {args.qa_score!r}")
-    return KnowledgeService(workbench, served, args.default, args.allow_write, args.records,
+    default, records = (workbench.resolve(n) if n else None for n in (args.default, args.records))
+    return KnowledgeService(workbench, served, default, args.allow_write, records,
                             args.qa_min_score, args.qa_score)
 
 
@@ -633,7 +653,7 @@ def run(args: argparse.Namespace, workbench) -> int:
         server = build_server(service, args.name, token, host or "127.0.0.1", port or 8000)
         warm_up(service)
     where = f"http://{url_host(host)}:{port}/mcp" + (" (bearer token required)" if token else "") if host else "stdio"
-    print(f"serving {', '.join(service.served)} on {where}; write tools "
+    print(f"serving {', '.join(s.label for s in service.served.values())} on {where}; write tools "
           f"{'enabled' if service.allow_write else 'disabled'}", file=sys.stderr, flush=True)
     try:
         if host:

@@ -33,7 +33,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import threading
 import uuid
 import warnings
@@ -49,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 from filelock import FileLock, Timeout
 
+from .names import TABLE_NAME_RE, display_name, labels, table_name_for
 from .tokenize import language_from_mix
 from .types import IngestError, RetrievalError
 
@@ -70,7 +70,7 @@ AUX_KINDS: dict[str, bool] = {
     "event_times": True,  # each chunk's date for the time decay, and where it came from
 }
 GRAPH_KINDS = ("entities", "event_entities", "event_times")
-COLLECTION_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # fullmatch: no trailing newline
+COLLECTION_NAME_RE = TABLE_NAME_RE  # fullmatch: no trailing newline
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -203,6 +203,22 @@ class CollectionInfo:
     updated: str
     lancedb_version: str
     description: str = ""
+    # What the user named it, in any script (names.py); the table name when they are one and
+    # the same. Catalogues written before this column read it as the table name.
+    display_name: str = ""
+    # How many of its documents were longer than the encoder's token window at ingest (embedded
+    # from their first tokens; BM25 indexes all of them). None: not counted (ingested before the
+    # count existed).
+    truncated: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.display_name:
+            self.display_name = self.name
+
+    @property
+    def label(self) -> str:
+        """The display name (what front ends show)."""
+        return self.display_name or self.name
 
 
 @dataclass
@@ -237,8 +253,21 @@ def collection_schema(dim: int) -> pa.Schema:
     )
 
 
-_CATALOGUE_SCHEMA = pa.schema([pa.field(f, pa.int64() if f in ("dim", "doc_count") else pa.string())
+_INT_FIELDS = ("dim", "doc_count", "truncated")
+_CATALOGUE_SCHEMA = pa.schema([pa.field(f, pa.int64() if f in _INT_FIELDS else pa.string())
                                for f in CollectionInfo.__dataclass_fields__])
+# How a column added after a catalogue was written is filled for its existing rows (SQL over the
+# row): the display name is the table name; anything else is unknown (null).
+_CATALOGUE_MIGRATIONS = {"display_name": "name"}
+
+
+def info_from_entry(entry: dict) -> CollectionInfo:
+    """A catalogue row as a CollectionInfo; columns a catalogue predates (or nulls) read as their
+    defaults: display name = table name, truncated = None (not counted)."""
+    known = {k: v for k, v in entry.items() if k in CollectionInfo.__dataclass_fields__}
+    known["display_name"] = known.get("display_name") or known["name"]
+    known["truncated"] = known.get("truncated")
+    return CollectionInfo(**known)
 
 DOCUMENT_COLUMNS = ["id", "title", "text", "tokens", "metadata", "parent_id", "chunk_index",
                     "start_line", "end_line", "language"]
@@ -259,6 +288,7 @@ class Store:
         self._handles: dict[str, Any] = {}
         self._incarnations: dict[str, str] = {}
         self.writes = 0  # how many writes went through this Store (and its judgments/configs)
+        self._display_cache: tuple[int, dict[str, str]] | None = None  # (catalogue version, names)
         self._locks_guard = threading.Lock()
 
     # ---- catalogue -------------------------------------------------------------------------
@@ -294,14 +324,29 @@ class Store:
         self._put_entry(info.name, asdict(info))
 
     def _put_entry(self, name: str, entry: dict | None) -> None:
-        """Set (or with None remove) collection `name`'s catalogue entry in one commit."""
+        """Set (or with None remove) collection `name`'s catalogue entry in one commit. A catalogue
+        written before a column existed gets it first (`_migrate_catalogue`), under the same lock."""
         with self._lock(CATALOGUE_TABLE):
-            cat = self._catalogue()
+            cat = self._migrate_catalogue(self._catalogue())
             if entry is None:
                 cat.delete(f"name = {sql_string(name)}")
                 return
             (cat.merge_insert("name").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist([entry], schema=_CATALOGUE_SCHEMA)))
+
+    @staticmethod
+    def _migrate_catalogue(cat):
+        """Add the columns of `_CATALOGUE_SCHEMA` that `cat` lacks, in one commit (LanceDB's
+        `add_columns`: the new version has them all or none), filled by `_CATALOGUE_MIGRATIONS`
+        or null. The caller holds the catalogue lock."""
+        present = set(cat.schema.names)
+        missing = [f for f in _CATALOGUE_SCHEMA if f.name not in present]
+        if missing:
+            sql_type = {pa.int64(): "BIGINT", pa.string(): "STRING"}
+            cat.add_columns({f.name: _CATALOGUE_MIGRATIONS.get(f.name, f"CAST(NULL AS {sql_type[f.type]})")
+                             for f in missing})
+            log.info("catalogue: added column(s) %s", ", ".join(f.name for f in missing))
+        return cat
 
     def _entry(self, name: str) -> dict | None:
         if not self._has_table(CATALOGUE_TABLE):
@@ -315,7 +360,7 @@ class Store:
             return []
         rows = self._catalogue().search().limit(None).to_arrow().to_pylist()
         existing = {n for n in self._table_names() if not n.startswith("_")}
-        return sorted((CollectionInfo(**r) for r in rows if r["name"] in existing), key=lambda i: i.name)
+        return sorted((info_from_entry(r) for r in rows if r["name"] in existing), key=lambda i: i.name)
 
     def collection_names(self) -> list[str]:
         """Collection names from the table listing (~1 ms, vs ~10 ms for the catalogue scan of
@@ -343,9 +388,51 @@ class Store:
         validate_collection_name(name)
         entry = self._entry(name)
         if entry is None or not self._has_table(name):
-            known = ", ".join(i.name for i in self.list_collections()) or "none yet"
-            raise RetrievalError(f"No collection named {name!r} (collections: {known})")
-        return CollectionInfo(**entry)
+            raise RetrievalError(f"No collection named {name!r} (collections: {self._known()})")
+        return info_from_entry(entry)
+
+    def _known(self) -> str:
+        """The collections' labels, for an error message."""
+        return ", ".join(labels(self.display_names()).values()) or "none yet"
+
+    def display_names(self) -> dict[str, str]:
+        """Table name → display name of every listed collection (`collection_names` order). The
+        catalogue's two columns are read once per catalogue version (a picker redraws often)."""
+        names = self.collection_names()
+        if not names or not self._has_table(CATALOGUE_TABLE):
+            return {n: n for n in names}
+        cat = self.db.open_table(CATALOGUE_TABLE)
+        cached = self._display_cache
+        if cached is None or cached[0] != cat.version:
+            columns = [c for c in ("name", "display_name") if c in cat.schema.names]
+            rows = cat.search().select(columns).limit(None).to_arrow().to_pylist()
+            cached = self._display_cache = (cat.version, {r["name"]: r.get("display_name") or r["name"] for r in rows})
+        return {n: cached[1].get(n, n) for n in names}
+
+    def resolve(self, name: str) -> str:
+        """The table name of the collection a user named by its table name or its display name
+        (stripped, NFC, as `names.display_name` reads it). An unknown name, or a display name
+        two collections share, is a clear error."""
+        if isinstance(name, str) and COLLECTION_NAME_RE.fullmatch(name.strip()) and self._has_table(name.strip()):
+            return name.strip()
+        wanted = display_name(name)
+        found = [table for table, display in self.display_names().items() if display == wanted]
+        if len(found) > 1:
+            raise RetrievalError(f"{len(found)} collections are named {wanted!r} (tables {', '.join(found)}): "
+                                 "give the table name")
+        if not found:
+            raise RetrievalError(f"No collection named {wanted!r} (collections: {self._known()})")
+        return found[0]
+
+    def new_names(self, name: str) -> tuple[str, str]:
+        """(table name, display name) for a new collection the user named `name`: see
+        `names.table_name_for`. A name already taken — a table of that name, or a collection
+        with that display name — is a clear "already exists" error."""
+        wanted = display_name(name)
+        taken = [table for table, display in self.display_names().items() if wanted in (table, display)]
+        if taken or (COLLECTION_NAME_RE.fullmatch(wanted) and self._has_table(wanted)):
+            raise RetrievalError(f"Collection {wanted!r} already exists: add to it, or delete it first")
+        return table_name_for(wanted, set(self._table_names())), wanted
 
     def exists(self, name: str) -> bool:
         try:
@@ -446,7 +533,7 @@ class Store:
             self._clear_tables(name)
             entry = journal.get("catalogue")
             if entry is not None:
-                self._put_entry(name, {**entry, "doc_count": 0})
+                self._put_entry(name, {**entry, "doc_count": 0, "truncated": 0})
             return
         existing = set(self._table_names())
         for table_name, version in journal["tables"].items():
@@ -474,8 +561,8 @@ class Store:
         entity graph rows, with its native BM25 index and catalogue entry. All or nothing."""
         name = validate_collection_name(info.name)
         with self.writer_lock(name):
-            if self._has_table(name):
-                raise RetrievalError(f"Collection {name!r} already exists: add to it, or delete it first")
+            if self._has_table(name) or any(d == info.label for t, d in self.display_names().items() if t != name):
+                raise RetrievalError(f"Collection {info.label!r} already exists: add to it, or delete it first")
             with self.transaction(name, "create", [name, *self._graph_table_names(name)]):
                 table = self.db.create_table(name, rows, schema=collection_schema(info.dim))
                 crash_point("create:table")
@@ -489,12 +576,15 @@ class Store:
 
     @counts_as_write
     def append(self, name: str, rows: pa.Table, graph_rows: dict[str, list[dict]],
-               legacy_graph_rows: Callable[[], dict[str, list[dict]]] | None = None) -> CollectionInfo:
+               legacy_graph_rows: Callable[[], dict[str, list[dict]]] | None = None, truncated: int = 0,
+               stored_truncated: Callable[[], int] | None = None) -> CollectionInfo:
         """Append prepared rows and their entity graph rows to an existing collection; update its
-        catalogue entry (document count, language mix, time). All or nothing. Ids already in the
-        collection are refused (checked under the lock, so two writers cannot both add one id).
-        `legacy_graph_rows()` gives the graph rows of the documents already stored, for a
-        collection ingested before the entity graph tables existed."""
+        catalogue entry (document count, language mix, truncated count, time). All or nothing.
+        Ids already in the collection are refused (checked under the lock, so two writers cannot
+        both add one id). `legacy_graph_rows()` gives the graph rows of the documents already
+        stored, for a collection ingested before the entity graph tables existed;
+        `stored_truncated()` counts its stored documents longer than the encoder's window, for a
+        collection ingested before that count existed. `truncated`: how many of `rows` were."""
         with self.writer_lock(name):
             info = self.info(name)
             clashes = self.existing_ids(name, rows.column("id").to_pylist())
@@ -504,6 +594,8 @@ class Store:
                     [f"id {i!r} is already in the collection" for i in sorted(clashes)],
                 )
             table = self.db.open_table(name)
+            before = info.truncated if info.truncated is not None else (
+                stored_truncated() if stored_truncated is not None else None)  # the stored rows only
             if legacy_graph_rows is not None and not self.has_graph_tables(name) and table.count_rows():
                 from .entities import merge_entities
 
@@ -521,6 +613,7 @@ class Store:
                 languages = table.search().select(["language"]).limit(None).to_arrow().column("language")
                 info.language = language_from_mix(languages.to_pylist())
                 info.doc_count = table.count_rows()
+                info.truncated = None if before is None else before + truncated
                 info.updated = now_iso()
                 self._write_info(info)
                 crash_point("add:catalogue")
@@ -613,6 +706,7 @@ class Store:
             with self.transaction(name, "clear", []):
                 self._clear_tables(name)
                 info.doc_count = 0
+                info.truncated = 0
                 info.updated = now_iso()
                 self._write_info(info)
             return info

@@ -13,16 +13,20 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .cache import Caches
 from .config import SearchConfig
 from .fusion import fuse
+from .names import labels
 from .sources import SOURCES, Source, run_source, source_params, unknown_source
 from .store import CollectionInfo, CollectionStats, Progress, Store
 from .types import FusedResult, FusionOutcome, ParsedCorpus, RerankedResult, SourceResult
+
+if TYPE_CHECKING:
+    from .pipeline import IngestResult
 
 log = logging.getLogger(__name__)
 METADATA_VALUES_KEPT = 50  # per field, for the filter controls
@@ -102,11 +106,37 @@ class Workbench:
 
     # ---- collections (the front ends' only way to the store) ---------------------------------
     def collections(self) -> list[CollectionInfo]:
-        return self.store.list_collections()
+        """Every collection's catalogue entry, in the order people read them: by display name."""
+        return sorted(self.store.list_collections(), key=lambda i: (i.label.casefold(), i.name))
 
     def collection_names(self) -> list[str]:
-        """Names only, from the table listing (cheap enough for a picker redrawn on every move)."""
-        return self.store.collection_names()
+        """Table names, by display name like `collections`, from the table listing and the
+        catalogue's names (cheap enough for a picker redrawn on every move)."""
+        shown = self.store.display_names()
+        return sorted(shown, key=lambda n: (shown[n].casefold(), n))
+
+    def labels(self) -> dict[str, str]:
+        """Table name → what to show for it: its display name, with the table name in brackets
+        when two collections would read the same (`names.labels`)."""
+        return labels(self.store.display_names())
+
+    def label(self, collection: str) -> str:
+        """What to show for one collection (its table name when it is not listed)."""
+        return self.labels().get(collection, collection)
+
+    def truncation_note(self, info: CollectionInfo) -> str:
+        """How many of the collection's documents the encoder truncated, as a sentence
+        (`pipeline.truncation_note`, with its model's token window); '' when none or not counted."""
+        from .embed import token_window
+        from .pipeline import truncation_note
+
+        if not info.truncated:
+            return ""
+        return truncation_note(info.truncated, info.doc_count, token_window(info.model))
+
+    def resolve(self, name: str) -> str:
+        """The table name of the collection a user named by table or display name (`Store.resolve`)."""
+        return self.store.resolve(name)
 
     def exists(self, collection: str) -> bool:
         return self.store.exists(collection)
@@ -118,15 +148,16 @@ class Workbench:
         return self.store.stats(collection)
 
     def create(self, collection: str, corpus: ParsedCorpus, model: str | None = None, description: str = "",
-               progress: Progress | None = None) -> CollectionInfo:
-        """A new collection from parsed documents, through the ingest pipeline (all or nothing)."""
+               progress: Progress | None = None) -> IngestResult:
+        """A new collection from parsed documents, through the ingest pipeline (all or nothing).
+        `collection` is the name the user gave, in any script (the table name is derived)."""
         from .pipeline import create_collection
 
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
         return create_collection(self.store, collection, corpus, model, description, progress)
 
-    def add(self, collection: str, corpus: ParsedCorpus, progress: Progress | None = None) -> CollectionInfo:
+    def add(self, collection: str, corpus: ParsedCorpus, progress: Progress | None = None) -> IngestResult:
         from .pipeline import add_documents
 
         return add_documents(self.store, collection, corpus, progress)

@@ -80,7 +80,7 @@ def test_add_then_clear_then_delete(store, tmp_path):
     create_collection(store, name, parse_bytes(b"id,text\na,first text\n", "a.csv"))
     with pytest.raises(RetrievalError, match="already exists"):
         create_collection(store, name, parse_bytes(b"id,text\nb,second\n", "b.csv"))
-    info = add_documents(store, name, parse_bytes(b"id,text\nb,second text\n", "b.csv"))
+    info = add_documents(store, name, parse_bytes(b"id,text\nb,second text\n", "b.csv")).info
     assert info.doc_count == 2
     assert store.clear(name).doc_count == 0
     assert store.stats(name).doc_count == 0
@@ -93,7 +93,7 @@ def test_add_then_clear_then_delete(store, tmp_path):
 def test_gbk_csv_chooses_multilingual_model_and_keeps_chinese(store):
     corpus = parse_bytes(TEA_CSV_GBK, "tea.csv")
     assert corpus.encoding == "gbk"
-    info = create_collection(store, "tea", corpus)
+    info = create_collection(store, "tea", corpus).info
     assert (info.model, info.language) == ("multilingual-e5-small", "zh")
     row = store.documents("tea", ["t2"])["t2"]
     assert row["text"] == "普洱茶产于云南，是一种发酵茶，越陈越香。"

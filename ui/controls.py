@@ -6,6 +6,7 @@ pages and is mirrored in the URL. Each has a `help=` saying what it does to the 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ import streamlit as st
 from retrieval.config import BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
 from retrieval.highlight import escape_markdown
 from retrieval.sources import SOURCES, Param, label
+from retrieval.types import RetrievalError
 from retrieval.workbench import Workbench
 
 from . import corpus, resources, state
@@ -329,17 +331,22 @@ def collection_picker(workbench: Workbench) -> str | None:
         view.collection = None
         st.sidebar.info("No collection yet: add one on the Corpus page.")
         return None
+    labels = workbench.labels()
+    if view.collection not in names and view.collection is not None:
+        with contextlib.suppress(RetrievalError):  # unknown or ambiguous: the fallback below says so
+            view.collection = workbench.resolve(view.collection)  # a link may give the display name
     if view.collection not in names:
         fallback = resources.default_collection(names)
         if view.collection is not None:
-            view.notices.append(f"Collection {view.collection!r} does not exist (any more); showing {fallback!r}.")
+            view.notices.append(f"Collection {view.collection!r} does not exist (any more); "
+                                f"showing {labels.get(fallback, fallback)!r}.")
         view.collection = fallback
 
     def write(value: str) -> None:
         state.view().collection = value
 
     return state.bound(st.sidebar.selectbox, "Collection", "view.collection", lambda: state.view().collection,
-                       write, options=names,
+                       write, options=names, format_func=lambda n: labels.get(n, n),
                        help="The collection every page searches and charts (shared by all pages). "
                             "Each collection has its own documents, BM25 index and embedding model.")
 

@@ -15,7 +15,8 @@ from retrieval import limits
 from retrieval.cache import LRU
 from retrieval.embed import E5, MINILM
 from retrieval.ingest import ColumnMapping, ParseOptions, parse_files, preview
-from retrieval.store import CollectionInfo, Progress, validate_collection_name
+from retrieval.names import display_name
+from retrieval.store import CollectionInfo, Progress
 from retrieval.types import ParsedCorpus, RetrievalError
 from retrieval.workbench import Workbench
 
@@ -93,27 +94,37 @@ class IngestReport:
     info: CollectionInfo
     corpus: ParsedCorpus
     added: bool
+    note: str = ""  # how many documents the encoder truncated ('' when none)
+
+    @property
+    def message(self) -> str:
+        """The success message: what was written, then the truncation note."""
+        verb = "Added" if self.added else "Ingested"
+        text = (f"{verb} {len(self.corpus.documents)} documents: collection '{self.info.label}' now holds "
+                f"{self.info.doc_count} ({self.info.model}, language {self.info.language}).")
+        return f"{text} {self.note}." if self.note else text
 
 
 def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseOptions, collection: str,
            add: bool = False, model: str | None = None, progress: Progress | None = None) -> IngestReport:
-    """Parse the uploaded files and create the collection (or add to it). All or nothing: any
-    problem raises RetrievalError (IngestError for input problems) and nothing is written."""
-    collection = (collection or "").strip()
-    validate_collection_name(collection)
+    """Parse the uploaded files and create the collection named `collection` (any script: it
+    becomes the display name) or add to collection `collection` (a table or display name). All
+    or nothing: any problem raises RetrievalError (IngestError for input problems) and nothing is
+    written."""
+    collection = display_name(collection or "")
     if not files:
         raise RetrievalError("Upload at least one file first")
     limits.check_upload_sizes(files)
-    if add and not workbench.exists(collection):
-        raise RetrievalError(f"No collection named {collection!r} to add to")
+    if add:
+        collection = workbench.resolve(collection)
     corpus = parse_files(files, options)
     if progress:
         progress("parsed", len(corpus.documents), len(corpus.documents))
     if add:
-        info = workbench.add(collection, corpus, progress=progress)
+        result = workbench.add(collection, corpus, progress=progress)
     else:
-        info = workbench.create(collection, corpus, model=model, progress=progress)
-    return IngestReport(info, corpus, add)
+        result = workbench.create(collection, corpus, model=model, progress=progress)
+    return IngestReport(result.info, corpus, add, result.note)
 
 
 EVAL_CACHE_PREFIX = "eval-"  # as retrieval.evaluate.beir_collection_name names them
@@ -132,18 +143,22 @@ def caches_last(names: list[str]) -> list[str]:
 def collections_frame(workbench: Workbench) -> pd.DataFrame:
     """One row per collection with its stats (evaluation caches apart: `eval_caches_frame`)."""
     rows = []
+    labels = workbench.labels()
     for info in workbench.collections():
         if is_eval_cache(info.name):
             continue
+        shown = labels.get(info.name, info.label)
         try:
             stats = workbench.stats(info.name)
         except RetrievalError as exc:
-            rows.append({"collection": info.name, "model": info.model, "note": str(exc)})
+            rows.append({"collection": shown, "table": info.name, "model": info.model, "note": str(exc)})
             continue
         mix = ", ".join(f"{lang} {n}" for lang, n in stats.language_mix.items() if n)
         rows.append({
-            "collection": info.name,
+            "collection": shown,
+            "table": info.name,
             "documents": stats.doc_count,
+            "truncated": info.truncated,
             "avg tokens": round(stats.avg_tokens, 1),
             "avg chars": round(stats.avg_chars, 1),
             "language mix": mix or "—",
@@ -156,15 +171,37 @@ def collections_frame(workbench: Workbench) -> pd.DataFrame:
             "metadata fields": ", ".join(stats.metadata_fields),
             "updated": info.updated,
         })
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if "truncated" in frame:
+        frame["truncated"] = frame["truncated"].astype("Int64")  # None: not counted
+    return frame
+
+
+def truncation_notes(workbench: Workbench) -> list[str]:
+    """Per collection (evaluation caches apart) whose documents the encoder truncated, or whose
+    count predates the workbench counting it: "<name>: 3 of 120 documents are longer than the
+    encoder's 256-token window …" (`pipeline.truncation_note`)."""
+    notes = []
+    labels = workbench.labels()
+    for info in workbench.collections():
+        if is_eval_cache(info.name):
+            continue
+        shown = labels.get(info.name, info.label)
+        if info.truncated is None:
+            notes.append(f"{shown}: not counted how many documents are longer than the encoder's token window "
+                         "(ingested before the workbench counted them; the next add counts them)")
+        elif info.truncated:
+            notes.append(f"{shown}: {workbench.truncation_note(info)}")
+    return notes
 
 
 def collections_overview(workbench: Workbench) -> pd.DataFrame:
     """The catalogue only (cheap): name, documents, language, model, last update; evaluation
     caches apart (`eval_caches_frame`)."""
+    labels = workbench.labels()
     return pd.DataFrame([
-        {"collection": i.name, "documents": i.doc_count, "language": i.language, "model": i.model,
-         "updated": i.updated, "description": i.description}
+        {"collection": labels.get(i.name, i.label), "documents": i.doc_count, "language": i.language,
+         "model": i.model, "updated": i.updated, "description": i.description}
         for i in workbench.collections() if not is_eval_cache(i.name)
     ])
 

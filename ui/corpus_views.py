@@ -30,11 +30,23 @@ def _done(message: str) -> None:
 
 
 def collections_table(workbench: Workbench) -> None:
+    """The collections with their stats, then a line per collection whose documents the encoder
+    truncated (BM25 indexes all of their text)."""
     frame = corpus.collections_frame(workbench)
     if frame.empty:
         st.info("No collection yet.")
-    else:
-        st.dataframe(frame, hide_index=True, width="stretch")
+        return
+    st.dataframe(frame, hide_index=True, width="stretch", column_config={
+        "collection": st.column_config.TextColumn(help="The name given at creation, in any script."),
+        "table": st.column_config.TextColumn(help="The safe name its tables are stored under; the command "
+                                                  "line accepts either name."),
+        "truncated": st.column_config.NumberColumn(
+            help="Documents longer than the embedding model's token window: embedded from their first "
+                 "tokens only, while BM25 indexes all of their text. Empty: not counted (ingested before "
+                 "the workbench counted them)."),
+    })
+    for note in corpus.truncation_notes(workbench):
+        st.caption(views.markdown_safe(note))
 
 
 def eval_caches(workbench: Workbench) -> None:
@@ -107,6 +119,7 @@ def upload_form(workbench: Workbench) -> None:
 
 def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_chars) -> None:
     existing = corpus.caches_last([i.name for i in workbench.collections()])
+    labels = workbench.labels()
     target = st.radio("Into", ["new collection", "existing collection"], horizontal=True, key="corpus.target",
                       help="A new collection gets its own BM25 index and embedding model; adding keeps the "
                            "collection's model, so old and new documents are scored alike.")
@@ -116,13 +129,15 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
         if not existing:
             st.info("There is no collection to add to yet.")
             return
-        name = c1.selectbox("Collection", existing, key="corpus.add_to",
+        name = c1.selectbox("Collection", existing, key="corpus.add_to", format_func=lambda n: labels.get(n, n),
                             help="The collection to add the documents to (ids must be new).")
         c2.caption("Documents are embedded with the collection's own model.")
         model_choice, model_path = corpus.MODEL_AUTO, ""
     else:
-        name = c1.text_input("New collection name", key="corpus.new_name", placeholder="e.g. my-docs",
-                             help="1–64 characters: a–z, 0–9, '_' and '-'. Searching then uses its own index.")
+        name = c1.text_input("New collection name", key="corpus.new_name", placeholder="e.g. my-docs or 中文集合",
+                             help="1–64 characters in any script. It is shown everywhere; a name that is not "
+                                  "only a–z, 0–9, '_' and '-' is also given a safe table name (its ASCII letters "
+                                  "and digits, else 'c-' and a hash). Searching then uses its own index.")
         model_choice = c2.selectbox(
             "Embedding model", corpus.MODEL_CHOICES, key="corpus.model",
             help="Decides the vector scores. auto: all-MiniLM-L6-v2 for English, multilingual-e5-small for "
@@ -149,17 +164,16 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
             views.show_error(exc)
             return
         state.view().collection = report.info.name
-        verb = "Added" if add else "Ingested"
-        _done(f"{verb} {len(report.corpus.documents)} documents: collection '{report.info.name}' now holds "
-              f"{report.info.doc_count} ({report.info.model}, language {report.info.language}).")
+        _done(report.message)
 
 
 def manage(workbench: Workbench) -> None:
     names = corpus.caches_last([i.name for i in workbench.collections()])
     if not names:
         return
+    labels = workbench.labels()
     c1, c2, c3 = st.columns([2, 1, 1])
-    name = c1.selectbox("Collection", names, key="corpus.manage",
+    name = c1.selectbox("Collection", names, key="corpus.manage", format_func=lambda n: labels.get(n, n),
                         help="The collection to clear (remove every document, keep its settings) or delete.")
     if c2.button("Clear…", key="corpus.clear", help="Remove every document but keep the collection and its model."):
         st.session_state[PENDING_KEY] = ("clear", name)
@@ -169,13 +183,14 @@ def manage(workbench: Workbench) -> None:
     if not pending:
         return
     action, target = pending
+    shown = labels.get(target, target)
 
     def act() -> str:
         workbench.delete(target) if action == "delete" else workbench.clear(target)
-        return f"{'Deleted' if action == 'delete' else 'Cleared'} '{target}'."
+        return f"{'Deleted' if action == 'delete' else 'Cleared'} '{shown}'."
 
-    _confirm(PENDING_KEY, ("corpus.confirm", "corpus.cancel"), f"Really {action} '{target}'? This cannot be undone.",
-             f"Yes, {action} '{target}'", f"{action.capitalize()} the collection now.",
+    _confirm(PENDING_KEY, ("corpus.confirm", "corpus.cancel"), f"Really {action} '{shown}'? This cannot be undone.",
+             f"Yes, {action} '{shown}'", f"{action.capitalize()} the collection now.",
              "Keep the collection as it is.", act)
 
 

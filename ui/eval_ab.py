@@ -61,7 +61,7 @@ def ab_section(workbench, collection: str, qset: QuerySet) -> None:
     stored = results().get("ab")
     if stored is None or stored["key"][0] != collection:
         return
-    stale_note("A/B test", stored, key)
+    stale_note(workbench, "A/B test", stored, key)
     _show_ab(stored)
 
 

@@ -27,12 +27,12 @@ def results() -> dict[str, dict[str, Any]]:
     return st.session_state[RESULTS_KEY]
 
 
-def stale_note(kind: str, stored: dict[str, Any], key: tuple) -> None:
+def stale_note(workbench, kind: str, stored: dict[str, Any], key: tuple) -> None:
     if stored["key"] != key:
         st.info(views.markdown_safe(
             f"Shown: the {kind} of {stored['when']} (query set '{stored['key'][1]}' on "
-            f"'{stored['key'][0]}'). The config, the collection or the judgments changed since: run it again "
-            "to update."), icon="🕒")
+            f"'{workbench.label(stored['key'][0])}'). The config, the collection or the judgments changed since: "
+            "run it again to update."), icon="🕒")
 
 
 # ---- reads -----------------------------------------------------------------------------------

@@ -85,9 +85,9 @@ def configs_section(workbench) -> None:
         with st.expander("Serve this config to agents (MCP)"):
             collection = view.collection or "COLLECTION"
             st.caption(views.markdown_safe(
-                f"Agents search {collection} ranked exactly like this: the command serves it over stdio (add "
-                "--http 8765 for HTTP, --allow-write to let agents add entries); the JSON goes in an MCP "
-                "client's configuration. README: Serve a tuned config to agents."))
+                f"Agents search {workbench.label(collection)} ranked exactly like this: the command serves it "
+                "over stdio (add --http 8765 for HTTP, --allow-write to let agents add entries); the JSON goes "
+                "in an MCP client's configuration. README: Serve a tuned config to agents."))
             st.code(serve.serve_command(collection, chosen, workbench.store.uri), language="bash")
             st.code(json.dumps(serve.client_config(collection, chosen, workbench.store.uri), indent=2), language="json")
         if st.button("Delete", key="configs.delete", help="Remove this saved config (config A is not changed)."):

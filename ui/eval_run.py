@@ -47,7 +47,7 @@ def evaluate_section(workbench, collection: str, qset: QuerySet, config: SearchC
         return
     if stored["key"][0] != collection:
         return
-    stale_note("evaluation", stored, key)
+    stale_note(workbench, "evaluation", stored, key)
     _show_report(stored)
 
 

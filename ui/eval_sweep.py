@@ -49,7 +49,7 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
     if stored is None or stored["key"][0] != collection:
         st.info("Press **Run the sweep** to score every variant.")
         return
-    stale_note("sweep", stored, key)
+    stale_note(workbench, "sweep", stored, key)
     result, best = stored["result"], stored["best"]
     rows = list(result.rows)
     names = [m for m in DEFAULT_METRICS if rows and m in rows[0]]

@@ -96,7 +96,7 @@ def judge(workbench, collection: str, query: str, in_fragment: bool = False) -> 
         cache[key] = (set_name, dict(grades))
     set_name, grades = cache[key]
     st.caption(views.markdown_safe(
-        f"Rate results 0–3 below: ratings go to query set '{set_name}' of '{collection}' "
+        f"Rate results 0–3 below: ratings go to query set '{set_name}' of '{workbench.label(collection)}' "
         f"({len(grades)} rated for this query) and feed the Evaluate page."))
     return Judge(workbench.judgments, collection, set_name, query, dict(grades), in_fragment)
 

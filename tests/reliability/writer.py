@@ -53,7 +53,7 @@ def write(store: Store, op: str, name: str, start: int, count: int, real: bool) 
     docs = documents(start, count)
     if op == "create":
         if real:
-            info = create_collection(store, name, ParsedCorpus(docs), model="all-MiniLM-L6-v2")
+            info = create_collection(store, name, ParsedCorpus(docs), model="all-MiniLM-L6-v2").info
         else:
             now = now_iso()
             info = CollectionInfo(name=name, model="all-MiniLM-L6-v2", dim=DIM, tokenizer="t", language="en",
@@ -63,7 +63,7 @@ def write(store: Store, op: str, name: str, start: int, count: int, real: bool) 
         return {"doc_count": info.doc_count}
     if op == "add":
         if real:
-            info = add_documents(store, name, ParsedCorpus(docs))
+            info = add_documents(store, name, ParsedCorpus(docs)).info
         else:
             info = store.append(name, document_rows(docs, FixedEncoder()), graph_rows(docs, datetime.now(UTC)))
         return {"doc_count": info.doc_count}
