@@ -134,6 +134,26 @@ class Explanation:
     def best(self) -> Change | None:
         return self.changes[0] if self.changes else None
 
+    def to_json_dict(self) -> dict[str, Any]:
+        """What `search --explain-doc ID --json` prints: plain JSON values, changes smallest first."""
+        def change(c: Change) -> dict[str, Any]:
+            return {"knob": c.knob, "old": c.old, "new": c.new, "size": c.size, "requery": c.kind == REQUERY,
+                    "raises_top_k": c.kind == RAISE_TOP_K, "rank": c.rank, "description": c.describe()}
+
+        return {
+            "collection": self.collection, "query": self.query, "doc_id": self.doc_id, "title": self.title,
+            "stage": self.stage, "reason": self.reason, "final_rank": self.final_rank,
+            "fused_rank": self.fused_rank, "fused_score": self.fused_score, "display_score": self.display_score,
+            "standings_ignore_filters": self.over_whole_collection,
+            "sources": [{"source": s.source, "scored": s.scored, "score": s.score, "rank": s.rank, "ties": s.ties,
+                         "position": s.position, "scored_count": s.scored_count, "in_candidates": s.in_candidates,
+                         "minimum": s.minimum, "passes_minimum": s.passes_minimum, "note": s.note}
+                        for s in self.standings],
+            "smallest_change": change(self.best) if self.best else None,
+            "changes": [change(c) for c in self.changes], "tried": self.tried,
+            "config": self.config.to_dict(),
+        }
+
 
 # ---- pure parts ------------------------------------------------------------------------------
 def collection_rank(scores: Sequence[float], score: float) -> tuple[int, int]:
@@ -388,3 +408,17 @@ def run_trial(workbench, base: SearchResult, config: SearchConfig) -> SearchResu
     if config.rerank:
         workbench.apply_rerank(result)
     return result
+
+
+def standing_cells(s: SourceStanding, depth: int) -> dict[str, str]:
+    """One source's standing as table cells (the CLI's and the Search page's table)."""
+    def passes() -> str:
+        return "-" if s.passes_minimum is None else "yes" if s.passes_minimum else f"no (< {s.minimum:g})"
+
+    if not s.scored:
+        return {"source": label(s.source), "score": "-", "rank": "-", "ties": "-", "position": "-",
+                f"within depth {depth}": "no", "passes minimum": "-", "note": s.note}
+    return {"source": label(s.source), "score": f"{s.score:.6g}", "rank": f"{s.rank} of {s.scored_count}",
+            "ties": str(s.ties), "position": "-" if s.position is None else str(s.position),
+            f"within depth {depth}": "yes" if s.in_candidates else "no", "passes minimum": passes(),
+            "note": s.note}

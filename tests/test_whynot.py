@@ -7,11 +7,13 @@ n_kiwi = 3 (a, b, d) → idf = ln(1 + 3.5/3.5) = ln 2; n_mango = 2 (a, c) → ln
 So a = ln 2 + ln 2.8, c = ln 2.8, b = d = ln 2 (b and d have the same text), e and f share no term.
 """
 
+import json
 import math
 
 import numpy as np
 import pytest
 
+from retrieval.cli import main
 from retrieval.config import SearchConfig
 from retrieval.embed import load_encoder
 from retrieval.ingest import parse_bytes
@@ -50,8 +52,13 @@ BM25_ONLY = {"bm25": 1.0}
 
 
 @pytest.fixture(scope="module")
-def workbench(tmp_path_factory):
-    wb = Workbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
+def db(tmp_path_factory):
+    return tmp_path_factory.mktemp("lancedb")
+
+
+@pytest.fixture(scope="module")
+def workbench(db):
+    wb = Workbench(Store(str(db)))
     create_collection(wb.store, "fruit", parse_bytes(FRUIT.encode(), "fruit.csv"))
     return wb
 
@@ -211,3 +218,24 @@ def test_unknown_or_empty_document_id_is_a_clear_error(workbench):
 def test_title_or_id_search_finds_documents(workbench):
     assert workbench.find_documents("fruit", "A") == [("a", "")]
     assert workbench.find_documents("fruit", "") == []
+
+
+def test_cli_explain_doc_prints_the_table_the_stage_and_the_smallest_change(workbench, db, capsys):
+    capsys.readouterr()
+    args = ["--db", str(db), "search", "fruit", QUERY, "--weights", "bm25=1", "--min-raw", "bm25=1",
+            "--explain-doc", "b"]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "document b"
+    header = lines[1].split()
+    assert header[:6] == ["source", "score", "rank", "ties", "position", "within"]
+    assert lines[2].split()[:9] == ["BM25", "0.693147", "3", "of", "4", "1", "3", "yes", "no"]
+    assert "stage: min raw: Every source that returns it has it below its minimum raw score (BM25 < 1)." in lines
+    assert lines[-1].startswith("smallest change (")  # the only knob that helps: no "also" lines
+    assert lines[-1].endswith("tried): minimum BM25 raw score: 1 → 0.6 (document at rank 3)")
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["stage"] == "min raw" and data["smallest_change"]["new"] == 0.6
+    assert data["sources"][0]["rank"] == 3 and data["sources"][0]["ties"] == 1
+    assert main(["--db", str(db), "search", "fruit", QUERY, "--explain-doc", "nope"]) == 2
+    assert "error: Unknown document id 'nope' in collection 'fruit'" in capsys.readouterr().err
