@@ -239,3 +239,20 @@ def test_cli_explain_doc_prints_the_table_the_stage_and_the_smallest_change(work
     assert data["sources"][0]["rank"] == 3 and data["sources"][0]["ties"] == 1
     assert main(["--db", str(db), "search", "fruit", QUERY, "--explain-doc", "nope"]) == 2
     assert "error: Unknown document id 'nope' in collection 'fruit'" in capsys.readouterr().err
+
+
+def test_recall_gaps_split_unretrieved_from_ranked_below_the_cutoff():
+    from retrieval.whynot import RecallGap, recall_gaps
+
+    runs = {  # scores: higher first; q1's fused ranking is x1, x2 … x12
+        "bm25": {"q1": {"x1": 3.0, "x12": 2.0, "x13": 1.0}, "q2": {"y1": 1.0}},
+        "dense": {"q1": {"x2": 1.0}, "q2": {}},
+        "hybrid": {"q1": {f"x{i}": 13.0 - i for i in range(1, 13)}, "q2": {"y1": 1.0}},
+    }
+    qrels = {"q1": {"x1": 2, "x12": 1, "x13": 3, "z": 1, "x5": 0}, "q2": {"y1": 1, "w": 2}}
+    assert recall_gaps(runs, qrels) == [
+        RecallGap("q1", "z", 1, (), None),  # no source returned it
+        RecallGap("q1", "x12", 1, ("bm25",), 12),  # fused rank 12 > 10
+        RecallGap("q1", "x13", 3, ("bm25",), None),  # retrieved, not in the fused ranking
+        RecallGap("q2", "w", 2, (), None),
+    ]
