@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from retrieval.config import SearchConfig
+from retrieval.highlight import escape_markdown
 from retrieval.sources import label
 from retrieval.whynot import REQUERY, SHOWN, Explanation, RecallGap, standing_cells
 
@@ -70,7 +71,8 @@ def _picker(workbench, collection: str, query: str) -> str | None:
                 st.caption("No document of this query is rated above 0 in the active query set.")
             titles = workbench.documents(collection, [d for d, _ in relevant])
             _choose("why.judged_pick", [d for d, _ in relevant],
-                    {d: f"grade {g} · {(titles.get(d) or {}).get('title') or ''}" for d, g in relevant})
+                    {d: " · ".join(filter(None, (f"grade {g}", (titles.get(d) or {}).get("title"))))
+                     for d, g in relevant})
     return state.view().why
 
 
@@ -115,8 +117,8 @@ def _explain(workbench, collection: str, query: str, config: SearchConfig, doc_i
 
 
 def draw(e: Explanation) -> None:
-    title = f" — {e.title}" if e.title else ""
-    st.markdown(views.markdown_safe(f"**{e.doc_id}**{title}"))
+    title = f" — {escape_markdown(e.title)}" if e.title else ""
+    st.markdown(f"**{escape_markdown(e.doc_id)}**{title}")  # ids and titles are user text: escaped
     if e.stage == SHOWN:
         st.success(views.markdown_safe(e.reason))
     else:
@@ -136,8 +138,8 @@ def draw(e: Explanation) -> None:
     if best is None:
         st.info(f"None of the {e.tried} single changes tried brings it into the top {e.config.top_k}.")
         return
-    st.markdown(views.markdown_safe(f"**Smallest change** ({e.tried} tried, each a real fusion of the cached "
-                                    f"candidates): {best.describe()}"))
+    st.markdown(f"**Smallest change** ({e.tried} tried, each a real fusion of the cached candidates): "
+                + escape_markdown(best.describe()))
     if best.kind == REQUERY:
         st.caption("This change retrieves candidates again (a moment), then they are cached.")
     st.button("Apply", key="why.apply", type="primary", on_click=apply_change, args=(best.config,),
