@@ -9,6 +9,7 @@ import pytest
 from conftest import COLLECTION, QUERY, open_page, plain
 
 from retrieval.config import SearchConfig
+from retrieval.highlight import escape_markdown
 from retrieval.judgments import JudgmentStore
 from retrieval.whynot import TOP_K, standing_cells
 from ui.state import VIEW_KEY
@@ -62,6 +63,9 @@ def test_pick_by_title_and_from_the_judged_relevant_documents(app_db, workbench,
     assert at.selectbox(key="why.title_pick").options == ["unsafe-1 — <b>Markup</b> **title**"]
     at.selectbox(key="why.title_pick").set_value("unsafe-1").run()
     assert at.session_state[VIEW_KEY].why == "unsafe-1"
+    title = "<b>Markup</b> **title**"
+    expected = f"**{escape_markdown('unsafe-1')}** — {escape_markdown(title)}"
+    assert any(m.value == expected for m in at.markdown)  # user text escaped
     assert at.query_params["why"] == "unsafe-1"
 
     JudgmentStore(workbench.store).save_query_set(COLLECTION, SET, {"q1": QUERY}, {"q1": {fifth: 2, "en-001": 0}})
