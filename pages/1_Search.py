@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import controls, judging, page, results, state, views
+from ui import controls, judging, page, results, state, views, whynot
 
 context = page.setup("Search")
 collection = page.require_collection(context)
@@ -26,11 +26,12 @@ def fusion_and_results(workbench, collection: str, query: str) -> None:
     views.search_summary(result, rows)
     if not rows:
         st.info("No result passes the thresholds: lower a minimum or raise top-K.")
-        return
-    views.results_table(result, rows)
-    st.subheader("Results")
-    rate = judging.judging_toggle() and judging.judge(workbench, collection, query, in_fragment=True)
-    views.result_cards(result, rows, per_result=rate or None)
+    else:
+        views.results_table(result, rows)
+        st.subheader("Results")
+        rate = judging.judging_toggle() and judging.judge(workbench, collection, query, in_fragment=True)
+        views.result_cards(result, rows, per_result=rate or None)
+    whynot.whynot_section(workbench, collection, query, config)
 
 
 fusion_and_results(context.workbench, collection, query)

@@ -13,6 +13,9 @@ and ages out of its LRU.
     documents       (collection, state)                           -> {doc id: row}, filled on demand
     filters         (collection, state, filters)                  -> (allowed ids, collection size)
     query_vectors   (model, query)                                -> the query's embedding
+    rankings        (collection, state, source, params, query)    -> the source over the whole
+                                                                     collection (why-not: returned
+                                                                     order and every score)
     rerank          (reranker, query, doc id, hash(text))         -> rerank score
     passage_vectors (reranker model, hash(text))                  -> the text's E5 passage
                                                                      embedding (rerank re-scores a
@@ -31,6 +34,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 BUILT_SOURCES_PER_NAME = 16
+RANKINGS_KEPT = 64  # whole-collection rankings (one per source and query): the why-not panel's
 
 
 class LRU:
@@ -118,6 +122,7 @@ class Caches:
         self.documents = LRU(64)
         self.filters = LRU(256)
         self.query_vectors = LRU(8192)
+        self.rankings = LRU(RANKINGS_KEPT)
         self.rerank = RerankCache()
         self.passage_vectors = LRU(50_000)  # 384 floats each: ≤ 77 MB
 

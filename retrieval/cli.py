@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("collection", help="its table name or display name")
     p.add_argument("query")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--explain-doc", dest="explain_doc", metavar="ID",
+                   help="why not this document: per source its score and whole-collection rank, the first "
+                        "stage that dropped it, and the smallest single config change that brings it into the top-K")
     add_config_options(p)
 
     p = sub.add_parser("evaluate", help="evaluate on a BEIR folder (ingested once into a cache collection)")
@@ -213,6 +216,8 @@ def ingest_rate(documents: int, seconds: float) -> str:
 
 def cmd_search(args) -> int:
     config = config_from_args(args)
+    if args.explain_doc is not None:
+        return explain_doc(args, config)
     workbench = _workbench(args)
     result = workbench.search(workbench.resolve(args.collection), args.query, config)
     data = search_json(result)
@@ -229,6 +234,38 @@ def cmd_search(args) -> int:
         parts = [f"{s}#{meta[f'{s}_rank'] or '-'}" for s in config.sources]
         print(f"{meta['rank']:>3}. {item['display_score']:.3f} ({item['score']:.5f}) [{' '.join(parts)}] "
               f"{item['id']}  {(item['title'] or item['text'])[:70]}")
+    return 0
+
+
+def explain_doc(args, config: SearchConfig) -> int:
+    """`search … --explain-doc ID`: the why-not report (`Workbench.explain_document`)."""
+    from .whynot import standing_cells
+
+    workbench = _workbench(args)
+    e = workbench.explain_document(workbench.resolve(args.collection), args.query, config, args.explain_doc)
+    if args.json:
+        print(json.dumps(e.to_json_dict(), ensure_ascii=False, indent=2))
+        return 0
+    print(f"document {e.doc_id}" + (f"  {e.title[:70]}" if e.title else ""))
+    if e.over_whole_collection:
+        print("(the filters remove it: scores and ranks below are over the whole collection)")
+    rows = [standing_cells(s, config.depth) for s in e.standings]
+    columns = list(rows[0]) if rows else []
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns if c != "note"}
+    print("  ".join(c.ljust(widths[c]) for c in widths))
+    for row in rows:
+        print("  ".join(row[c].ljust(widths[c]) for c in widths) + (f"  {row['note']}" if row["note"] else ""))
+    print("rank: 1 + documents the source scores strictly higher (ties: others with the same score); "
+          "position: its place in the source's order, what the depth cuts")
+    print(f"stage: {e.stage}: {e.reason}")
+    if e.stage == "shown":
+        return 0
+    if e.best is None:
+        print(f"no single change of the {e.tried} tried brings it into the top {config.top_k}")
+        return 0
+    print(f"smallest change ({e.tried} tried): {e.best.describe()}")
+    for change in e.changes[1:]:
+        print(f"  also: {change.describe()}")
     return 0
 
 

@@ -23,7 +23,7 @@ from .fusion import fuse
 from .names import labels
 from .sources import SOURCES, Source, run_source, source_params, unknown_source
 from .store import CollectionInfo, CollectionStats, Progress, Store
-from .types import FusedResult, FusionOutcome, ParsedCorpus, RerankedResult, SourceResult
+from .types import FusedResult, FusionOutcome, Hit, ParsedCorpus, RerankedResult, SourceResult
 
 if TYPE_CHECKING:
     from .pipeline import IngestResult
@@ -331,6 +331,60 @@ class Workbench:
             return allowed_ids(rows, parsed), len(rows)
 
         return self.caches.filters.get_or_create((collection, state, tuple(filters)), compute)
+
+    def source_rankings(self, collection: str, query: str, config: SearchConfig
+                        ) -> dict[str, tuple[SourceResult, tuple[Hit, ...], str]]:
+        """Per configured source, over the whole collection (the documents `config.filters`
+        allow): (what it returns at depth = collection size, every document it scores ranked
+        best first, why a document it does not score is unscored). The scores come from the
+        source's `ranking(query, allowed)` hook when it has one (the keyword scorer: no result
+        limit, no minimum), else they are its returned hits. Cached per source params and query."""
+        state = self.store.state_key(collection)
+        allowed = self.filtered_ids(collection, config.filters, state)[0] if config.filters else None
+        size = len(self._metadata(collection, state)[0])
+        rankings = {}
+        for name in config.sources:
+            def run(name=name):
+                if name not in SOURCES:
+                    return SourceResult(name, (), error=unknown_source(name)), (), ""
+                try:
+                    source = self.source(collection, name, config, state)
+                except Exception as exc:
+                    return SourceResult(name, (), error=f"{type(exc).__name__}: {exc}"), (), ""
+                returned = run_source(source, query, max(size, 1), allowed)
+                scored = returned.hits
+                if hasattr(source, "ranking") and returned.error is None:
+                    scored = tuple(source.ranking(query, allowed))
+                return returned, scored, getattr(source, "unscored", "the source gives it no score for this query")
+
+            key = (collection, state) + source_params(name, config) + (query,)
+            rankings[name] = self.caches.rankings.get_or_create(key, run)
+        return rankings
+
+    def explain_document(self, collection: str, query: str, config: SearchConfig, doc_id: str):
+        """'Why not this document?' (`whynot.explain`): per source its score, whole-collection rank
+        and ties; the first stage of this search that dropped it; and the single-knob changes that
+        bring it into the top-K, each tried for real, smallest first. An unknown id is a
+        RetrievalError saying so."""
+        from .whynot import explain
+
+        return explain(self, collection, query, config, doc_id)
+
+    def find_documents(self, collection: str, text: str, limit: int = 20) -> list[tuple[str, str]]:
+        """(id, title) of documents whose title or id contains `text` (case-insensitive), at most
+        `limit`, in collection order: the why-not picker's title search. Titles read once per state."""
+        state = self.store.state_key(collection)
+
+        def read():
+            table = self.store.column(collection, ["id", "title"])
+            return list(zip(table.column("id").to_pylist(), table.column("title").to_pylist(), strict=True))
+
+        needle = text.strip().casefold()
+        if not needle:
+            return []
+        rows = self.caches.loaded.get_or_create((collection, state, "_titles"), read)
+        found = [(i, t or "") for i, t in rows if needle in (t or "").casefold() or needle in i.casefold()]
+        return found[:limit]
 
     def documents(self, collection: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Rows of the given documents (no vectors), from the cache kept per collection state."""

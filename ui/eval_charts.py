@@ -78,13 +78,15 @@ def metrics_chart(metrics: Mapping[str, Mapping[str, float]], names: Sequence[st
     return fig
 
 
-def search_url(view: state.View, query: str, config: SearchConfig, base: str = SEARCH_PAGE_URL) -> str:
+def search_url(view: state.View, query: str, config: SearchConfig, base: str = SEARCH_PAGE_URL,
+               why: str | None = None) -> str:
     """A link opening the Search page on `query` with `config` (and the View's collection and
     query set): `state.params_for` of a copy of the View, so the link is exactly what the Search
-    page would put in its own address bar."""
+    page would put in its own address bar. `why`: a document its "Why not?" section opens on."""
     linked = copy.copy(view)
     linked.query = query
     linked.config_a = copy.deepcopy(config)
+    linked.why = why
     return f"{base}?{urlencode(state.params_for(linked, 'search'))}"
 
 

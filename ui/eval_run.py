@@ -40,6 +40,7 @@ def evaluate_section(workbench, collection: str, qset: QuerySet, config: SearchC
             return
         results()["evaluate"] = {"key": key, "report": report, "queries": dict(qset.queries),
                                  "judged": {q: len(d) for q, d in qset.qrels.items()},
+                                 "qrels": {q: dict(d) for q, d in qset.qrels.items()},
                                  "when": time.strftime("%H:%M:%S")}
     stored = results().get("evaluate")
     if stored is None:
@@ -81,7 +82,35 @@ def _show_report(stored: dict[str, Any]) -> None:
     column_config["open"] = st.column_config.LinkColumn(
         "open", display_text="Search ↗", help="Opens the Search page with this query and the evaluated config")
     st.dataframe(frame, hide_index=True, width="stretch", column_config=column_config)
+    _recall_gaps(stored, view)
     _report_downloads(report)
+
+
+def _recall_gaps(stored: dict[str, Any], view: state.View) -> None:
+    """Per query the judged-relevant documents no source returned within the depth, and those
+    retrieved but ranked below 10 in the fused run, each linking to the Search page's "why not"."""
+    from retrieval.whynot import recall_gaps
+
+    from . import whynot
+
+    report = stored["report"]
+    qrels = {q: grades for q, grades in stored.get("qrels", {}).items() if q in report.runs.get("hybrid", {})}
+    gaps = recall_gaps(report.runs, qrels)
+    unretrieved = sum(1 for g in gaps if not g.retrieved)
+    st.markdown("**Recall gaps**")
+    st.caption(f"Judged-relevant documents no source returned within the depth ({report.config.depth}): "
+               f"{unretrieved}; retrieved but not in the fused top 10: {len(gaps) - unretrieved}. Each opens the "
+               "Search page's “Why not this document?” for that query and this config.")
+    if not gaps:
+        return
+
+    def link(query: str, doc_id: str) -> str:
+        return eval_charts.search_url(view, query, report.config, why=doc_id)
+
+    st.dataframe(whynot.gaps_frame(gaps, stored["queries"], link), hide_index=True, width="stretch",
+                 column_config={"why not": st.column_config.LinkColumn(
+                     "why not", display_text="Why not? ↗",
+                     help="Opens the Search page on this query with “Why not this document?” for it")})
 
 
 def _report_downloads(report) -> None:

@@ -55,6 +55,7 @@ class View:
     sample_checked: bool = False
     query_set: str | None = None  # the query set judged and evaluated (None: the default)
     judging: bool = False  # Search page: rating widgets under each result (URL 'judge=1')
+    why: str | None = None  # Search page: the document "Why not this document?" explains (URL 'why=ID')
 
     def config(self, which: str) -> SearchConfig:
         return self.config_b if which == "b" else self.config_a
@@ -106,6 +107,7 @@ def view_from_params(params: Mapping[str, str]) -> View:
     view.query_set = params.get("set") or None
     # A link that names a query set (e.g. Evaluate's worst queries) comes to judge.
     view.judging = params.get("judge") == "1" or view.query_set is not None
+    view.why = params.get("why") or None
     view.config_a, problems = config_from_params(params, SearchConfig())
     b_params = {k[len(B_PREFIX):]: v for k, v in params.items() if k.startswith(B_PREFIX)}
     view.config_b, b_problems = config_from_params(b_params, default_config_b())
@@ -141,6 +143,8 @@ def params_for(view: View, page: str) -> dict[str, str]:
         params["set"] = view.query_set
     if page == "search" and view.judging:
         params["judge"] = "1"
+    if page == "search" and view.why:
+        params["why"] = view.why
     if page == "evaluate":  # the config evaluated is config A
         params.update(view.config_a.to_query_params())
     if page in ("search", "compare", "distributions", "graph"):

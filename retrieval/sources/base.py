@@ -38,8 +38,11 @@ log = logging.getLogger(__name__)
 
 class Source(Protocol):
     """A built source. It may also have `why_empty(query) -> str | None`: why it returns nothing
-    for a query (e.g. BM25: the query has no indexable terms), added to the result's notes; and
-    `backend`: what serves it, in words (shown with its results and in the explanation)."""
+    for a query (e.g. BM25: the query has no indexable terms), added to the result's notes;
+    `backend`: what serves it, in words (shown with its results and in the explanation);
+    `unscored`: a sentence saying why a document it does not return has no score (why-not); and
+    `ranking(query, allowed) -> [Hit]`: every document it scores, when `search` hides some at any
+    depth (the keyword scorer's result limit and minimum relevance), for the whole-collection rank."""
 
     name: str
 

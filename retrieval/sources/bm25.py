@@ -111,6 +111,7 @@ def why_no_hits(query: str) -> str | None:
 class RankBM25Source:
     name = "bm25"
     why_empty = staticmethod(why_no_hits)
+    unscored = "it shares no indexed term with the query (BM25 score 0)"
 
     def __init__(self, ids: list[str], token_lists: list[list[str]], k1: float = 0.9, b: float = 0.4):
         self.ids = ids
@@ -130,6 +131,7 @@ class RankBM25Source:
 class LanceFTSSource:
     name = "bm25"
     why_empty = staticmethod(why_no_hits)
+    unscored = "it shares no indexed term with the query (BM25 score 0)"
 
     def __init__(self, table):
         self.table = table

@@ -207,6 +207,7 @@ SPEC = SourceSpec(
 
 class GraphSource:
     name = "graph"
+    unscored = "the query's entities do not activate it (not reached within the hops)"
 
     def __init__(self, index: GraphIndex, settings: GraphSettings, embed: Callable[[str], np.ndarray]):
         """`embed(query)` gives the query's vector (the Workbench caches it per model and query)."""

@@ -271,6 +271,7 @@ def rank_records(records: list[KeywordFields], query: str, points: dict[str, flo
 
 class KeywordSource:
     name = "keyword"
+    unscored = "no field of it contains a query term"
 
     def __init__(self, records: list[KeywordFields], points: dict[str, float] | None = None):
         self.records = records
@@ -280,6 +281,17 @@ class KeywordSource:
         records = self.records if allowed is None else [r for r in self.records if r.doc_id in allowed]
         ranked = rank_records(records, query, self.points, depth)
         return [Hit(s.doc_id, s.total, rank, s.detail()) for rank, s in enumerate(ranked, start=1)]
+
+    def ranking(self, query: str, allowed: frozenset[str] | None = None) -> list[Hit]:
+        """Every record with at least one matching field, ranked like `search` but with neither
+        the minimum relevance nor the result limit: its points and whole-collection rank (why-not)."""
+        parsed = parse_query(query)
+        if not parsed.terms:
+            return []
+        records = self.records if allowed is None else [r for r in self.records if r.doc_id in allowed]
+        scored = sorted((s for s in (score_fields(f, parsed, self.points) for f in records)
+                         if any(s.matched.values())), key=rank_key)
+        return [Hit(s.doc_id, s.total, rank, s.detail()) for rank, s in enumerate(scored, start=1)]
 
 
 # ---- loading, once per collection version ----------------------------------------------------
