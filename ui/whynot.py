@@ -57,9 +57,12 @@ def _picker(workbench, collection: str, query: str) -> str | None:
                          "relevant: the documents rated above 0 for this query in the active query set.")
     if mode == "id":
         state.bound(st.text_input, "Document id", "why.id", lambda: state.view().why or "", _set_why,
-                    placeholder="e.g. a document id from the results or the Evaluate page")
+                    placeholder="e.g. a document id from the results or the Evaluate page",
+                    help="The id of any document in the collection: its score and whole-collection rank in "
+                         "each source, the stage that dropped it, and the smallest change that brings it back.")
     elif mode == "title":
-        text = st.text_input("Title contains", key="why.title", placeholder="a word of the title")
+        text = st.text_input("Title contains", key="why.title", placeholder="a word of the title",
+                             help="Part of a title or id (case ignored); pick one of the matches below.")
         matches = workbench.find_documents(collection, text, TITLE_MATCHES) if text.strip() else []
         if text.strip() and not matches:
             st.caption(views.markdown_safe(f"No title or id contains “{text.strip()}”."))
@@ -81,6 +84,8 @@ def _choose(key: str, ids: Sequence[str], about: dict[str, str]) -> None:
         return
     # Bound one way (`bind`, not `bound`): an empty choice must not clear a document picked elsewhere.
     st.selectbox("Document", options=list(ids), placeholder="choose a document",
+                 help="The document to explain: per source its score and whole-collection rank, the stage "
+                      "that dropped it, and the smallest change that brings it into the top-K.",
                  format_func=lambda i: f"{i} — {about.get(i, '')}".rstrip(" —"),
                  **state.bind(key, lambda: state.view().why if state.view().why in ids else None, _set_why))
 
