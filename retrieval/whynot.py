@@ -26,7 +26,8 @@ The smallest change (`trial_changes`, then `best_change`): one knob at a time, e
 config has it; a depth or filter trial retrieves once, then it is cached). Tried: each source's
 weight over `WEIGHT_GRID`, RRF k over `RRF_K_GRID` (RRF only), each threshold lowered to the
 largest value on its step grid that the document's score passes (or removed), rerank off, the
-depth raised to the document's position in each source, the filters removed, top-K raised to the
+rerank λ over `LAMBDA_GRID`, language-aware fusion off (a query crossing languages), the depth
+raised to the document's position in each source, the filters removed, top-K raised to the
 document's position. The grids are the Search page's slider ranges, so a suggestion can be
 applied there as it is. Among the changes that bring it into the top-K, the smallest is the one
 with the lowest
@@ -48,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .config import SearchConfig
+from .language import crosses_languages
 from .sources import SOURCES, candidate_key, label
 from .types import Hit, SourceResult
 
@@ -63,6 +65,7 @@ STAGES = (FILTER, DEPTH, MIN_RAW, MIN_FUSED, MIN_DISPLAY, TOP_K, RERANK)
 # that a suggested change can be applied there without a slider clamping or rounding it.
 WEIGHT_GRID = tuple(round(0.05 * i, 2) for i in range(21))  # 0, 0.05, …, 1
 RRF_K_GRID = (1, 2, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 100, 120, 150, 200)
+LAMBDA_GRID = tuple(round(0.05 * i, 2) for i in range(21))  # rerank λ: the slider's 0, 0.05, …, 1
 DEPTH_TRIAL_MAX = 500
 TOP_K_TRIAL_MAX = 100
 MIN_DISPLAY_STEP = 0.01
@@ -311,6 +314,11 @@ def trial_changes(config: SearchConfig, standings: Sequence[SourceStanding], bas
         add(name, old, None, 1.0, FUSION_ONLY, _with(config, **{name: None}))
     if config.rerank:
         add("rerank", True, False, 1.0, FUSION_ONLY, _with(config, rerank=False))
+        for lam in LAMBDA_GRID:
+            add("rerank_lambda", config.rerank_lambda, lam, abs(lam - config.rerank_lambda), FUSION_ONLY,
+                _with(config, rerank_lambda=lam))
+    if config.language_aware and crosses_languages(base.query, base.candidates.language):
+        add("language_aware", True, False, 1.0, FUSION_ONLY, _with(config, language_aware=False))
     for s in standings:
         if s.position is not None and config.depth < s.position <= DEPTH_TRIAL_MAX:
             add("depth", config.depth, s.position, relative_change(config.depth, s.position), REQUERY,

@@ -205,7 +205,11 @@ def test_rerank_stage_and_turning_rerank_off(workbench):
     assert e.stage == RERANK and e.fused_rank == 1
     assert e.reason == ("It is at fused rank 1, inside the top 1 before rerank; the reranker moves it to rank 2 "
                         "after rerank, out of the top 1.")
-    assert (e.best.knob, e.best.new, e.best.rank) == ("rerank", False, 1)
+    # Over the reranked two, min-max gives a fused 1, c fused 0 (RRF ranks 1 and 2) and a rerank 0,
+    # c rerank 1: final(a) = λ, final(c) = 1 − λ, so a is back first from λ > 0.5: the smallest
+    # change is λ 0 → 0.55 (size 0.55), before rerank off (size 1).
+    assert (e.best.knob, e.best.new, e.best.rank) == ("rerank_lambda", 0.55, 1)
+    assert [(c.knob, c.new) for c in e.changes][:2] == [("rerank_lambda", 0.55), ("rerank", False)]
 
 
 def test_unknown_or_empty_document_id_is_a_clear_error(workbench):
