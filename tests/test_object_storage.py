@@ -1,7 +1,8 @@
 """The store on object storage: an S3-compatible server on 127.0.0.1 (moto's server mode), the
 real pipeline and models, `s3://…` URIs with LanceDB's storage options (docs/scale.md).
 
-Ingest, search (BM25 both backends, dense), add, a failed add, clear and delete against
+Ingest, search (BM25 both backends, dense), add, a failed add, a rating, a saved config, clear
+and delete against
 `s3://bucket/…`, with the same rankings as on local disk; and two real processes opening one
 `s3://` store (the second configured only by environment variables, as `./run.sh app` is) seeing
 each other's writes.
@@ -117,7 +118,14 @@ def test_ingest_search_add_clear_delete_on_s3(s3, locks, tmp_path, monkeypatch):
     assert ranking(remote, "xquad-en", "balloon Channel", SOURCES["bm25 (LanceDB native index)"]) == []
     assert not list(locks.rglob("*.journal.json"))
 
+    # ratings (query set and judgment tables beside the collection) and saved configs
+    remote.judgments.rate("xquad-en", "mine", "zeppelin", "zep", 3)
+    assert remote.judgments.ratings("xquad-en", "mine", "zeppelin") == {"zep": 3}
+    remote.configs.save("dense-only", SOURCES["dense"])
+    assert Workbench(Store(uri, storage_options=s3["options"])).configs.load("dense-only") == SOURCES["dense"]
+
     assert remote.clear("xquad-en").doc_count == 0
+    assert remote.judgments.ratings("xquad-en", "mine", "zeppelin") == {"zep": 3}  # clear keeps judgments
     assert remote.store.column("xquad-en", ["id"]).num_rows == 0
     assert ranking(remote, "xquad-en", "zeppelin", SOURCES["bm25 (rank-bm25)"]) == []
 
