@@ -4,7 +4,7 @@ entity graph tables as `python -m retrieval ingest`), so the app and the CLI ope
 
     .venv/bin/pip install -r requirements-scale.txt        # ray[data]; not part of CI
     .venv/bin/python examples/ray_embed.py ray-xquad                        # the bundled sample
-    .venv/bin/python examples/ray_embed.py ray-xquad10 --repeat 10 --compare  # 10× copies, + timing
+    .venv/bin/python examples/ray_embed.py ray-xquad4 --repeat 4 --compare  # 4 copies, timed against one process
 
 The work is split as the pipeline splits it (`retrieval/pipeline.py`): tokenising and embedding
 (`pipeline.document_rows`) and entity extraction (`pipeline.graph_rows`) run on Ray workers, one
@@ -32,9 +32,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# Ray starts its workers at nice 15: on a machine that also runs other work they then starve (a
-# run here stalled for 10 minutes behind other jobs). 0: the same priority as the single process.
-os.environ.setdefault("RAY_worker_niceness", "0")
 
 import lancedb  # noqa: E402
 import pyarrow as pa  # noqa: E402
@@ -102,11 +99,19 @@ def ray_ingest(store: Store, name: str, documents: list[Document], model: str, w
     check_documents(documents)
     timings: dict[str, float] = {}
     start = time.perf_counter()
+    # Workers import `retrieval` from this checkout: on a cluster, the repository and its
+    # virtualenv must sit at the same path on every node.
+    runtime_env = {"env_vars": {"OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                                "PYTHONPATH": str(REPO)}}
+    # A local Ray starts its workers at nice 15: on a machine that also runs other work they then
+    # starve (a run here stalled for 10 minutes behind other jobs); 0 is the single process's priority.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     with warnings.catch_warnings():  # ray.init starts its daemons by fork+exec: nothing of lancedb runs there
         warnings.filterwarnings("ignore", message="lancedb fork support")
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1",
-                                           "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO)}})
+        if os.environ.get("RAY_ADDRESS"):  # join a running cluster: it has its own CPUs
+            ray.init(log_to_driver=False, runtime_env=runtime_env)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
     ray.data.DataContext.get_current().enable_progress_bars = False
     timings["ray_start_s"] = time.perf_counter() - start
     try:
