@@ -92,7 +92,8 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m retrieval", description=__doc__)
-    parser.add_argument("--db", help="LanceDB location (default $WORKBENCH_DB or ./data/lancedb)")
+    parser.add_argument("--db", help="LanceDB location: a folder or s3://bucket/path (default $WORKBENCH_DB or "
+                        "./data/lancedb; object storage options from $WORKBENCH_STORAGE_OPTIONS, docs/scale.md)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", help="parse a file or folder and store it as a collection")

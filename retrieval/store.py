@@ -1,7 +1,9 @@
 """Collections in embedded LanceDB: one table per collection plus a catalogue table.
 
 Location: `$WORKBENCH_DB` if set (any LanceDB URI: a folder, or object storage such as
-`s3://bucket/path`), else `<repo>/data/lancedb`.
+`s3://bucket/path`), else `<repo>/data/lancedb`. Object storage takes LanceDB's `storage_options`
+(the `Store` argument, else `$WORKBENCH_STORAGE_OPTIONS` as JSON, else LanceDB reads `AWS_*`
+variables); the store works there unchanged (tests/test_object_storage.py, docs/scale.md).
 
 Each collection table has one row per document: id, title, text, tokens (the analyser's terms,
 space-joined, so they can be shown and indexed), n_tokens, language, vector, metadata (JSON
@@ -13,8 +15,9 @@ arrive ready (tokenised, embedded, entities extracted) from the ingest pipeline 
 
 Writer protocol (docs/reliability.md). Every write to a collection (create, add, clear, delete,
 ratings) holds the collection's writer lock: a thread lock plus an OS file lock
-(`<db>/_workbench_locks/<name>.lock`, flock: released by the OS when the holder dies, so a killed
-writer never leaves it taken), so one writer at a time across threads *and* processes; the
+(`<db>/_workbench_locks/<name>.lock`, or for object storage a local folder per URI, `lock_dir`;
+flock: released by the OS when the holder dies, so a killed writer never leaves it taken), so one
+writer at a time across threads *and* processes of one machine; the
 catalogue and the saved configs have locks of their own, always taken after a collection's.
 Under the lock a write first records a journal (`<name>.journal.json`: the operation and the
 version of every table it will touch, and the catalogue entry before it), then writes, then
@@ -79,6 +82,30 @@ def default_db_uri() -> str:
     return os.environ.get("WORKBENCH_DB") or str(REPO_DIR / "data" / "lancedb")
 
 
+def is_remote(uri: str) -> bool:
+    """Whether `uri` is a URL (object storage: `s3://…`, `gs://…`, `az://…`), not a local folder."""
+    return "://" in uri
+
+
+def default_storage_options() -> dict[str, str] | None:
+    """LanceDB's `storage_options` for object storage from `$WORKBENCH_STORAGE_OPTIONS` (a JSON
+    object of strings, e.g. `{"aws_endpoint": "http://127.0.0.1:9000", "allow_http": "true"}`),
+    else None: LanceDB then reads the usual `AWS_*` variables (AWS_ENDPOINT, AWS_REGION,
+    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ALLOW_HTTP) and the AWS credential chain."""
+    raw = os.environ.get("WORKBENCH_STORAGE_OPTIONS")
+    if not raw:
+        return None
+    try:
+        options = json.loads(raw)
+    except ValueError as exc:
+        raise RetrievalError(f"WORKBENCH_STORAGE_OPTIONS is not JSON: {exc}") from None
+    if not isinstance(options, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                for k, v in options.items()):
+        raise RetrievalError("WORKBENCH_STORAGE_OPTIONS must be a JSON object of strings, "
+                             'e.g. {"aws_endpoint": "http://127.0.0.1:9000", "allow_http": "true"}')
+    return options
+
+
 def crash_point(step: str) -> None:
     """Where the reliability tests kill a writer: with `WORKBENCH_PAUSE_AT=<step>` the process
     writes `<step>` to `$WORKBENCH_PAUSE_FILE` and waits there to be killed (`kill -9`). A no-op
@@ -93,10 +120,10 @@ def lock_dir(uri: str) -> Path:
     """Where the writer locks and journals of database `uri` live: inside a local database; for
     object storage (`s3://…`) in a local folder (`$WORKBENCH_LOCK_DIR`, else data/locks), one per
     URI, so they coordinate the processes of this machine only (see docs/reliability.md)."""
-    if "://" not in uri:
+    if not is_remote(uri):
         return Path(uri) / LOCK_DIR_NAME
     base = Path(os.environ.get("WORKBENCH_LOCK_DIR") or REPO_DIR / "data" / "locks")
-    return base / hashlib.sha1(uri.encode()).hexdigest()[:16]
+    return base / hashlib.sha1(uri.rstrip("/").encode()).hexdigest()[:16]
 
 
 class WriterLock:
@@ -276,12 +303,15 @@ DOCUMENT_COLUMNS = ["id", "title", "text", "tokens", "metadata", "parent_id", "c
 class Store:
     """Collections and their catalogue in one LanceDB database."""
 
-    def __init__(self, uri: str | None = None):
+    def __init__(self, uri: str | None = None, storage_options: dict[str, str] | None = None):
         self.uri = uri or default_db_uri()
-        if "://" not in self.uri:
+        if not is_remote(self.uri):
             Path(self.uri).mkdir(parents=True, exist_ok=True)
-        # Interval 0: every read sees the latest committed version, also another process's.
-        self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0))
+        self.storage_options = storage_options if storage_options is not None else default_storage_options()
+        # Interval 0: every read sees the latest committed version, also another process's
+        # (on object storage: one small manifest request per read, see docs/scale.md).
+        self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0),
+                                  storage_options=self.storage_options)
         self.lock_dir = lock_dir(self.uri)
         self.lock_dir.mkdir(parents=True, exist_ok=True)
         self._locks: dict[str, WriterLock] = {}
