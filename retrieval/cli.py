@@ -63,6 +63,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--rerank-lambda", type=float, dest="rerank_lambda",
                    help="λ in final = λ·norm(fused) + (1 − λ)·norm(rerank); 0 = the reranker's order")
     g.add_argument("--reranker", help="'e5' (offline default) or a CrossEncoder folder / id")
+    g.add_argument("--no-language-aware", dest="language_aware", action="store_false", default=None,
+                   help="keep BM25 and keyword weights when the query's script differs from the collection's")
     for group in PARAM_GROUPS:  # one option per source with its own parameters, from its descriptor
         names = [p.key for p in SOURCES[group].params if p.group == group]
         g.add_argument(f"--{group}",
@@ -74,7 +76,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
     data = SearchConfig.from_json(args.config.read_text(encoding="utf-8")).to_dict() if args.config else {}
     for name in ("fusion", "rrf_k", "normalization", "combination", "depth", "top_k", "min_score", "min_display_score",
                  "tie_field", "bm25_backend", "bm25_k1", "bm25_b", "rerank", "rerank_top_n", "rerank_lambda",
-                 "reranker", "graph_focus"):
+                 "reranker", "graph_focus", "language_aware"):
         value = getattr(args, name)
         if value is not None:
             data[name] = value

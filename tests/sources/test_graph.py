@@ -217,7 +217,8 @@ def test_source_scores_and_details_by_hand(mini):
 
 def test_three_sources_fused_by_rrf_with_contributions(mini):
     wb = Workbench(mini)
-    config = SearchConfig(weights={"bm25": 0.3, "dense": 0.3, "graph": 0.4}, rrf_k=10, graph={"threshold": 0.08})
+    config = SearchConfig(fusion="rrf", weights={"bm25": 0.3, "dense": 0.3, "graph": 0.4}, rrf_k=10,
+                          graph={"threshold": 0.08})
     result = wb.search("mini", "袁绍", config)
     graph_ranks = {h.doc_id: h.rank for h in result.candidates.sources["graph"].hits}
     assert graph_ranks == {"mini#0": 1, "mini#1": 2, "mini#2": 3}
