@@ -15,8 +15,9 @@ import pytest
 from retrieval import cli
 from retrieval.embed import MINILM
 from retrieval.ingest import ParseOptions, open_stream, parse_path
-from retrieval.pipeline import Throughput, create_collection, duration, ingest_stream, stream_language
+from retrieval.pipeline import create_collection, ingest_stream, stream_language
 from retrieval.store import GRAPH_KINDS, Store
+from retrieval.throughput import Throughput, duration
 from retrieval.types import IngestError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
