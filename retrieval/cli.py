@@ -23,6 +23,7 @@ from .config import (
     SearchConfig,
     parse_weights,
 )
+from .ingest import STREAM_BATCH
 from .result_json import search_json
 from .sources import SOURCES
 from .types import RetrievalError
@@ -110,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-column")
     p.add_argument("--text-mode", choices=("paragraphs", "file"), default="paragraphs")
     p.add_argument("--max-chunk-chars", type=int, default=1500)
+    p.add_argument("--batch-size", type=int, default=STREAM_BATCH,
+                   help="documents read, embedded and written per batch (memory holds one batch; default "
+                        f"{STREAM_BATCH}); the whole ingest is still all or nothing")
 
     p = sub.add_parser("search", help="search a collection and explain each result")
     p.add_argument("collection", help="its table name or display name")
@@ -176,29 +180,69 @@ def _beir_judged(args, workbench) -> tuple[str, object, dict]:
 
 
 def cmd_ingest(args) -> int:
-    from .ingest import ColumnMapping, ParseOptions, parse_path
+    """Streaming ingest (pipeline.ingest_stream): files of any size, one batch in memory, all or
+    nothing; tqdm bars on stderr show documents/s and the time left."""
+    from .ingest import ColumnMapping, ParseOptions, open_stream
 
     options = ParseOptions(
         mapping=ColumnMapping(id=args.id_column, title=args.title_column, text=args.text_column),
         text_mode=args.text_mode, markdown_max_chars=args.max_chunk_chars,
     )
-    corpus = parse_path(args.path, options)
-    _log(f"parsed {len(corpus.documents)} documents ({corpus.format}, encoding {corpus.encoding})")
-    for note in corpus.notes:
+    stream = open_stream(args.path, options, args.batch_size)
+    _log(f"found {stream.total} documents ({stream.format}, encoding {stream.encoding}); "
+         f"ingesting in batches of {stream.batch_size}")
+    for note in stream.notes:
         _log(f"  note: {note}")
+    shown = len(stream.notes)
     workbench = _workbench(args)
     started = time.perf_counter()
-    if args.add:
-        result = workbench.add(workbench.resolve(args.collection), corpus, progress=_progress)
-    else:
-        result = workbench.create(args.collection, corpus, model=args.model, progress=_progress)
+    with StageBars() as bars:
+        if args.add:
+            result = workbench.ingest_stream(workbench.resolve(args.collection), stream, add=True, progress=bars)
+        else:
+            result = workbench.ingest_stream(args.collection, stream, model=args.model, progress=bars)
     seconds = time.perf_counter() - started
+    for note in stream.notes[shown:]:  # decided while reading (columns of each file's first batch)
+        _log(f"  note: {note}")
     info = result.info
     _log(f"collection {collection_label(info)}: {info.doc_count} documents, model {info.model} ({info.dim}-d), "
-         f"language {info.language}; {ingest_rate(len(corpus.documents), seconds)}")
+         f"language {info.language}; {ingest_rate(result.documents, seconds)}")
     if result.note:
         _log(f"note: {result.note}")
     return 0
+
+
+class StageBars:
+    """A `Progress` callback drawing one tqdm bar per stage on stderr (documents, docs/s, time
+    left when the total is known; 0 = unknown), closed when the stage changes or the block ends."""
+
+    def __init__(self, file=None):
+        self._file = file
+        self._stage: str | None = None
+        self._bar = None
+
+    def __enter__(self) -> StageBars:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if stage != self._stage:
+            self.close()
+            self._stage = stage
+            self._bar = tqdm(total=total or None, desc=stage, unit="doc", file=self._file or sys.stderr,
+                             mininterval=0.5, dynamic_ncols=True)
+        if done > self._bar.n:
+            self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        self._stage = None
 
 
 def collection_label(info) -> str:

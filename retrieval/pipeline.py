@@ -5,6 +5,10 @@ written in one all-or-nothing store write.
                       → count_truncated → graph_rows (entities.py)
                       → Store.write_collection / Store.append → IngestResult
 
+The streaming ingest (`ingest_stream`, the CLI's) does the same per batch of a
+`ingest.DocumentStream`, inside one `Store.streaming_write`: memory holds one batch, and the
+whole ingest is still one all-or-nothing write (see `ingest_stream`).
+
 A new collection's name may be in any script: the store keeps it as the display name and
 derives a safe table name from it (`Store.new_names`, names.py). The encoder embeds each
 document from its first `max_seq_length` tokens; how many documents were longer is counted at
@@ -19,6 +23,7 @@ queue; the store re-checks names and ids under the lock.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,8 +34,9 @@ import numpy as np
 import pyarrow as pa
 
 from .entities import graph_table_rows
+from .ingest import DocumentStream
 from .store import CollectionInfo, Progress, Store, collection_schema, now_iso
-from .tokenize import TOKENIZER_NAME, corpus_language, document_language, tokenize
+from .tokenize import TOKENIZER_NAME, corpus_language, document_language, language_from_mix, tokenize
 from .types import Document, IngestError, ParsedCorpus, RetrievalError
 
 
@@ -71,12 +77,13 @@ def truncation_note(truncated: int | None, documents: int, window: int | None) -
             f"BM25 indexes all of {their} text")
 
 
-def check_documents(documents: list[Document]) -> None:
-    """Last line of defence before a write (parsers report problems with row numbers first)."""
+def check_documents(documents: list[Document], seen: set[str] | None = None) -> None:
+    """Last line of defence before a write (parsers report problems with row numbers first).
+    `seen`: the ids of the batches before (a streaming ingest), updated with these."""
     if not documents:
         raise IngestError("No documents to ingest")
     problems = []
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     for doc in documents:
         if not doc.id or not doc.id.strip():
             problems.append("a document has an empty id")
@@ -213,3 +220,88 @@ def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progr
     stored = lambda: count_truncated(stored_documents(store, name), encoder)  # noqa: E731
     info = index_for_size(store, store.append(name, rows, graph, legacy, truncated, stored))
     return IngestResult(info, len(corpus.documents), truncated, encoder.spec.max_seq_length)
+
+
+def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = False, model: str | None = None,
+                  description: str = "", progress: Progress | None = None) -> IngestResult:
+    """Create collection `name` (any script, as `create_collection`) from a `DocumentStream`, or
+    with `add` add it to collection `name` (its table name), batch by batch: each batch is
+    checked (ids also against every batch before: one set of ids is kept, small next to texts),
+    tokenised, embedded, its entities found, and appended, so memory holds one batch.
+
+    All or nothing: the batches are written inside ONE `Store.streaming_write`, which holds the
+    collection's writer lock from the first batch to the catalogue entry (other writers to the
+    collection wait for the whole ingest) under one journal, so a problem in any batch, or a kill
+    anywhere, leaves the collection exactly as before (rolled back at once, or by the next holder
+    of the lock after a kill). Unlike the one-shot ingest, embedding runs under the lock.
+
+    The model of a new collection, unless given, is chosen by the language of every document, as
+    in the one-shot ingest: `stream_language` reads the stream once first (no embedding), which
+    also finds any parse problem before anything is written. `progress("reading", done, total)`
+    during that pass, then `progress("ingesting", documents done, stream.total)` after every
+    embedding chunk and batch."""
+    from .embed import default_model_for, load_encoder
+
+    batches = stream.batches()
+    first = next(batches, None)
+    if first is None:
+        raise IngestError("No documents to ingest")
+    if add:
+        info = store.info(name)
+        encoder = load_encoder(info.model)
+        if encoder.spec.dim != info.dim:
+            raise RetrievalError(f"Model {info.model!r} now gives {encoder.spec.dim}-d vectors, "
+                                 f"the collection holds {info.dim}-d ones")
+    else:
+        table, display = store.new_names(name)
+        language = "en" if model else stream_language(stream, progress)
+        encoder = load_encoder(model or default_model_for(language))
+        now = now_iso()
+        info = CollectionInfo(
+            name=table, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
+            language=language, doc_count=0, created=now, updated=now,
+            lancedb_version=lancedb.__version__, description=description, display_name=display, truncated=0,
+        )
+    total = stream.total
+    done = 0
+    seen: set[str] = set()
+    ingested = datetime.now(UTC)
+    legacy = lambda: graph_rows(stored_documents(store, name), datetime.fromisoformat(info.created))  # noqa: E731
+    stored = lambda: count_truncated(stored_documents(store, name), encoder)  # noqa: E731
+    with store.streaming_write(info, create=not add, legacy_graph_rows=legacy if add else None,
+                               stored_truncated=stored if add else None) as writer:
+        for batch in itertools.chain([first], batches):
+            check_documents(batch, seen)
+            rows = document_rows(batch, encoder, _within(progress, done, total))
+            writer.append(rows, graph_table_rows(batch, ingested), count_truncated(batch, encoder))
+            done += len(batch)
+            if progress:
+                progress("ingesting", done, total)
+    info = index_for_size(store, writer.info)
+    return IngestResult(info, done, writer.truncated, encoder.spec.max_seq_length)
+
+
+def stream_language(stream: DocumentStream, progress: Progress | None = None) -> str:
+    """The corpus language of every document of `stream` (`corpus_language`, as the one-shot
+    ingest decides it), in one reading pass without embedding (parsing only: seconds for a
+    million JSONL lines, next to the hour the encoder takes); a problem in any batch is found
+    here, before anything is written. `progress("reading", done, total)` per batch."""
+    mix: list[str] = []
+    done = 0
+    for batch in stream.batches():
+        mix.extend(document_language(embedding_text(d)) for d in batch)
+        done += len(batch)
+        if progress:
+            progress("reading", done, stream.total)
+    return language_from_mix(mix)
+
+
+def _within(progress: Progress | None, done: int, total: int) -> Progress | None:
+    """A batch's embedding progress as the stream's: documents done before it plus embedded in it."""
+    if progress is None:
+        return None
+
+    def report(stage: str, embedded: int, _: int) -> None:
+        if stage == "embedding":
+            progress("ingesting", done + embedded, total)
+    return report

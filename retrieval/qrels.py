@@ -30,7 +30,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import PurePath
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TextIO
 
 from .encoding import decode_bytes
 from .types import IngestError
@@ -121,14 +121,16 @@ def read_json_lines(text: str) -> Iterator[tuple[int, Any, str | None]]:
             yield number, None, f"invalid JSON ({err.msg}, column {err.colno})"
 
 
-def read_rows(text: str, delimiter: str, quoting: int = csv.QUOTE_MINIMAL) -> Iterator[tuple[int, list[str]]]:
-    """Yield (line number the record starts on, fields) for each non-empty record of delimited text.
+def read_rows(text: str | TextIO, delimiter: str, quoting: int = csv.QUOTE_MINIMAL) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number the record starts on, fields) for each non-empty record of delimited text
+    (a string, or a text stream opened with `newline=""`, read lazily).
 
     Line numbers are 1-based, so a header is line 1 and a quoted multi-line cell keeps the next
     record's number exact. Raises IngestError naming the line on malformed input.
     """
+    lines = io.StringIO(text, newline="") if isinstance(text, str) else text
     # strict: an unclosed quote is an error, not a cell silently holding the rest of the file.
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting, strict=True)
+    reader = csv.reader(lines, delimiter=delimiter, quoting=quoting, strict=True)
     start = 1
     try:
         for fields in reader:

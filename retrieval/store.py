@@ -649,6 +649,42 @@ class Store:
                 crash_point("add:catalogue")
             return info
 
+    @contextmanager
+    def streaming_write(self, info: CollectionInfo, create: bool,
+                        legacy_graph_rows: Callable[[], dict[str, list[dict]]] | None = None,
+                        stored_truncated: Callable[[], int] | None = None) -> Iterator[BatchWriter]:
+        """One write of many batches (the streaming ingest): create collection `info.name` or add
+        to it, all or nothing. Holds the collection's writer lock for the whole block (other
+        writers to it wait) and runs in ONE transaction: the journal records every touched
+        table's version before the first batch, so a failure or a kill anywhere, between or
+        inside batches, rolls the whole ingest back (docs/reliability.md). Yields a
+        `BatchWriter`; `append(rows, graph_rows, truncated)` writes a batch, and when the block
+        ends without error the BM25 index, the entities table and the catalogue entry are
+        written (steps `stream:index`, `stream:graph`, `stream:catalogue`). `legacy_graph_rows`
+        and `stored_truncated` are `append`'s."""
+        name = validate_collection_name(info.name)
+        try:
+            with self._streaming_write(name, info, create, legacy_graph_rows, stored_truncated) as writer:
+                yield writer
+        finally:
+            self.note_write()
+
+    @contextmanager
+    def _streaming_write(self, name, info, create, legacy_graph_rows, stored_truncated) -> Iterator[BatchWriter]:
+        with self.writer_lock(name):
+            if create:
+                if self._has_table(name) or any(d == info.label for t, d in self.display_names().items()
+                                                if t != name):
+                    raise RetrievalError(f"Collection {info.label!r} already exists: add to it, or delete it first")
+            else:
+                info = self.info(name)
+            with self.transaction(name, "create" if create else "add", [name, *self._graph_table_names(name)]):
+                writer = BatchWriter(self, info, create)
+                if not create:
+                    writer.start(legacy_graph_rows, stored_truncated)
+                yield writer
+                writer.finish()
+
     # ---- entity graph tables (see entities.py) ----------------------------------------------
     def _write_graph_tables(self, name: str, rows: dict[str, list[dict]]) -> None:
         """Append links and times, merge entity counts (rewrites the small entities table)."""
@@ -794,6 +830,93 @@ class Store:
             chunked_docs=sum(1 for p in rows.column("parent_id").to_pylist() if p),
             metadata_fields=sorted(fields),
         )
+
+
+class BatchWriter:
+    """The batches of one `Store.streaming_write` (the caller holds the lock and the transaction)."""
+
+    def __init__(self, store: Store, info: CollectionInfo, create: bool):
+        self.store, self.info, self.create = store, info, create
+        self.batches = 0  # batches written
+        self.truncated = 0  # of the rows written
+        self._table = None if create else store.db.open_table(info.name)
+        self._entities: dict[str, dict] = {}  # entity id -> row, counts over every batch (small next to texts)
+        self._before: int | None = 0 if create else info.truncated
+
+    def start(self, legacy_graph_rows, stored_truncated) -> None:
+        """An add: count the stored documents' truncation, index a pre-graph collection's
+        stored documents (`Store.append`'s legacy cases), before the first batch."""
+        if self._before is None and stored_truncated is not None:
+            self._before = stored_truncated()
+        name = self.info.name
+        if legacy_graph_rows is not None and not self.store.has_graph_tables(name) and self._table.count_rows():
+            self._graph(legacy_graph_rows())
+
+    def append(self, rows: pa.Table, graph_rows: dict[str, list[dict]], truncated: int = 0) -> None:
+        """Write one batch: its rows (ids already in the collection are refused) and its links and
+        times; its entity counts are merged in memory and written by `finish`."""
+        name = self.info.name
+        if self._table is None:
+            self._table = self.store.db.create_table(name, rows, schema=collection_schema(self.info.dim))
+        else:
+            clashes = self.store.existing_ids(name, rows.column("id").to_pylist()) if not self.create else ()
+            if clashes:
+                raise IngestError(
+                    f"{len(clashes)} document id(s) already exist in {name!r}; nothing was added",
+                    [f"id {i!r} is already in the collection" for i in sorted(clashes)],
+                )
+            self._table.add(rows)
+        self._graph(graph_rows)
+        self.truncated += truncated
+        self.batches += 1
+        crash_point(f"stream:batch-{self.batches}")
+
+    def _graph(self, rows: dict[str, list[dict]]) -> None:
+        from .entities import graph_schemas
+
+        schemas = graph_schemas()
+        existing = set(self.store._table_names())
+        for kind in ("event_entities", "event_times"):
+            table_name = aux_table_name(self.info.name, kind)
+            data = pa.Table.from_pylist(rows[kind], schema=schemas[kind])
+            if table_name not in existing:
+                self.store.db.create_table(table_name, data, schema=schemas[kind])
+            elif data.num_rows:
+                self.store.db.open_table(table_name).add(data)
+        for row in rows["entities"]:
+            known = self._entities.get(row["id"])
+            if known is None:
+                self._entities[row["id"]] = dict(row)
+            else:
+                known["event_count"] += row["event_count"]
+
+    def finish(self) -> None:
+        """After the last batch: the BM25 index, the entities table, the catalogue entry."""
+        from .entities import graph_schemas, merge_entities
+
+        if not self.batches:
+            raise IngestError("No documents to ingest")
+        table, name, store = self._table, self.info.name, self.store
+        _index_tokens(table)
+        crash_point("stream:index")
+        schema = graph_schemas()["entities"]
+        entities_table = aux_table_name(name, "entities")
+        if entities_table in set(store._table_names()):
+            handle = store.db.open_table(entities_table)
+            merged = merge_entities(handle.to_arrow().to_pylist(), self._entities.values())
+            handle.add(pa.Table.from_pylist(merged, schema=schema), mode="overwrite")
+        else:
+            merged = merge_entities([], self._entities.values())
+            store.db.create_table(entities_table, pa.Table.from_pylist(merged, schema=schema), schema=schema)
+        crash_point("stream:graph")
+        info = self.info
+        languages = table.search().select(["language"]).limit(None).to_arrow().column("language")
+        info.language = language_from_mix(languages.to_pylist())
+        info.doc_count = table.count_rows()
+        info.truncated = None if self._before is None else self._before + self.truncated
+        info.updated = now_iso()
+        store._write_info(info)
+        crash_point("stream:catalogue")
 
 
 def now_iso() -> str:

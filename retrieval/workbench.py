@@ -26,6 +26,7 @@ from .store import CollectionInfo, CollectionStats, Progress, Store
 from .types import FusedResult, FusionOutcome, Hit, ParsedCorpus, RerankedResult, SourceResult
 
 if TYPE_CHECKING:
+    from .ingest import DocumentStream
     from .pipeline import IngestResult
 
 log = logging.getLogger(__name__)
@@ -161,6 +162,17 @@ class Workbench:
         from .pipeline import add_documents
 
         return add_documents(self.store, collection, corpus, progress)
+
+    def ingest_stream(self, collection: str, stream: DocumentStream, add: bool = False, model: str | None = None,
+                      description: str = "", progress: Progress | None = None) -> IngestResult:
+        """Create collection `collection` (any script) from a `DocumentStream`, or add it to
+        collection `collection` (its table name), batch by batch in one all-or-nothing write
+        (`pipeline.ingest_stream`; holds the collection's writer lock for the whole ingest)."""
+        from .pipeline import ingest_stream
+
+        if model is not None and self.model_check is not None:
+            self.model_check("embedding model", model)
+        return ingest_stream(self.store, collection, stream, add, model, description, progress)
 
     def backends(self, collection: str) -> dict[str, str]:
         """What serves BM25 and vector search on this collection under the default config, in words

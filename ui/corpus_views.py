@@ -80,6 +80,7 @@ def upload_form(workbench: Workbench) -> None:
         key="corpus.files",
         help="One or many files; ids must be unique across them. Tables need a text column; every other "
              "column becomes metadata. Text files split into paragraphs, Markdown into heading chunks.")
+    st.caption(corpus.LARGE_FILES_HINT)
     files = [(f.name, f.getvalue()) for f in uploaded or []]
     c1, c2 = st.columns(2)
     text_mode = c1.selectbox(
@@ -151,9 +152,10 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
                  help="Parse, tokenise and embed everything, then write it in one commit: on any error "
                       "nothing is written."):
         bar = st.progress(0.0, text="Parsing…")
+        stages = corpus.StageProgress()
 
         def progress(stage: str, done: int, total: int) -> None:
-            bar.progress(min(1.0, done / max(total, 1)), text=f"{stage.capitalize()} {done}/{total}")
+            bar.progress(*stages(stage, done, total))
 
         try:
             options = corpus.parse_options(mapping["id"], mapping["title"], mapping["text"], text_mode, max_chars)

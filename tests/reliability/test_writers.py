@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from writer import documents as writer_documents  # the documents a writer writes
 from writer import write  # the writer's own code, run in this process for setup and re-ingest
 
 from retrieval.judgments import JudgmentStore
@@ -270,3 +271,53 @@ def test_kill_during_a_rating_rolls_both_tables_back(tmp_path):
 
 def test_graph_kinds_are_what_the_checks_read():
     assert GRAPH_KINDS == ("entities", "event_entities", "event_times")
+
+
+# ---- kill -9 of a real streaming CLI ingest (python -m retrieval ingest) --------------------------
+def stream_file(tmp: Path, start_: int, count: int) -> Path:
+    """`count` documents d<start>… as JSONL: with --batch-size 3, several batches."""
+    path = tmp / f"stream-{start_}.jsonl"
+    path.write_text("".join(json.dumps({"id": d.id, "text": d.text}) + "\n" for d in
+                            writer_documents(start_, count)), encoding="utf-8")
+    return path
+
+
+def killed_cli_at(db: Path, tmp: Path, step: str, *args: str) -> Store:
+    """A real `python -m retrieval ingest … --batch-size 3` stopped at `step`, killed -9 there.
+    Returns a Store opened while it was paused (before the kill)."""
+    marker = tmp / f"paused-{time.monotonic_ns()}"
+    env = {**os.environ, "WORKBENCH_PAUSE_AT": step, "WORKBENCH_PAUSE_FILE": str(marker), "OMP_WAIT_POLICY": "PASSIVE"}
+    process = subprocess.Popen([sys.executable, "-m", "retrieval", "--db", str(db), "ingest", *args,
+                                "--batch-size", "3"], cwd=Path(__file__).resolve().parents[2],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 300
+    while not marker.exists():
+        if process.poll() is not None:
+            raise AssertionError(f"ingest ended before {step}: {process.communicate()}")
+        assert time.monotonic() < deadline, f"ingest never reached {step}"
+        time.sleep(0.05)
+    paused = Store(str(db))
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    return paused
+
+
+@pytest.mark.parametrize("step", ["stream:batch-2", "stream:catalogue"])
+def test_kill_during_a_streaming_cli_create_leaves_no_trace(tmp_path, step):
+    db = tmp_path / "db"
+    killed_cli_at(db, tmp_path, step, str(stream_file(tmp_path, 0, 10)), "--collection", "c",
+                  "--model", "all-MiniLM-L6-v2")
+    assert Store(str(db))._has_table("c")  # the killed ingest had written rows
+    then_recovers(db, "c", ("absent", []))
+
+
+@pytest.mark.parametrize("step", ["stream:batch-2", "stream:catalogue"])
+def test_kill_during_a_streaming_cli_add_leaves_the_collection_as_before(tmp_path, step):
+    db = tmp_path / "db"
+    assert prepare(db, "create", "c", 0, 10)["ok"]
+    before = snapshot(Store(str(db)), "c")
+    paused = killed_cli_at(db, tmp_path, step, str(stream_file(tmp_path, 100, 10)), "--collection", "c", "--add")
+    written = set(ids_of(paused, "c")) - docs(0, 10)  # what the killed ingest had committed
+    assert written == (docs(100, 6) if step == "stream:batch-2" else docs(100, 10))
+    then_recovers(db, "c", before)

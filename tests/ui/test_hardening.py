@@ -203,3 +203,13 @@ def test_uploads_over_the_limits_are_refused_with_the_limit_named(monkeypatch, t
         corpus.ingest(workbench, [("a.csv", big[: limits.MB]), ("b.csv", big[: limits.MB])],
                       corpus.parse_options(), "big")
     assert not workbench.exists("big")
+
+
+def test_the_ingest_bar_shows_documents_per_second_and_time_left():
+    times = iter([0.0, 4.0, 10.0, 12.0])
+    stages = corpus.StageProgress(clock=lambda: next(times))
+    assert stages("tokenising", 1, 400) == (0.0025, "Tokenising: 1 of 400 documents")
+    assert stages("tokenising", 201, 400) == (0.5025, "Tokenising: 201 of 400 documents · 50.2 docs/s · about 4 s left")
+    assert stages("embedding", 0, 400) == (0.0, "Embedding: 0 of 400 documents")  # a new stage: a new rate
+    assert stages("embedding", 100, 400) == (0.25, "Embedding: 100 of 400 documents · 50.0 docs/s · about 6 s left")
+    assert "python -m retrieval ingest PATH --collection NAME" in corpus.LARGE_FILES_HINT
