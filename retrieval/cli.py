@@ -140,8 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON list (best first): label, config, metrics")
     add_config_options(p)
 
-    p = sub.add_parser("collections", help="list, show stats, build a vector index, delete or clear collections")
-    p.add_argument("action", choices=("list", "stats", "index", "delete", "clear"), nargs="?", default="list")
+    p = sub.add_parser("collections", help="list, show stats, build a vector index or the entity graph, delete or "
+                                           "clear collections")
+    p.add_argument("action", choices=("list", "stats", "index", "graph", "delete", "clear"), nargs="?",
+                   default="list")
     p.add_argument("name", nargs="?", help="the collection's table name or display name")
 
     p = sub.add_parser("serve", help="serve collections with their saved configs to agents (MCP: stdio or HTTP)")
@@ -391,8 +393,9 @@ def cmd_collections(args) -> int:
     if args.action == "list":
         for info in workbench.collections():
             truncated = "truncated not counted" if info.truncated is None else f"{info.truncated} truncated"
+            graph = "graph pending" if info.graph == "pending" else "graph built"
             print(f"{info.label}\t{info.name}\t{info.doc_count} docs\t{truncated}\t{info.model}\t"
-                  f"{info.language}\t{info.created}")
+                  f"{info.language}\t{info.created}\t{graph}")
         return 0
     if not args.name:
         raise RetrievalError(f"'collections {args.action}' needs a collection name")
@@ -408,6 +411,11 @@ def cmd_collections(args) -> int:
     elif args.action == "index":
         workbench.build_vector_index(name)
         _log(f"built an IVF_PQ vector index on {shown} (searches refine to exact similarities)")
+    elif args.action == "graph":
+        started = time.perf_counter()
+        with StageBars() as bars:
+            info = workbench.build_graph(name, progress=bars)
+        _log(f"built the entity graph of {shown}: {ingest_rate(info.doc_count, time.perf_counter() - started)}")
     elif args.action == "delete":
         workbench.delete(name)
         _log(f"deleted {shown}")

@@ -60,6 +60,11 @@ MAX_UPLOAD_MB = _env_int("WORKBENCH_MAX_UPLOAD_MB", 200, 1, 100_000)  # all file
 # below it rank-bm25 (tunable k1, b) and an exact vector scan take ≤ ~100 ms a query
 # (docs/experiments/scale.md); above it they grow linearly, to ~3 s at 1M documents.
 SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
+# Collections of at least this many documents (after the ingest) get their entity graph tables
+# built after the ingest, in batches (`graph_build.build_graph`: in the background on the graph
+# source's first use, or `collections graph NAME`), so entity extraction never blocks a large
+# ingest; below it every ingest writes them, as always.
+GRAPH_INLINE_MAX = _env_int("WORKBENCH_GRAPH_INLINE_MAX", SCALE_DOCS, 1, 1_000_000_000)
 EXCERPT_CHARS = _env_int("WORKBENCH_EXCERPT_CHARS", 5_000, 100, 10_000_000)
 TITLE_CHARS = 500
 

@@ -5,6 +5,11 @@ written in one all-or-nothing store write.
                       → count_truncated → graph_rows (entities.py)
                       → Store.write_collection / Store.append → IngestResult
 
+A collection that the ingest leaves with `limits.GRAPH_INLINE_MAX` documents or more skips
+`graph_rows` (in every path: create, add, stream): its graph is marked "pending" and built
+afterwards in batches (`graph_build.build_graph`), so entity extraction never blocks a large
+ingest. Below it nothing changes.
+
 The streaming ingest (`ingest_stream`, the CLI's) does the same per batch of a
 `ingest.DocumentStream`, inside one `Store.streaming_write`: memory holds one batch, and the
 whole ingest is still one all-or-nothing write (see `ingest_stream`).
@@ -34,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from .entities import graph_table_rows
+from .graph_build import graph_inline
 from .ingest import DocumentStream
 from .store import CollectionInfo, Progress, Store, collection_schema, now_iso
 from .tokenize import TOKENIZER_NAME, corpus_language, document_language, language_from_mix, tokenize
@@ -169,13 +175,14 @@ def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str 
     encoder = load_encoder(model or default_model_for(language))
     rows = document_rows(corpus.documents, encoder, progress)
     truncated = count_truncated(corpus.documents, encoder)
-    graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
+    inline = graph_inline(len(corpus.documents))
+    graph = graph_rows(corpus.documents, datetime.now(UTC), progress) if inline else None
     now = now_iso()
     info = CollectionInfo(
         name=table, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
         language=language, doc_count=len(corpus.documents), created=now, updated=now,
         lancedb_version=lancedb.__version__, description=description, display_name=display,
-        truncated=truncated,
+        truncated=truncated, graph="" if inline else "pending",
     )
     info = index_for_size(store, store.write_collection(info, rows, graph))
     return IngestResult(info, len(corpus.documents), truncated, encoder.spec.max_seq_length)
@@ -213,7 +220,8 @@ def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progr
                              f"the collection holds {info.dim}-d ones")
     rows = document_rows(corpus.documents, encoder, progress)
     truncated = count_truncated(corpus.documents, encoder)
-    graph = graph_rows(corpus.documents, datetime.now(UTC), progress)
+    inline = graph_inline(info.doc_count + len(corpus.documents), info)
+    graph = graph_rows(corpus.documents, datetime.now(UTC), progress) if inline else None
     # A collection ingested before the entity graph (or the truncation count) existed: its stored
     # documents are indexed (counted) too.
     legacy = lambda: graph_rows(stored_documents(store, name), datetime.fromisoformat(info.created))  # noqa: E731
@@ -263,17 +271,21 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
             lancedb_version=lancedb.__version__, description=description, display_name=display, truncated=0,
         )
     total = stream.total
+    inline = graph_inline(info.doc_count + total, info if add else None)
+    if not inline:
+        info.graph = "pending"
     done = 0
     seen: set[str] = set()
     ingested = datetime.now(UTC)
     legacy = lambda: graph_rows(stored_documents(store, name), datetime.fromisoformat(info.created))  # noqa: E731
     stored = lambda: count_truncated(stored_documents(store, name), encoder)  # noqa: E731
     with store.streaming_write(info, create=not add, legacy_graph_rows=legacy if add else None,
-                               stored_truncated=stored if add else None) as writer:
+                               stored_truncated=stored if add else None, graph=inline) as writer:
         for batch in itertools.chain([first], batches):
             check_documents(batch, seen)
             rows = document_rows(batch, encoder, _within(progress, done, total))
-            writer.append(rows, graph_table_rows(batch, ingested), count_truncated(batch, encoder))
+            writer.append(rows, graph_table_rows(batch, ingested) if inline else None,
+                          count_truncated(batch, encoder))
             done += len(batch)
             if progress:
                 progress("ingesting", done, total)

@@ -78,6 +78,10 @@ COLLECTION_NAME_RE = TABLE_NAME_RE  # fullmatch: no trailing newline
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
+class GraphOutdated(RetrievalError):
+    """The collection changed while its entity graph was built from it (`Store.write_graph`)."""
+
+
 def default_db_uri() -> str:
     return os.environ.get("WORKBENCH_DB") or str(REPO_DIR / "data" / "lancedb")
 
@@ -237,6 +241,10 @@ class CollectionInfo:
     # from their first tokens; BM25 indexes all of them). None: not counted (ingested before the
     # count existed).
     truncated: int | None = None
+    # The entity graph tables: "" current (written by every ingest below `limits.GRAPH_INLINE_MAX`
+    # documents, or built); "pending": missing or missing the latest documents, to be built by
+    # `graph_build.build_graph` (a large ingest skips entity extraction). Null in older catalogues: "".
+    graph: str = ""
 
     def __post_init__(self) -> None:
         if not self.display_name:
@@ -294,6 +302,7 @@ def info_from_entry(entry: dict) -> CollectionInfo:
     known = {k: v for k, v in entry.items() if k in CollectionInfo.__dataclass_fields__}
     known["display_name"] = known.get("display_name") or known["name"]
     known["truncated"] = known.get("truncated")
+    known["graph"] = known.get("graph") or ""
     return CollectionInfo(**known)
 
 DOCUMENT_COLUMNS = ["id", "title", "text", "tokens", "metadata", "parent_id", "chunk_index",
@@ -563,7 +572,7 @@ class Store:
             self._clear_tables(name)
             entry = journal.get("catalogue")
             if entry is not None:
-                self._put_entry(name, {**entry, "doc_count": 0, "truncated": 0})
+                self._put_entry(name, {**entry, "doc_count": 0, "truncated": 0, "graph": ""})
             return
         existing = set(self._table_names())
         for table_name, version in journal["tables"].items():
@@ -586,9 +595,10 @@ class Store:
 
     @counts_as_write
     def write_collection(self, info: CollectionInfo, rows: pa.Table,
-                         graph_rows: dict[str, list[dict]]) -> CollectionInfo:
+                         graph_rows: dict[str, list[dict]] | None) -> CollectionInfo:
         """Create collection `info.name` from prepared rows (`collection_schema(info.dim)`) and its
-        entity graph rows, with its native BM25 index and catalogue entry. All or nothing."""
+        entity graph rows, with its native BM25 index and catalogue entry. All or nothing.
+        `graph_rows` None: no graph tables (a large ingest; `info.graph` is then "pending")."""
         name = validate_collection_name(info.name)
         with self.writer_lock(name):
             if self._has_table(name) or any(d == info.label for t, d in self.display_names().items() if t != name):
@@ -598,14 +608,15 @@ class Store:
                 crash_point("create:table")
                 _index_tokens(table)
                 crash_point("create:index")
-                self._write_graph_tables(name, graph_rows)
+                if graph_rows is not None:
+                    self._write_graph_tables(name, graph_rows)
                 crash_point("create:graph")
                 self._write_info(info)
                 crash_point("create:catalogue")
             return info
 
     @counts_as_write
-    def append(self, name: str, rows: pa.Table, graph_rows: dict[str, list[dict]],
+    def append(self, name: str, rows: pa.Table, graph_rows: dict[str, list[dict]] | None,
                legacy_graph_rows: Callable[[], dict[str, list[dict]]] | None = None, truncated: int = 0,
                stored_truncated: Callable[[], int] | None = None) -> CollectionInfo:
         """Append prepared rows and their entity graph rows to an existing collection; update its
@@ -626,7 +637,9 @@ class Store:
             table = self.db.open_table(name)
             before = info.truncated if info.truncated is not None else (
                 stored_truncated() if stored_truncated is not None else None)  # the stored rows only
-            if legacy_graph_rows is not None and not self.has_graph_tables(name) and table.count_rows():
+            if graph_rows is None:
+                info.graph = "pending"
+            elif legacy_graph_rows is not None and not self.has_graph_tables(name) and table.count_rows():
                 from .entities import merge_entities
 
                 old = legacy_graph_rows()
@@ -638,7 +651,8 @@ class Store:
                 crash_point("add:rows")
                 _index_tokens(table)
                 crash_point("add:index")
-                self._write_graph_tables(name, graph_rows)
+                if graph_rows is not None:
+                    self._write_graph_tables(name, graph_rows)
                 crash_point("add:graph")
                 languages = table.search().select(["language"]).limit(None).to_arrow().column("language")
                 info.language = language_from_mix(languages.to_pylist())
@@ -652,7 +666,8 @@ class Store:
     @contextmanager
     def streaming_write(self, info: CollectionInfo, create: bool,
                         legacy_graph_rows: Callable[[], dict[str, list[dict]]] | None = None,
-                        stored_truncated: Callable[[], int] | None = None) -> Iterator[BatchWriter]:
+                        stored_truncated: Callable[[], int] | None = None,
+                        graph: bool = True) -> Iterator[BatchWriter]:
         """One write of many batches (the streaming ingest): create collection `info.name` or add
         to it, all or nothing. Holds the collection's writer lock for the whole block (other
         writers to it wait) and runs in ONE transaction: the journal records every touched
@@ -661,16 +676,18 @@ class Store:
         `BatchWriter`; `append(rows, graph_rows, truncated)` writes a batch, and when the block
         ends without error the BM25 index, the entities table and the catalogue entry are
         written (steps `stream:index`, `stream:graph`, `stream:catalogue`). `legacy_graph_rows`
-        and `stored_truncated` are `append`'s."""
+        and `stored_truncated` are `append`'s. `graph` False: no graph rows are written (`append`
+        takes None) and the catalogue entry marks the graph pending."""
         name = validate_collection_name(info.name)
         try:
-            with self._streaming_write(name, info, create, legacy_graph_rows, stored_truncated) as writer:
+            with self._streaming_write(name, info, create, legacy_graph_rows, stored_truncated, graph) as writer:
                 yield writer
         finally:
             self.note_write()
 
     @contextmanager
-    def _streaming_write(self, name, info, create, legacy_graph_rows, stored_truncated) -> Iterator[BatchWriter]:
+    def _streaming_write(self, name, info, create, legacy_graph_rows, stored_truncated,
+                         graph) -> Iterator[BatchWriter]:
         with self.writer_lock(name):
             if create:
                 if self._has_table(name) or any(d == info.label for t, d in self.display_names().items()
@@ -679,9 +696,9 @@ class Store:
             else:
                 info = self.info(name)
             with self.transaction(name, "create" if create else "add", [name, *self._graph_table_names(name)]):
-                writer = BatchWriter(self, info, create)
+                writer = BatchWriter(self, info, create, graph)
                 if not create:
-                    writer.start(legacy_graph_rows, stored_truncated)
+                    writer.start(legacy_graph_rows if graph else None, stored_truncated)
                 yield writer
                 writer.finish()
 
@@ -717,6 +734,36 @@ class Store:
         if not all(n in existing for n in names.values()):
             return None
         return {kind: self.db.open_table(n).to_arrow() for kind, n in names.items()}
+
+    @counts_as_write
+    def write_graph(self, name: str, version: int, tables: dict[str, pa.Table]) -> CollectionInfo:
+        """Replace the collection's entity graph tables with `tables` (built from its documents at
+        table version `version`, `graph_build.build_graph`) and mark them current, in one
+        transaction (op "graph": a failure or a kill leaves the tables and the catalogue entry as
+        before). The collection's table gets an empty commit (a delete of no rows), so its state
+        key changes and every cache of it, in any process, re-reads it with its graph. A
+        `GraphOutdated` error, and nothing written, when the collection changed since `version`."""
+        with self.writer_lock(name):
+            info = self.info(name)
+            table = self.db.open_table(name)
+            if table.version != version:
+                raise GraphOutdated(f"{name!r} changed while its entity graph was built (version {version} → "
+                                    f"{table.version})")
+            with self.transaction(name, "graph", [name, *self._graph_table_names(name)]):
+                existing = set(self._table_names())
+                for kind in GRAPH_KINDS:
+                    table_name = aux_table_name(name, kind)
+                    if table_name in existing:
+                        self.db.open_table(table_name).add(tables[kind], mode="overwrite")
+                    else:
+                        self.db.create_table(table_name, tables[kind], schema=tables[kind].schema)
+                    crash_point(f"graph:{kind}")
+                table.delete("false")  # a new version of the collection: caches key on it
+                info.graph = ""
+                info.updated = now_iso()
+                self._write_info(info)
+                crash_point("graph:catalogue")
+            return info
 
     @counts_as_write
     def build_vector_index(self, name: str, index_type: str = "IVF_PQ", num_partitions: int | None = None) -> None:
@@ -773,6 +820,7 @@ class Store:
                 self._clear_tables(name)
                 info.doc_count = 0
                 info.truncated = 0
+                info.graph = ""  # no documents: nothing to build
                 info.updated = now_iso()
                 self._write_info(info)
             return info
@@ -835,8 +883,8 @@ class Store:
 class BatchWriter:
     """The batches of one `Store.streaming_write` (the caller holds the lock and the transaction)."""
 
-    def __init__(self, store: Store, info: CollectionInfo, create: bool):
-        self.store, self.info, self.create = store, info, create
+    def __init__(self, store: Store, info: CollectionInfo, create: bool, graph: bool = True):
+        self.store, self.info, self.create, self.graph = store, info, create, graph
         self.batches = 0  # batches written
         self.truncated = 0  # of the rows written
         self._table = None if create else store.db.open_table(info.name)
@@ -852,9 +900,10 @@ class BatchWriter:
         if legacy_graph_rows is not None and not self.store.has_graph_tables(name) and self._table.count_rows():
             self._graph(legacy_graph_rows())
 
-    def append(self, rows: pa.Table, graph_rows: dict[str, list[dict]], truncated: int = 0) -> None:
+    def append(self, rows: pa.Table, graph_rows: dict[str, list[dict]] | None, truncated: int = 0) -> None:
         """Write one batch: its rows (ids already in the collection are refused) and its links and
-        times; its entity counts are merged in memory and written by `finish`."""
+        times (None when the graph is deferred); its entity counts are merged in memory and
+        written by `finish`."""
         name = self.info.name
         if self._table is None:
             self._table = self.store.db.create_table(name, rows, schema=collection_schema(self.info.dim))
@@ -866,7 +915,8 @@ class BatchWriter:
                     [f"id {i!r} is already in the collection" for i in sorted(clashes)],
                 )
             self._table.add(rows)
-        self._graph(graph_rows)
+        if graph_rows is not None:
+            self._graph(graph_rows)
         self.truncated += truncated
         self.batches += 1
         crash_point(f"stream:batch-{self.batches}")
@@ -901,7 +951,9 @@ class BatchWriter:
         crash_point("stream:index")
         schema = graph_schemas()["entities"]
         entities_table = aux_table_name(name, "entities")
-        if entities_table in set(store._table_names()):
+        if not self.graph:
+            self.info.graph = "pending"
+        elif entities_table in set(store._table_names()):
             handle = store.db.open_table(entities_table)
             merged = merge_entities(handle.to_arrow().to_pylist(), self._entities.values())
             handle.add(pa.Table.from_pylist(merged, schema=schema), mode="overwrite")

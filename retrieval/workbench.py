@@ -9,6 +9,7 @@ collections, judgments and saved configs through it, so none of them talks to th
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import limits
 from .cache import Caches
 from .config import SearchConfig
 from .fusion import fuse
@@ -79,6 +81,46 @@ class SearchResult:
         return ordered[: self.config.top_k]
 
 
+@dataclass
+class GraphStatus:
+    """Where a collection's entity graph tables stand (`Workbench.graph_status`): "current"
+    (written at ingest or built), "pending" (to be built: a large ingest skipped them),
+    "building" (`done` of `total` documents read), or "failed" (`error`; tried again on the
+    next search)."""
+
+    state: str
+    done: int = 0
+    total: int = 0
+    error: str = ""
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done / self.total) if self.total else 0
+
+    @property
+    def note(self) -> str:
+        """The sentence the graph source's empty result, the Graph page and the Corpus page show."""
+        joins = "the graph source joins when it is built"
+        if self.state == "building":
+            return (f"graph index: building {self.percent} % ({self.done:,} of {self.total:,} documents); {joins}")
+        if self.state == "pending":
+            return (f"graph index: pending ({self.total:,} documents; entity extraction runs after an ingest of "
+                    f"{limits.GRAPH_INLINE_MAX:,} documents or more, in the background from the graph source's "
+                    f"first search, or `collections graph NAME`); {joins}")
+        if self.state == "failed":
+            return f"graph index: the build failed ({self.error}); it is tried again on the next search"
+        return "graph index: built"
+
+
+@dataclass
+class _GraphBuild:
+    done: int = 0
+    total: int = 0
+    error: str = ""
+    thread: threading.Thread | None = None
+    running: bool = False
+
+
 def tie_values(documents: dict[str, dict[str, Any]], field_name: str | None) -> dict[str, float]:
     """The numeric metadata field used to break ties, for the candidates that have it."""
     if not field_name:
@@ -100,6 +142,12 @@ class Workbench:
         # (the CLI, whose user is on the server). The browser's Workbench refuses names outside
         # the built-ins and `limits.MODEL_DIRS_ENV` (`ui.state.browser_model_check`).
         self.model_check: Callable[[str, str], None] | None = None
+        # A pending entity graph (`graph_build`) is built in a background thread on the graph
+        # source's first search; False: only by `build_graph` (tests, scripts).
+        self.graph_in_background = True
+        self._graph_builds: dict[str, _GraphBuild] = {}
+        self._graph_locks: dict[str, threading.Lock] = {}
+        self._graph_guard = threading.Lock()
 
     @property
     def rerank_cache(self):
@@ -183,6 +231,82 @@ class Workbench:
     def build_vector_index(self, collection: str) -> None:
         """An approximate vector index for a large collection (similarities stay exact: refine)."""
         self.store.build_vector_index(collection)
+
+    # ---- the entity graph of a large collection (graph_build.py) -----------------------------
+    def graph_status(self, collection: str) -> GraphStatus:
+        """Where the collection's graph tables stand, and how far a build in this process is."""
+        with self._graph_guard:
+            build = self._graph_builds.get(collection)
+            if build is not None and build.running:
+                return GraphStatus("building", build.done, build.total)
+        info = self.store.info(collection)
+        if info.graph != "pending":
+            return GraphStatus("current", info.doc_count, info.doc_count)
+        if build is not None and build.error:
+            return GraphStatus("failed", build.done, build.total, build.error)
+        return GraphStatus("pending", 0, info.doc_count)
+
+    def build_graph(self, collection: str, progress: Progress | None = None,
+                    only_pending: bool = False) -> CollectionInfo:
+        """Build the collection's entity graph tables from its stored documents, in batches, and
+        mark them current, in one transaction (`graph_build.build_graph`). One build per
+        collection at a time in this process (a second call waits for the first); with
+        `only_pending`, nothing is done when the graph is current by then.
+        `progress("finding entities", done, total)`; `graph_status` reads the same numbers."""
+        from .graph_build import build_graph
+
+        with self._graph_guard:
+            lock = self._graph_locks.setdefault(collection, threading.Lock())
+        with lock:
+            if only_pending and self.store.info(collection).graph != "pending":
+                return self.store.info(collection)
+            with self._graph_guard:
+                build = self._graph_builds.setdefault(collection, _GraphBuild())
+                build.done, build.total, build.error, build.running = 0, 0, "", True
+
+            def report(stage: str, done: int, total: int) -> None:
+                build.done, build.total = done, total
+                if progress:
+                    progress(stage, done, total)
+            try:
+                return build_graph(self.store, collection, report)
+            except Exception as exc:
+                build.error = f"{type(exc).__name__}: {exc}"
+                raise
+            finally:
+                build.running = False
+
+    def start_graph_build(self, collection: str) -> bool:
+        """Start building a pending graph in a background thread, unless one is running (or
+        `graph_in_background` is off). True when a build was started."""
+        if not self.graph_in_background:
+            return False
+        with self._graph_guard:
+            build = self._graph_builds.get(collection)
+            if build is not None and build.thread is not None and build.thread.is_alive():
+                return False
+
+            build = self._graph_builds.setdefault(collection, _GraphBuild())
+
+            def run() -> None:
+                try:
+                    self.build_graph(collection, only_pending=True)
+                except Exception:
+                    log.warning("building the entity graph of %s failed", collection, exc_info=True)
+                finally:
+                    build.running = False
+
+            build.thread = threading.Thread(target=run, name=f"graph-build-{collection}", daemon=True)
+            build.running, build.error = True, ""
+            build.thread.start()
+            return True
+
+    def wait_graph(self, collection: str, timeout: float | None = None) -> None:
+        """Wait for this process's background graph build of `collection`, if one runs."""
+        with self._graph_guard:
+            build = self._graph_builds.get(collection)
+        if build is not None and build.thread is not None:
+            build.thread.join(timeout)
 
     def delete(self, collection: str) -> None:
         self.store.delete(collection)
@@ -283,7 +407,7 @@ class Workbench:
                 continue
             result = run_source(source, query, config.depth, allowed)
             seconds[name] = time.perf_counter() - started
-            if result.error is None:
+            if result.error is None and not getattr(source, "transient", False):
                 self.caches.candidates.put(key, (config.depth, result))
             results[name] = result
         doc_ids = {h.doc_id for r in results.values() for h in r.hits}

@@ -142,25 +142,60 @@ def _read_index(store, collection: str, today: date) -> GraphIndex:
 # ---- the source ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LoadedGraph:
-    """The collection's graph index, and the Workbench's query embeddings for its model."""
+    """The collection's graph index (None while its graph is pending: `graph_build`), and the
+    Workbench's query embeddings for its model."""
 
-    index: GraphIndex
+    index: GraphIndex | None
     context: LoadContext
+    collection: str = ""
 
     def query_vector(self, query: str) -> np.ndarray:
         return self.context.query_vector(self.index.model, query)
 
 
 def load(context: LoadContext, collection: str) -> LoadedGraph:
-    return LoadedGraph(load_index(context.store, collection), context)
+    if context.store.info(collection).graph == "pending":
+        return LoadedGraph(None, context, collection)
+    return LoadedGraph(load_index(context.store, collection), context, collection)
 
 
 def key(config: SearchConfig) -> tuple:
     return tuple(sorted(config.graph.items())) + (config.graph_focus,)
 
 
-def build(loaded: LoadedGraph, config: SearchConfig) -> GraphSource:
+def build(loaded: LoadedGraph, config: SearchConfig) -> GraphSource | PendingGraph:
+    if loaded.index is None:
+        return PendingGraph(loaded.context, loaded.collection)
     return GraphSource(loaded.index, GraphSettings.from_config(config), loaded.query_vector)
+
+
+class PendingGraph:
+    """The graph source of a collection whose graph tables are pending (`graph_build`): no hits,
+    and a note saying how far the build is; searching starts the build in the background when
+    the Workbench can (`start_graph_build`). Its results are not cached (`transient`): the note
+    changes as the build runs, and the built graph joins on the next search."""
+
+    name = "graph"
+    backend = "graph index pending"
+    transient = True
+    unscored = "the entity graph of this collection is not built yet"
+
+    def __init__(self, context: LoadContext, collection: str):
+        self.context, self.collection = context, collection
+
+    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
+        if depth < 1:
+            raise RetrievalError(f"depth must be ≥ 1, got {depth}")
+        start = getattr(self.context, "start_graph_build", None)
+        if start is not None:
+            start(self.collection)
+        return []
+
+    def why_empty(self, query: str) -> str:
+        status = getattr(self.context, "graph_status", None)
+        if status is None:
+            return "graph index: pending; the graph source joins when it is built (collections graph NAME)"
+        return status(self.collection).note
 
 
 _TYPE_HELP = ("Weight of this entity type in relevance(A, B) = Σ w_t·Jaccard_t / Σ w_t over the types both "
