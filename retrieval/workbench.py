@@ -544,6 +544,8 @@ class Workbench:
         outcome = fuse(candidates.sources, fused_config, tie_values(candidates.documents, config.tie_field))
         if language_note:
             outcome.notes.insert(0, language_note)
+        for source in candidates.sources.values():  # a large collection's graph not built yet: said with the results
+            outcome.notes.extend(n for n in source.notes if not source.hits and n.startswith("graph index:"))
         if candidates.filtered is not None:
             left, total = candidates.filtered
             outcome.notes.insert(0, f"filter {' AND '.join(config.filters)} left {left} of {total} documents; "

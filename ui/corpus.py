@@ -180,6 +180,7 @@ def collections_frame(workbench: Workbench) -> pd.DataFrame:
             "table": info.name,
             "documents": stats.doc_count,
             "truncated": info.truncated,
+            "graph index": graph_state(workbench.graph_status(info.name)),
             "avg tokens": round(stats.avg_tokens, 1),
             "avg chars": round(stats.avg_chars, 1),
             "language mix": mix or "—",
@@ -196,6 +197,20 @@ def collections_frame(workbench: Workbench) -> pd.DataFrame:
     if "truncated" in frame:
         frame["truncated"] = frame["truncated"].astype("Int64")  # None: not counted
     return frame
+
+
+def graph_state(status) -> str:
+    """A `GraphStatus` in a table cell: 'built', 'pending', 'building 40 %', 'build failed'."""
+    if status.state == "building":
+        return f"building {status.percent} %"
+    return {"current": "built", "failed": "build failed"}.get(status.state, status.state)
+
+
+def graph_notes(workbench: Workbench) -> list[str]:
+    """Per collection whose entity graph is not built: "<name>: graph index: building 40 % …"."""
+    labels = workbench.labels()
+    return [f"{labels.get(info.name, info.label)}: {status.note}" for info in workbench.collections()
+            if not is_eval_cache(info.name) and (status := workbench.graph_status(info.name)).state != "current"]
 
 
 def truncation_notes(workbench: Workbench) -> list[str]:

@@ -44,8 +44,15 @@ def collections_table(workbench: Workbench) -> None:
             help="Documents longer than the embedding model's token window: embedded from their first "
                  "tokens only, while BM25 indexes all of their text. Empty: not counted (ingested before "
                  "the workbench counted them)."),
+        "graph index": st.column_config.TextColumn(
+            help="The entity graph source's tables: built at ingest below WORKBENCH_GRAPH_INLINE_MAX documents; "
+                 "from that size on built after the ingest, in the background from the graph source's first "
+                 "search (or `python -m retrieval collections graph NAME`); until then the graph source "
+                 "returns nothing and says so."),
     })
     for note in corpus.truncation_notes(workbench):
+        st.caption(views.markdown_safe(note))
+    for note in corpus.graph_notes(workbench):
         st.caption(views.markdown_safe(note))
 
 

@@ -14,7 +14,7 @@ import streamlit as st
 from retrieval.activation import activation_trace
 from retrieval.config import SearchConfig
 from retrieval.limits import EXCERPT_CHARS, TITLE_CHARS
-from retrieval.sources.graph import GraphSource
+from retrieval.sources.graph import GraphSource, PendingGraph
 from retrieval.workbench import Workbench
 
 from . import graph_charts
@@ -27,7 +27,7 @@ CHART_KEY = "graph.network"
 OPTIONS_KEY = "graph.hop_options"
 
 
-def graph_source(workbench: Workbench, collection: str, config: SearchConfig) -> GraphSource | None:
+def graph_source(workbench: Workbench, collection: str, config: SearchConfig) -> GraphSource | PendingGraph | None:
     """The built graph source for the collection's version and these parameters (cached)."""
     try:
         config.validate()
@@ -44,6 +44,10 @@ def _entities_line(entities: dict[str, tuple[str, ...]]) -> str:
 def activation_view(workbench: Workbench, collection: str, query: str, config: SearchConfig) -> None:
     source = graph_source(workbench, collection, config)
     if source is None:
+        return
+    if isinstance(source, PendingGraph):  # a large collection's graph, built after its ingest
+        source.search(query, 1)  # starts the background build
+        st.info(markdown_safe(source.why_empty(query)))
         return
     try:
         activation = source.activation(query)

@@ -104,3 +104,32 @@ def test_search_page_fuses_the_graph_with_bm25_and_vectors(graph_collection, wor
     assert nullable(frame["entity graph rank"]) == [graph_rank[i] for i in frame["id"]]
     top = outcome.results[0].sources["graph"]
     assert top.contribution == pytest.approx(0.5 / (60 + top.rank))
+
+
+def test_a_pending_graph_is_said_on_the_graph_search_and_corpus_pages(app_db, workbench, monkeypatch):
+    """A collection at or above `limits.GRAPH_INLINE_MAX` documents gets its graph after the
+    ingest (retrieval/graph_build.py): the pages say so instead of blocking the search."""
+    from retrieval import limits
+
+    monkeypatch.setattr(limits, "GRAPH_INLINE_MAX", 2)
+    monkeypatch.setattr(workbench, "graph_in_background", False)
+    store = Store(app_db.uri)
+    create_collection(store, "graph-pending", ParsedCorpus(chunk_markdown(MINI, "mini")))
+    try:
+        note = ("graph index: pending (4 documents; entity extraction runs after an ingest of 2 documents or more, "
+                "in the background from the graph source's first search, or `collections graph NAME`); the graph "
+                "source joins when it is built")
+        at = open_page("pages/6_Graph.py", collection="graph-pending", q="袁绍")
+        assert not at.error
+        assert [plain(i.value) for i in at.info] == [plain(note)]
+        at = open_page("pages/1_Search.py", collection="graph-pending", q="袁绍",
+                       weights="bm25=1,graph=1")
+        assert not at.error
+        assert any(plain(note) in plain(w.value) for w in at.warning)
+        at = open_page("pages/4_Corpus.py")
+        frame = at.dataframe[0].value
+        assert frame.set_index("table").loc["graph-pending", "graph index"] == "pending"
+        assert frame.set_index("table").loc[app_db.collection, "graph index"] == "built"
+        assert any(plain(f"graph-pending: {note}") in plain(c.value) for c in at.caption)
+    finally:
+        store.delete("graph-pending")
