@@ -149,13 +149,16 @@ def test_an_old_catalogue_reads_and_is_migrated_by_the_first_write(tmp_path):
     assert fresh.info("pets").display_name == "pets" and fresh.resolve("pets") == "pets"
     assert fresh.display_names() == {"long": "long", "pets": "pets"}
 
-    # the first write adds both columns (one commit under the catalogue lock), then writes its entry
+    # the first write adds the new columns (one commit under the catalogue lock), then writes its entry
     more = parse_bytes(b"id,text\nl2," + long_doc + b"\nl3,short\n", "m.csv")
     result = add_documents(fresh, "long", more)
     assert result.truncated == 1
     schema = fresh.db.open_table(CATALOGUE_TABLE).schema
-    assert schema.names == OLD_FIELDS + ["display_name", "truncated"]
+    assert schema.names == OLD_FIELDS + ["display_name", "truncated", "graph"]
     assert schema.field("truncated").type == pa.int64()
+    assert {r["name"]: r["graph"] for r in fresh.db.open_table(CATALOGUE_TABLE).to_arrow().to_pylist()} == \
+        {"pets": None, "long": ""}  # null reads as "" (built at ingest), the write set it
+    assert fresh.info("pets").graph == ""
     rows = {r["name"]: r for r in fresh.db.open_table(CATALOGUE_TABLE).to_arrow().to_pylist()}
     assert (rows["pets"]["display_name"], rows["pets"]["truncated"]) == ("pets", None)  # filled, not counted
     # the add counted the stored long document too: 1 stored + 1 added
