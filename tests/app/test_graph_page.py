@@ -92,12 +92,12 @@ def test_every_graph_control_has_help_and_empty_states(graph_collection):
 
 def test_search_page_fuses_the_graph_with_bm25_and_vectors(graph_collection, workbench):
     at = open_page("pages/1_Search.py", collection=COLLECTION, q="袁绍", weights="bm25=0.5,dense=0.5,graph=0.5",
-                   graph="threshold=0.08")
+                   graph="threshold=0.08", fusion="rrf")
     assert not at.error
     assert at.multiselect(key="a.extra_sources").value == ["graph"]
     assert at.slider(key="a.graph.threshold").value == 0.08  # the same slider as on the Graph page
     frame = at.dataframe[0].value
-    config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5, "graph": 0.5}, graph={"threshold": 0.08})
+    config = SearchConfig(fusion="rrf", weights={"bm25": 0.5, "dense": 0.5, "graph": 0.5}, graph={"threshold": 0.08})
     outcome = workbench.fuse(workbench.candidates(COLLECTION, "袁绍", config), config)
     assert list(frame["id"]) == [r.doc_id for r in outcome.results]
     graph_rank = {r.doc_id: r.sources["graph"].rank for r in outcome.results}
