@@ -35,12 +35,12 @@ def test_auto_backend_switches_at_the_threshold():
 def test_small_collection_keeps_rank_bm25_and_exact_vectors(tmp_path):
     wb = Workbench(Store(str(tmp_path / "db")))
     create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
-    assert wb.backends("zoo") == {"bm25": "rank-bm25 in memory (k1 0.9, b 0.4)",
+    assert wb.backends("zoo") == {"bm25": "BM25 in memory (rank-bm25's scores, k1 0.9, b 0.4)",
                                   "dense": "exact scan (LanceDB, cosine)"}
     auto = wb.search("zoo", "night hunters mice", SearchConfig())
     explicit = wb.search("zoo", "night hunters mice", SearchConfig(bm25_backend="rank_bm25"))
     assert auto.candidates.sources["bm25"].hits == explicit.candidates.sources["bm25"].hits
-    assert auto.candidates.sources["bm25"].backend == "rank-bm25 in memory (k1 0.9, b 0.4)"
+    assert auto.candidates.sources["bm25"].backend == "BM25 in memory (rank-bm25's scores, k1 0.9, b 0.4)"
 
 
 def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, monkeypatch):
