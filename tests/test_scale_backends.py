@@ -36,7 +36,7 @@ def test_small_collection_keeps_rank_bm25_and_exact_vectors(tmp_path):
     wb = Workbench(Store(str(tmp_path / "db")))
     create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
     assert wb.backends("zoo") == {"bm25": "BM25 in memory (rank-bm25's scores, k1 0.9, b 0.4)",
-                                  "dense": "exact scan (LanceDB, cosine)"}
+                                  "dense": "exact scan (in memory, cosine)"}
     auto = wb.search("zoo", "night hunters mice", SearchConfig())
     explicit = wb.search("zoo", "night hunters mice", SearchConfig(bm25_backend="rank_bm25"))
     assert auto.candidates.sources["bm25"].hits == explicit.candidates.sources["bm25"].hits
