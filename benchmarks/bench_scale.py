@@ -331,7 +331,10 @@ def measure(db: Path, folder: Path, n_latency: int, log, profile: Path | None = 
                for q, cs in zip(vector_q, vector_sets, strict=True)]
     del matrix, columns
 
-    log(f"evaluate over {len(queries):,} queries on a fresh Workbench …")
+    from retrieval import evaluate
+
+    threads = getattr(evaluate, "QUERY_THREADS", 1)
+    log(f"evaluate over {len(queries):,} queries on a fresh Workbench, {threads} thread(s) …")
     ewb = Workbench(store)
     ewb.backends(COLLECTION)
     profiler = None
@@ -363,7 +366,7 @@ def measure(db: Path, folder: Path, n_latency: int, log, profile: Path | None = 
         "hybrid_full_depth_share": sum(d >= 100 for d in hybrid_depths) / len(hybrid_depths),
         "refuse_p50_ms": p50_ms(refuse_wall),
         "slider_p50_ms": p50_ms(slider_wall),
-        "evaluate_queries": report.n_queries,
+        "evaluate_queries": report.n_queries, "evaluate_threads": threads,
         "evaluate_s": eval_wall, "evaluate_cpu_s": eval_cpu,
         "evaluate_queries_per_s": report.n_queries / eval_wall,
         "evaluate_metrics": {s: {m: round(v, 4) for m, v in values.items()} for s, values in report.metrics.items()},
@@ -404,7 +407,8 @@ def table(result: dict) -> str:
         ("re-fuse (Workbench.fuse), p50", f"{result['refuse_p50_ms']:.2f} ms",
          f"slider move incl. cache lookup {result['slider_p50_ms']:.2f} ms; target ≤ 5 ms", ""),
         ("evaluate", f"{result['evaluate_queries_per_s']:.1f} queries/s",
-         f"{result['evaluate_queries']:,} queries, {result['evaluate_s']:.1f} s wall, "
+         f"{result['evaluate_queries']:,} queries, {result.get('evaluate_threads', 1)} thread(s), "
+         f"{result['evaluate_s']:.1f} s wall, "
          f"{result['evaluate_cpu_s']:.1f} CPU s; hybrid ndcg@10 {result['evaluate_metrics']['hybrid']['ndcg@10']:.3f}",
          ANCHORS["evaluate_queries_per_s"]),
     ]
@@ -432,6 +436,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rebuild", action="store_true", help="ingest again even if the database exists")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--profile", type=Path, help="write a cProfile of the evaluate run here")
+    parser.add_argument("--eval-threads", type=int, help="queries evaluated at once (default: evaluate.QUERY_THREADS)")
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
     parser.add_argument("--eval-dir", type=Path, default=EVAL_DIR)
     args = parser.parse_args(argv)
@@ -439,6 +444,10 @@ def main(argv: list[str] | None = None) -> None:
     def log(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
+    if args.eval_threads is not None:
+        from retrieval import evaluate
+
+        evaluate.QUERY_THREADS = args.eval_threads
     folder = ensure_corpus(args.docs, args.queries, args.seed, args.data_dir, args.eval_dir, log)
     slug = "" if args.encoder == DEFAULT_ENCODER else "-" + re.sub(r"[^A-Za-z0-9]+", "-", Path(args.encoder).name)
     seed = "" if args.seed == 0 else f"-s{args.seed}"
