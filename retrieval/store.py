@@ -36,7 +36,7 @@ import os
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -723,25 +723,13 @@ class Store:
             found.update(rows.column("id").to_pylist())
         return found
 
-    def documents(self, name: str, ids: Iterable[str], offsets: Mapping[str, int] | None = None
-                  ) -> dict[str, dict[str, Any]]:
-        """Rows (without vectors) for the given ids, metadata parsed from JSON.
-
-        `offsets` (id → row offset in storage order, as `column` reads them) lets the rows be
-        taken by position, without scanning the id column; rows that do not carry the expected
-        ids (the table changed since the offsets were read) are read by id after all."""
+    def documents(self, name: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Rows (without vectors) for the given ids, metadata parsed from JSON."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
         table = self.table(name)
         out: dict[str, dict[str, Any]] = {}
-        if offsets is not None and all(i in offsets for i in ids):
-            rows = table.take_offsets(sorted(offsets[i] for i in ids)).select(DOCUMENT_COLUMNS).to_arrow().to_pylist()
-            if sorted(r["id"] for r in rows) == sorted(ids):
-                for row in rows:
-                    row["metadata"] = json.loads(row["metadata"] or "{}")
-                    out[row["id"]] = row
-                return out
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             where = "id IN (" + ", ".join(sql_string(i) for i in chunk) + ")"

@@ -394,23 +394,8 @@ class Workbench:
         rows = self.caches.documents.get_or_create((collection, state), dict)
         missing = [i for i in ids if i not in rows]
         if missing:
-            rows.update(self.store.documents(collection, missing, self._offsets(collection, state)))
+            rows.update(self.store.documents(collection, missing))
         return {i: rows[i] for i in ids if i in rows}
-
-    def _offsets(self, collection: str, state: tuple) -> dict[str, int] | None:
-        """id → row offset, read once per collection state, below `limits.SCALE_DOCS` documents:
-        candidates' rows are then taken by position (a few ms) instead of by an `id IN (…)` scan
-        (tens of ms at 20k documents). Larger collections keep the scan (the map would cost
-        ~100 MB at 1M documents)."""
-        from . import limits
-
-        def read() -> dict[str, int] | None:
-            if self.store.table(collection).count_rows() >= limits.SCALE_DOCS:
-                return None
-            ids = self.store.column(collection, ["id"]).column("id").to_pylist()
-            return {doc_id: offset for offset, doc_id in enumerate(ids)}
-
-        return self.caches.loaded.get_or_create((collection, state, "_offsets"), read)
 
     # ---- fusion and rerank -----------------------------------------------------------------
     @staticmethod

@@ -75,28 +75,3 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     assert vector_index().index_uuid != before
     found = wb.search("zoo", "hens lay eggs", SearchConfig(depth=3)).candidates.sources["dense"].hits
     assert found[0].doc_id == "hen"
-
-
-def test_small_collection_search_matches_lancedb_exact_scan_and_rows_by_offset(tmp_path):
-    """Below SCALE_DOCS the vectors are searched in memory (equal to LanceDB's exact scan) and
-    candidates' rows are taken by offset (equal to reading them by id); offsets from an older
-    version of the table fall back to reading by id."""
-    from retrieval.sources.dense import DenseSource
-
-    wb = Workbench(Store(str(tmp_path / "db")))
-    create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
-    query = "animals awake at night"
-    memory = wb.search("zoo", query, SearchConfig(weights={"dense": 1.0})).candidates.sources["dense"].hits
-    lance = DenseSource(wb.store.table("zoo"), lambda q: wb.query_vector(wb.info("zoo").model, q)).search(query, 10)
-    assert [h.doc_id for h in memory] == [h.doc_id for h in lance]
-    assert [h.raw_score for h in memory] == pytest.approx([h.raw_score for h in lance], abs=1e-6)
-
-    state = wb.store.state_key("zoo")
-    offsets = wb._offsets("zoo", state)
-    assert sorted(offsets) == sorted(["cat", "dog", "owl", "bee", "fox", "cow"])
-    by_id = wb.store.documents("zoo", ["owl", "cat"])
-    assert wb.store.documents("zoo", ["owl", "cat"], offsets) == by_id
-    stale = {"owl": offsets["cow"], "cat": offsets["dog"]}  # rows that hold other ids now
-    assert wb.store.documents("zoo", ["owl", "cat"], stale) == by_id
-    add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))
-    assert "hen" in wb.search("zoo", "hens lay eggs", SearchConfig()).documents
