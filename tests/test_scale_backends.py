@@ -75,3 +75,17 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     assert vector_index().index_uuid != before
     found = wb.search("zoo", "hens lay eggs", SearchConfig(depth=3)).candidates.sources["dense"].hits
     assert found[0].doc_id == "hen"
+
+
+def test_small_collection_vector_search_in_memory_equals_lancedb_exact_scan(tmp_path):
+    from retrieval.sources.dense import DenseSource
+
+    wb = Workbench(Store(str(tmp_path / "db")))
+    create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    query = "animals awake at night"
+    memory = wb.search("zoo", query, SearchConfig(weights={"dense": 1.0})).candidates.sources["dense"].hits
+    lance = DenseSource(wb.store.table("zoo"), lambda q: wb.query_vector(wb.info("zoo").model, q)).search(query, 10)
+    assert [h.doc_id for h in memory] == [h.doc_id for h in lance]
+    assert [h.raw_score for h in memory] == pytest.approx([h.raw_score for h in lance], abs=1e-6)
+    add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))  # a new state reads the vectors again
+    assert wb.search("zoo", "hens lay eggs", SearchConfig(weights={"dense": 1.0})).outcome.results[0].doc_id == "hen"
