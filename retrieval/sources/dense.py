@@ -127,6 +127,8 @@ class InMemoryDenseSource:
             return []
         q = np.asarray(self._embed(query), dtype=np.float32)
         norm = float(np.linalg.norm(q))
-        similarities = matrix @ (q / norm if norm else q)
+        # einsum, not `matrix @ q`: a BLAS matrix-vector product spreads over threads that spin
+        # on a busy 2-core machine (8 CPU ms at 20k × 384, against 1.8 here; scale.md).
+        similarities = np.einsum("ij,j->i", matrix, q / norm if norm else q)
         mask = None if allowed is None else np.fromiter((i in allowed for i in ids), bool, len(ids))
         return top_hits(ids, similarities, depth, keep_zero=True, mask=mask)
