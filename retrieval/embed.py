@@ -121,7 +121,9 @@ class Encoder:
         byte-level BPE a character into up to 4 tokens). 0 for a model without a window."""
         window = self.spec.max_seq_length
         tokenizer = getattr(self.model, "tokenizer", None)
-        if not window or tokenizer is None:
+        # A static-embedding model (sentence-transformers' StaticEmbedding) has no window (inf)
+        # and a bare `tokenizers.Tokenizer`, which is not callable like a transformers one.
+        if not window or window == float("inf") or tokenizer is None or not callable(tokenizer):
             return 0
         prompt = self.spec.passage_prompt
         count = 0

@@ -26,10 +26,29 @@ from .store import Store
 from .types import ParsedCorpus, RetrievalError
 
 DEFAULT_METRICS = ("ndcg@10", "mrr@10", "recall@100", "precision@10", "map")
+# Queries retrieved at once by evaluation and a sweep's candidate fetch: each query waits on
+# LanceDB (version checks, row reads) and numpy with the GIL released, so a few threads overlap
+# them (docs/experiments/scale.md). The Workbench, its caches and the analyser are thread-safe.
+QUERY_THREADS = 4
 CLI_METRICS = ("ndcg@10", "mrr@10", "recall@100")
 
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
+
+
+def map_queries(fn: Callable, items: Sequence, threads: int = QUERY_THREADS):
+    """`fn(item)` for each item, in order, `threads` at a time (1: in this thread); yields results
+    as they complete in order, so a caller's progress counts up."""
+    if threads <= 1 or len(items) <= 1:
+        yield from map(fn, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="queries")
+    try:
+        yield from pool.map(fn, items)
+    finally:  # an error (or a caller that stops early) cancels the queries not started yet
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_from_rankings(rankings: Mapping[str, Iterable[str]]) -> Run:
@@ -218,8 +237,10 @@ def evaluate_collection(
                                           "min_display_score": None})
     rankings: dict[str, dict[str, list[str]]] = {s: {} for s in (*config.sources, "hybrid")}
     workbench.embed_queries(collection, (queries[q] for q in judged), config)
-    for i, qid in enumerate(judged, start=1):
-        result = workbench.search(collection, queries[qid], eval_config)
+    # A reranker model is not shared between threads (its tokenizer is not thread-safe).
+    threads = 1 if eval_config.rerank else QUERY_THREADS
+    searched = map_queries(lambda q: workbench.search(collection, queries[q], eval_config), judged, threads)
+    for i, (qid, result) in enumerate(zip(judged, searched, strict=True), start=1):
         for source, source_result in result.candidates.sources.items():
             rankings[source][qid] = [h.doc_id for h in source_result.hits]
         rankings["hybrid"][qid] = [fused.doc_id for fused, _ in result.final_ranking()]

@@ -57,8 +57,9 @@ MAX_UPLOAD_MB = _env_int("WORKBENCH_MAX_UPLOAD_MB", 200, 1, 100_000)  # all file
 # loaded on demand. Titles are cut at TITLE_CHARS.
 # Collections of at least this many documents are served by the scaled backends (`bm25_backend`
 # "auto" → LanceDB's native BM25 index; the vector column gets an ANN index with exact refine):
-# below it rank-bm25 (tunable k1, b) and an exact vector scan take ≤ ~100 ms a query
-# (docs/experiments/scale.md); above it they grow linearly, to ~3 s at 1M documents.
+# below it BM25 from in-memory postings (tunable k1, b) and an exact in-memory vector search take
+# ~1 and ~10 ms a query at 20k documents (docs/experiments/scale.md); the exact search grows
+# linearly with the collection and holds all its vectors in memory.
 SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 # Collections of at least this many documents (after the ingest) get their entity graph tables
 # built after the ingest, in batches (`graph_build.build_graph`: in the background on the graph

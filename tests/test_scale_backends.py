@@ -35,12 +35,12 @@ def test_auto_backend_switches_at_the_threshold():
 def test_small_collection_keeps_rank_bm25_and_exact_vectors(tmp_path):
     wb = Workbench(Store(str(tmp_path / "db")))
     create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
-    assert wb.backends("zoo") == {"bm25": "rank-bm25 in memory (k1 0.9, b 0.4)",
-                                  "dense": "exact scan (LanceDB, cosine)"}
+    assert wb.backends("zoo") == {"bm25": "BM25 in memory (rank-bm25's scores, k1 0.9, b 0.4)",
+                                  "dense": "exact scan (in memory, cosine)"}
     auto = wb.search("zoo", "night hunters mice", SearchConfig())
     explicit = wb.search("zoo", "night hunters mice", SearchConfig(bm25_backend="rank_bm25"))
     assert auto.candidates.sources["bm25"].hits == explicit.candidates.sources["bm25"].hits
-    assert auto.candidates.sources["bm25"].backend == "rank-bm25 in memory (k1 0.9, b 0.4)"
+    assert auto.candidates.sources["bm25"].backend == "BM25 in memory (rank-bm25's scores, k1 0.9, b 0.4)"
 
 
 def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, monkeypatch):
@@ -75,3 +75,17 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     assert vector_index().index_uuid != before
     found = wb.search("zoo", "hens lay eggs", SearchConfig(depth=3)).candidates.sources["dense"].hits
     assert found[0].doc_id == "hen"
+
+
+def test_small_collection_vector_search_in_memory_equals_lancedb_exact_scan(tmp_path):
+    from retrieval.sources.dense import DenseSource
+
+    wb = Workbench(Store(str(tmp_path / "db")))
+    create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    query = "animals awake at night"
+    memory = wb.search("zoo", query, SearchConfig(weights={"dense": 1.0})).candidates.sources["dense"].hits
+    lance = DenseSource(wb.store.table("zoo"), lambda q: wb.query_vector(wb.info("zoo").model, q)).search(query, 10)
+    assert [h.doc_id for h in memory] == [h.doc_id for h in lance]
+    assert [h.raw_score for h in memory] == pytest.approx([h.raw_score for h in lance], abs=1e-6)
+    add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))  # a new state reads the vectors again
+    assert wb.search("zoo", "hens lay eggs", SearchConfig(weights={"dense": 1.0})).outcome.results[0].doc_id == "hen"

@@ -1,7 +1,9 @@
 """BM25 sources over the analyser's stored tokens.
 
-`RankBM25Source` — rank-bm25's `BM25Okapi` with settable k1 and b, built once per collection
-version, with Lucene's idf:
+`RankBM25Source` — in-memory BM25 with settable k1 and b and Lucene's idf: rank-bm25's `BM25Okapi`
+formula, scored from postings (`BM25Postings`, built once per collection version) instead of by
+rank-bm25's Python loop over every document, with bit-for-bit the same scores (the tests compare
+it with `LuceneIdfBM25`, rank-bm25 itself):
 
     idf(t) = ln(1 + (N − n_t + 0.5) / (n_t + 0.5))
     score(d, q) = Σ_{t ∈ q} idf(t) · tf(t,d)·(k1 + 1) / (tf(t,d) + k1·(1 − b + b·|d|/avgdl))
@@ -14,6 +16,10 @@ terms worthless; Lucene's +1 keeps every idf positive, and is what LanceDB's ind
 collections (milliseconds at 1M documents, where rank-bm25 scores every document in Python).
 It has fixed k1 = 1.2, b = 0.75 and the same Lucene idf, so with those values both backends give
 the same ranking (the test suite checks this).
+
+Speed (docs/experiments/scale.md): rank-bm25 reads every document's term counts in Python for
+every query term (~20 ms a query at 20k documents); the postings touch only the documents that
+hold a query term (well under 1 ms there).
 """
 
 from __future__ import annotations
@@ -47,6 +53,18 @@ class LoadedBM25:
         rows = self._store.column(self._collection, ["id", "tokens"])
         return rows.column("id").to_pylist(), [t.split() for t in rows.column("tokens").to_pylist()]
 
+    @cached_property
+    def ids(self) -> list[str]:
+        return self.tokens[0]
+
+    @cached_property
+    def postings(self) -> BM25Postings:
+        """The in-memory index, shared by every (k1, b): a slider move over k1 or b re-derives
+        one length-normalisation vector, it does not re-read or re-index the collection."""
+        postings = BM25Postings(self.tokens[1])
+        self.__dict__.pop("tokens", None)  # the postings hold what scoring needs
+        return postings
+
 
 def key(config: SearchConfig) -> tuple:
     if config.bm25_backend == "lancedb":
@@ -68,8 +86,7 @@ def build(loaded: LoadedBM25, config: SearchConfig):
         if config.bm25_backend == "auto":
             source.backend += f" (auto: {loaded.doc_count:,} documents ≥ {limits.SCALE_DOCS:,})"
         return source
-    ids, token_lists = loaded.tokens
-    return RankBM25Source(ids, token_lists, config.bm25_k1, config.bm25_b)
+    return RankBM25Source(loaded.ids, None, config.bm25_k1, config.bm25_b, postings=loaded.postings)
 
 
 _AGAIN = " Retrieves BM25 candidates again."
@@ -108,24 +125,89 @@ def why_no_hits(query: str) -> str | None:
     return NO_TERMS if not tokenize(query) else None
 
 
+class BM25Postings:
+    """Term → (documents holding it, its count in each), document lengths and Lucene idf, built
+    once from the token lists; `scores` gives rank-bm25's `get_scores` for any k1 and b.
+
+    Exactly rank-bm25's arithmetic, term by term in query order (a repeated query term counts
+    again), so the float64 scores are identical: for each query term t with idf(t),
+
+        score[d] += idf(t) · (tf · (k1 + 1) / (tf + k1 · (1 − b + b · len(d) / avgdl)))
+
+    over the documents d holding t only (rank-bm25 adds idf · 0 = 0.0 for the others); a term
+    outside the vocabulary adds nothing. Where rank-bm25 divides 0 by 0 for a document without
+    the term (k1 = 0, or b = 1 and an empty document) and gets NaN, which drops the document
+    from its ranking, this adds nothing: with k1 = 0 a document scores the idf of each query
+    term it holds (presence only, as the k1 slider says), instead of vanishing when it lacks one."""
+
+    def __init__(self, token_lists: list[list[str]]):
+        vocabulary: dict[str, int] = {}
+        term_ids: list[int] = []
+        for tokens in token_lists:
+            term_ids.extend([vocabulary.setdefault(t, len(vocabulary)) for t in tokens])
+        n = len(token_lists)
+        self.doc_count = n
+        self.doc_len = np.array([len(t) for t in token_lists], dtype=np.int64)  # as rank-bm25 keeps it
+        total = sum(len(t) for t in token_lists)
+        self.avgdl = total / n if n else 0.0  # rank-bm25: a Python int / int
+        # One (term, document) key per token; sorted unique keys are postings by term, then document.
+        keys = np.asarray(term_ids, dtype=np.int64) * max(n, 1) + np.repeat(np.arange(n, dtype=np.int64),
+                                                                             self.doc_len)
+        keys, counts = np.unique(keys, return_counts=True)
+        terms = keys // max(n, 1)
+        self.docs = keys - terms * max(n, 1)
+        self.tf = counts.astype(np.int64)
+        self.starts = np.searchsorted(terms, np.arange(len(vocabulary) + 1))
+        self.vocabulary = vocabulary
+        frequencies = np.diff(self.starts).tolist()
+        self.idf = [math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in frequencies]  # LuceneIdfBM25._calc_idf
+
+    def length_norm(self, k1: float, b: float) -> np.ndarray:
+        """k1 · (1 − b + b · len(d) / avgdl) per document, computed as rank-bm25 does."""
+        return k1 * (1 - b + b * self.doc_len / self.avgdl)
+
+    def scores(self, terms: list[str], k1: float, b: float, norm: np.ndarray | None = None) -> np.ndarray:
+        """Every document's score for the query terms (0 where none occurs)."""
+        scores = np.zeros(self.doc_count)
+        if not self.avgdl:
+            return scores
+        norm = self.length_norm(k1, b) if norm is None else norm
+        for term in terms:
+            column = self.vocabulary.get(term)
+            if column is None:
+                continue
+            start, end = self.starts[column], self.starts[column + 1]
+            docs, tf = self.docs[start:end], self.tf[start:end]
+            scores[docs] += self.idf[column] * (tf * (k1 + 1) / (tf + norm[docs]))
+        return scores
+
+
 class RankBM25Source:
     name = "bm25"
     why_empty = staticmethod(why_no_hits)
     unscored = "it shares no indexed term with the query (BM25 score 0)"
 
-    def __init__(self, ids: list[str], token_lists: list[list[str]], k1: float = 0.9, b: float = 0.4):
+    def __init__(self, ids: list[str], token_lists: list[list[str]] | None, k1: float = 0.9, b: float = 0.4,
+                 postings: BM25Postings | None = None):
+        """From the documents' token lists, or from `postings` already built over them (then
+        `token_lists` is not read)."""
         self.ids = ids
         self.k1, self.b = k1, b
-        self.backend = f"rank-bm25 in memory (k1 {k1:g}, b {b:g})"
-        # rank-bm25 divides by the mean length; an all-empty corpus would divide by zero.
-        self.model = LuceneIdfBM25(token_lists, k1=k1, b=b) if any(token_lists) else None
+        self.backend = f"BM25 in memory (rank-bm25's scores, k1 {k1:g}, b {b:g})"
+        self.postings = postings if postings is not None else BM25Postings(token_lists or [])
+        # rank-bm25 divides by the mean length; an all-empty corpus has no BM25 scores at all.
+        self._norm = self.postings.length_norm(k1, b) if self.postings.avgdl else None
+
+    def scores(self, terms: list[str]) -> np.ndarray:
+        """rank-bm25's `get_scores(terms)` with Lucene idf, for every document."""
+        return self.postings.scores(terms, self.k1, self.b, self._norm)
 
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         terms = tokenize(query)
-        if not terms or self.model is None:
+        if not terms or self._norm is None:
             return []
         mask = None if allowed is None else np.fromiter((i in allowed for i in self.ids), bool, len(self.ids))
-        return top_hits(self.ids, self.model.get_scores(terms), depth, mask=mask)
+        return top_hits(self.ids, self.scores(terms), depth, mask=mask)
 
 
 class LanceFTSSource:

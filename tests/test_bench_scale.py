@@ -1,0 +1,78 @@
+"""benchmarks/bench_scale.py's corpus builder and metric helpers, on the bundled XQuAD sample."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("bench_scale", REPO / "benchmarks" / "bench_scale.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def sample_pools() -> dict[str, list[str]]:
+    pools: dict[str, list[str]] = {"en": [], "zh": []}
+    for line in (REPO / "sample_data" / "xquad" / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        language = "zh" if row["_id"].startswith("zh") else "en"
+        pools[language].extend(bench.split_sentences(row["text"], language))
+    return pools
+
+
+def test_split_sentences_by_language_and_word_windows():
+    assert bench.split_sentences("One two three. Four five six! Seven eight nine?", "en") == [
+        "One two three.", "Four five six!", "Seven eight nine?"]
+    assert bench.split_sentences("黑豹队的防守很好。他们赢了比赛！真的吗？", "zh") == [
+        "黑豹队的防守很好。", "他们赢了比赛！", "真的吗？"]
+    words = " ".join(f"w{i}" for i in range(42))  # no punctuation: windows of 12, 13, … words
+    windows = bench.split_sentences(words, "en")
+    assert [len(w.split()) for w in windows] == [12, 13, 14, 3]
+    assert " ".join(windows) == words
+
+
+def test_corpus_is_deterministic_and_queries_come_from_their_document():
+    pools = sample_pools()
+    assert pools["en"] and pools["zh"]
+    docs, queries, qrels = bench.build_corpus(pools, 200, 50, seed=3)
+    assert (docs, queries, qrels) == bench.build_corpus(pools, 200, 50, seed=3)
+    assert docs != bench.build_corpus(pools, 200, 50, seed=4)[0]
+    assert len({d["_id"] for d in docs}) == 200
+    zh = sum(d["lang"] == "zh" for d in docs)
+    assert 20 <= zh <= 60  # 20 % Chinese
+    by_id = {d["_id"]: d for d in docs}
+    for qid, text in queries.items():
+        (doc_id, grade), = qrels[qid].items()
+        assert grade == 1
+        doc = by_id[doc_id]
+        if doc["lang"] == "zh":  # two phrases of consecutive characters
+            assert all(phrase in doc["text"].replace(" ", "") for phrase in text.split(" "))
+        else:  # two phrases of consecutive words
+            assert all(word in doc["text"].split() for word in text.split())
+
+
+def test_write_beir_parses_back(tmp_path):
+    from retrieval.ingest import parse_path
+
+    docs, queries, qrels = bench.build_corpus(sample_pools(), 30, 10)
+    bench.write_beir(tmp_path / "c", docs, queries, qrels)
+    corpus = parse_path(tmp_path / "c")
+    assert [d.id for d in corpus.documents] == [d["_id"] for d in docs]
+    assert corpus.queries == queries and corpus.qrels == qrels
+    assert corpus.documents[0].metadata == {"lang": docs[0]["lang"]}
+
+
+def test_recall_and_exact_top():
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((50, 8)).astype(np.float32)
+    ids = [f"d{i}" for i in range(50)]
+    query = matrix[7]
+    top = bench.exact_top(matrix, ids, query, k=10)
+    sims = matrix @ query
+    assert top == [ids[i] for i in np.argsort(-sims)[:10]]
+    assert bench.recall_at(top, top) == 1.0
+    assert bench.recall_at(top[:5] + ["x"] * 5, top) == 0.5
+    assert bench.recall_at([], []) == 1.0
