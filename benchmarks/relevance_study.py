@@ -191,17 +191,28 @@ def rerank_table(study: Study, name: str, base: SearchConfig) -> tuple[dict, dic
     config = SearchConfig.from_dict({**base.to_dict(), "top_k": base.depth, "min_score": None,
                                      "min_display_score": None, "rerank": False})
     heads, cold, warm = {}, [], []
+    # Rerank scores of earlier runs (query id, doc id) -> score, so a second run on another first
+    # stage only scores the documents it adds.
+    saved_path = study.out / f"rerank-scores-{name}.json"
+    saved = json.loads(saved_path.read_text(encoding="utf-8")) if saved_path.exists() else {}
     for i, qid in enumerate(qrels):
         result = wb.search(collection, queries[qid], config)
         eligible = result.eligible()
         texts = {d: embedding_text_of(row) for d, row in result.documents.items()}
+        known = {d: saved[f"{qid}|{d}"] for d in texts if f"{qid}|{d}" in saved}
+        wb.caches.rerank.put_many(reranker.name, queries[qid], texts, known)
         started = time.perf_counter()
         rerank(queries[qid], eligible, texts, reranker, max(TOP_NS), wb.caches.rerank, 0.0, wb.caches.passage_vectors)
         if i < 20:  # the first queries find few of their passages embedded yet
             cold.append(time.perf_counter() - started)
         heads[qid] = (eligible, texts)
+        for r in eligible[: max(TOP_NS)]:
+            saved[f"{qid}|{r.doc_id}"] = wb.caches.rerank.get_many(reranker.name, queries[qid],
+                                                                   {r.doc_id: texts[r.doc_id]})[r.doc_id]
         if i % 200 == 0:
+            saved_path.write_text(json.dumps(saved), encoding="utf-8")
             log(f"rerank: {name} {i}/{len(qrels)}")
+    saved_path.write_text(json.dumps(saved), encoding="utf-8")
     # Warm latency: top-20 of queries whose passages are cached, a new query text each time (the
     # score cache would otherwise answer), i.e. one query embedding plus dot products.
     for qid in list(qrels)[:50]:

@@ -32,6 +32,30 @@ _E5_MAX_TOKENS = 512  # the model's own limit: re-scoring reads as much text as 
 _E5_MAX_CHARS = 16 * _E5_MAX_TOKENS
 
 
+# What E5 re-scoring did to nDCG@10 at the shipped top-N and λ, on the five evaluation sets,
+# against the shipped first stage (benchmarks/relevance_study.py rerank; the whole table is in
+# docs/experiments/rerank.md). The rerank switch shows it.
+MEASURED_RERANK: dict = {"top_n": None, "lambda": None, "first_stage": "", "delta_ndcg10": {}}
+
+
+def measured_effect(config) -> str:
+    """One sentence for beside the rerank switch: the measured ΔnDCG@10 of the shipped rerank
+    settings per evaluation set, and whether `config` is using those settings."""
+    if config.reranker != E5_RERANKER:
+        return (f"Reranker {config.reranker!r} was not measured here: compare first stage and reranked on "
+                "your own judgments (Evaluate → A/B).")
+    deltas = MEASURED_RERANK["delta_ndcg10"]
+    if not deltas:
+        return "The E5 reranker's effect has not been measured yet (docs/experiments/rerank.md)."
+    top_n, lam = MEASURED_RERANK["top_n"], MEASURED_RERANK["lambda"]
+    per_set = ", ".join(f"{name} {delta:+.3f}" for name, delta in deltas.items())
+    text = (f"Measured with E5, top-{top_n}, λ = {lam:g} over the default first stage, nDCG@10: {per_set} "
+            "(docs/experiments/rerank.md).")
+    if (config.rerank_top_n, config.rerank_lambda) != (top_n, lam):
+        text += f" Your top-N {config.rerank_top_n} / λ {config.rerank_lambda:g} differ from what was measured."
+    return text
+
+
 class Reranker(Protocol):
     """Scores (query, text) pairs; a higher score means more relevant.
 

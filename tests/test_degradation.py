@@ -69,7 +69,7 @@ def test_a_source_without_hits_adds_nothing_and_is_named(workbench, monkeypatch,
 
 def test_non_finite_scores_are_dropped_with_a_note_and_the_rest_fused(workbench, monkeypatch):
     name = _register(monkeypatch, "nonfinite")
-    config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5, name: 0.5}, rrf_k=60)
+    config = SearchConfig(fusion="rrf", weights={"bm25": 0.5, "dense": 0.5, name: 0.5}, rrf_k=60)
     result = workbench.search("animals", "milk", config)
     assert f"{name}: 2 hit(s) with NaN or infinite scores dropped" in result.outcome.notes
     hits = result.candidates.sources[name].hits

@@ -93,7 +93,7 @@ def test_cli_search_json_has_meta_and_errors_are_readable(small_beir, tmp_path, 
     db = tmp_path / "db"
     assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
     out = run_cli("search", "small", "How many points did the Panthers defense surrender?", "--json",
-                  "--k", "10", "--top-k", "3", db=db)
+                  "--fusion", "rrf", "--weights", "bm25=0.5,dense=0.5", "--k", "10", "--top-k", "3", db=db)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert len(data["results"]) == 3
@@ -259,7 +259,8 @@ def test_cli_search_takes_the_combination_and_l2(small_beir, tmp_path, run_cli):
     db = tmp_path / "db"
     assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
     out = run_cli("search", "small", "How many points did the Panthers defense surrender?", "--json",
-                  "--fusion", "weighted", "--norm", "l2", "--combination", "harmonic", db=db)
+                  "--fusion", "weighted", "--norm", "l2", "--combination", "harmonic", "--weights",
+                  "bm25=0.5,dense=0.5", db=db)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert (data["config"]["normalization"], data["config"]["combination"]) == ("l2", "harmonic")
@@ -273,7 +274,7 @@ def test_cli_search_json_meta_covers_every_fused_source(small_beir, tmp_path, ru
     db = tmp_path / "db"
     assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
     sources = ("bm25", "dense", "keyword", "graph")
-    out = run_cli("search", "small", "Panthers defense points", "--json", "--k", "10",
+    out = run_cli("search", "small", "Panthers defense points", "--json", "--fusion", "rrf", "--k", "10",
                   "--weights", "bm25=0.5,dense=0.5,keyword=0.5,graph=0.5", "--keyword", "description=4",
                   "--graph", "depth=1", "--focus", "football", db=db)
     assert out.returncode == 0, out.stderr

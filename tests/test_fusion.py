@@ -148,7 +148,7 @@ def test_missing_empty_and_failed_sources_are_noted_not_fatal():
         "bm25": SourceResult("bm25", (), error="RuntimeError: index missing"),
         "dense": ranked("dense", ("a", 0.5)),
     }
-    outcome = fuse(candidates, SearchConfig(weights={"bm25": 1, "dense": 1, "graph": 1}))
+    outcome = fuse(candidates, SearchConfig(fusion="rrf", weights={"bm25": 1, "dense": 1, "graph": 1}))
     assert [r.doc_id for r in outcome.results] == ["a"]
     assert outcome.results[0].score == pytest.approx(1 / 61)
     assert any("bm25 failed" in n and "index missing" in n for n in outcome.notes)
@@ -159,7 +159,7 @@ def test_missing_empty_and_failed_sources_are_noted_not_fatal():
 
 
 def test_zero_weight_source_still_explained():
-    outcome = fuse(SEED_001, SearchConfig(weights={"dense": 1.0, "bm25": 0.0}, top_k=100))
+    outcome = fuse(SEED_001, SearchConfig(fusion="rrf", weights={"dense": 1.0, "bm25": 0.0}, top_k=100))
     x2 = by_id(outcome)["x2"]
     assert x2.score == 0.0 and x2.sources["bm25"].rank == 2 and x2.sources["bm25"].contribution == 0.0
     assert math.isclose(by_id(outcome)["r1"].display_score, 1.0)
@@ -253,10 +253,11 @@ def test_zscore_negatives_are_left_out_of_the_means():
 
 
 def test_zero_weights_in_a_mean_give_zero_not_a_division_error():
-    outcome = fuse(COMBO, SearchConfig(fusion="weighted", combination="harmonic", weights={"bm25": 0.0, "dense": 1.0}))
+    outcome = fuse(COMBO, SearchConfig(fusion="weighted", normalization="minmax", combination="harmonic",
+                                   weights={"bm25": 0.0, "dense": 1.0}))
     a = by_id(outcome)["a"]  # only bm25, weight 0
     assert a.score == 0.0 and a.sources["bm25"].contribution == 0.0
-    geometric = fuse(COMBO, SearchConfig(fusion="weighted", combination="geometric",
+    geometric = fuse(COMBO, SearchConfig(fusion="weighted", normalization="minmax", combination="geometric",
                                          weights={"bm25": 0.0, "dense": 1.0}))
     assert by_id(geometric)["a"].score == 0.0
     assert by_id(geometric)["b"].score == pytest.approx(1.0)

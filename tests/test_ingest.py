@@ -1,6 +1,5 @@
 import codecs
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -312,18 +311,20 @@ def test_beir_bundled_xquad_sample():
     assert corpus.documents[0].metadata == {"lang": "en"}
 
 
-def test_beir_large_corpus_is_fast(tmp_path):
-    """11,429 documents, 3.5 MB (the size of the Vaswani collection), parsed in under 2 s."""
+def test_beir_large_corpus_parses_whole(tmp_path):
+    """11,429 documents, 3.5 MB (the size of the Vaswani collection), parsed whole with distinct
+    ids and the last document's text intact. (Its speed is a benchmark's business, not a test's:
+    a timed assertion fails on a loaded machine without saying anything about the code.)"""
     words = "quantum field electron lattice spin magnetic wave energy state theory measured".split()
     with open(tmp_path / "corpus.jsonl", "w", encoding="utf-8") as out:
         for i in range(11429):
             text = " ".join(words[(i * 7 + j) % len(words)] for j in range(45))
             out.write(json.dumps({"_id": str(i + 1), "title": "", "text": text}) + "\n")
     assert (tmp_path / "corpus.jsonl").stat().st_size > 3_000_000
-    start = time.perf_counter()
     corpus = parse_path(tmp_path)
-    assert time.perf_counter() - start < 2
     assert len(corpus.documents) == 11429
+    last = 11428
+    assert corpus.documents[-1].text == " ".join(words[(last * 7 + j) % len(words)] for j in range(45))
     assert len({d.id for d in corpus.documents}) == 11429
 
 

@@ -64,7 +64,7 @@ def test_rule_drops_lexical_weights_and_says_so():
 
 
 def test_crossing_hybrid_equals_the_dense_ranking(workbench):
-    config = SearchConfig(top_k=6)
+    config = SearchConfig(fusion="rrf", weights={"bm25": 0.5, "dense": 0.5}, top_k=6)
     result = workbench.search("animals", CROSSING, config)
     dense = [h.doc_id for h in result.candidates.sources["dense"].hits]
     assert [r.doc_id for r in result.outcome.results] == dense
@@ -73,8 +73,13 @@ def test_crossing_hybrid_equals_the_dense_ranking(workbench):
     assert result.outcome.notes[0].startswith("query looks Chinese, collection is English: weight of BM25 0.5 → 0")
     # BM25 is still retrieved and shown: it matched "mice"
     assert {h.doc_id for h in result.candidates.sources["bm25"].hits} == {"cat", "fox"}
+    # the shipped default (weighted sum) crosses the same way: the dense order
+    default = workbench.search("animals", CROSSING, SearchConfig(top_k=6))
+    assert [r.doc_id for r in default.outcome.results] == dense
+    assert default.outcome.notes[0].startswith("query looks Chinese, collection is English: weight of BM25 0.4 → 0")
 
-    off = workbench.search("animals", CROSSING, SearchConfig(top_k=6, language_aware=False))
+    off = workbench.search("animals", CROSSING, SearchConfig(fusion="rrf", weights={"bm25": 0.5, "dense": 0.5},
+                                                             top_k=6, language_aware=False))
     assert any(r.sources["bm25"].rank is not None for r in off.outcome.results)
     assert [r.score for r in off.outcome.results] != [r.score for r in result.outcome.results]
 

@@ -15,11 +15,13 @@ import streamlit as st
 
 from retrieval.config import BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
 from retrieval.highlight import escape_markdown
+from retrieval.rerank import measured_effect
 from retrieval.sources import SOURCES, Param, label
 from retrieval.types import RetrievalError
 from retrieval.workbench import Workbench
 
 from . import corpus, resources, state
+from .views import markdown_safe
 
 FUSION_LABELS = {"rrf": "RRF (reciprocal rank fusion)", "weighted": "Weighted sum of normalised scores"}
 NORMALIZATION_LABELS = {"minmax": "min-max", "zscore": "z-score", "l2": "l2 (x / ‖x‖)", "none": "none (raw scores)"}
@@ -244,6 +246,8 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
                         or (knob.key in ("rerank_top_n", "rerank_lambda") and not (config.rerank or rerank_always))
                         or (knob.key == "combination" and config.fusion != "weighted"))
             _draw(knob, which, **({"disabled": True} if disabled else {}))
+            if knob.key == "rerank":  # what reranking did where it was measured, beside its switch
+                st.caption(markdown_safe(measured_effect(state.view().config(which))))
         _draw(SOURCES_KNOB, which)
         for source in EXTRA_SOURCES:
             if source in state.view().config(which).weights:

@@ -59,6 +59,9 @@ def test_sweep_key_ignores_what_the_grid_varies():
     assert sweep_base_key(base) == sweep_base_key(SearchConfig(fusion="weighted", weights={"dense": 1.0}, rrf_k=5.0,
                                                                normalization="l2", combination="harmonic"))
     assert sweep_base_key(base) != sweep_base_key(SearchConfig(depth=50))
-    assert config_label(base) == "RRF k=60, BM25 0.5, vector 0.5, depth 100"
-    assert config_label(SearchConfig(fusion="weighted", weights={"bm25": 0.2, "dense": 0.8})) == \
+    assert config_label(base) == "weighted sum (l2, arithmetic), BM25 0.4, vector 0.6, depth 100"
+    assert config_label(SearchConfig(fusion="rrf", weights={"bm25": 0.5, "dense": 0.5})) == \
+        "RRF k=60, BM25 0.5, vector 0.5, depth 100"
+    minmax = SearchConfig(fusion="weighted", normalization="minmax", weights={"bm25": 0.2, "dense": 0.8})
+    assert config_label(minmax) == \
         "weighted sum (minmax, arithmetic), BM25 0.2, vector 0.8, depth 100"

@@ -34,7 +34,7 @@ def test_round_trip_per_page():
 def test_bad_values_are_skipped_and_reported():
     view = view_from_params({"rrf_k": "x", "top_k": "3", "fusion": "magic", "mode": "nope", "ks": "60,7,abc",
                              "b.depth": "-1"})
-    assert view.config_a.rrf_k == 60.0 and view.config_a.top_k == 3 and view.config_a.fusion == "rrf"
+    assert view.config_a.rrf_k == 60.0 and view.config_a.top_k == 3 and view.config_a.fusion == "weighted"
     assert view.config_b.depth == default_config_b().depth
     assert view.rrf_ks == [60] and view.compare_mode == "rerank"
     text = " | ".join(view.notices)
@@ -48,7 +48,7 @@ def test_weights_always_list_both_ui_sources():
     assert list(view_from_params({"weights": "dense=1,bm25=0.5"}).config_a.weights) == ["bm25", "dense"]
     # both zero cannot be a valid config: the defaults stay and the reason is given
     view = view_from_params({"weights": "bm25=0,dense=0"})
-    assert view.config_a.weights == {"bm25": 0.5, "dense": 0.5}
+    assert view.config_a.weights == {"bm25": 0.4, "dense": 0.6}
     assert any("at least one source weight" in n for n in view.notices)
 
 
