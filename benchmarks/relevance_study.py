@@ -256,17 +256,17 @@ def choose_rerank(deltas: dict[str, dict[str, float]]) -> dict:
     return {"rows": rows, "overall": pick(sets)}
 
 
-def part_rerank(study: Study, base: SearchConfig) -> None:
+def part_rerank(study: Study, base: SearchConfig, sets: tuple[str, ...] = SETS) -> None:
     results, timings = {}, {}
-    for name in SETS:
+    for name in sets:
         results[name], timings[name] = rerank_table(study, name, base)
-    deltas = {s: {v: x - results[s]["first_stage"] for v, x in results[s]["reranked"].items()} for s in SETS}
+    deltas = {s: {v: x - results[s]["first_stage"] for v, x in results[s]["reranked"].items()} for s in sets}
     choice = choose_rerank(deltas)
     study.save("rerank", {"base": base.to_dict(), "results": results, "timings": timings, "choice": choice})
     for top_n in TOP_NS:
         print(f"\ntop-N = {top_n}: nDCG@10 (Δ vs first stage)\n\n| set | first stage | "
               + " | ".join(f"λ={lam:g}" for lam in LAMBDAS) + " |\n|---|---|" + "---|" * len(LAMBDAS))
-        for s in SETS:
+        for s in sets:
             cells = [f"{results[s]['reranked'][f'{top_n}|{lam}']:.4f} ({deltas[s][f'{top_n}|{lam}']:+.3f})"
                      for lam in LAMBDAS]
             print(f"| {s} | {results[s]['first_stage']:.4f} | " + " | ".join(cells) + " |")
@@ -276,8 +276,9 @@ def part_rerank(study: Study, base: SearchConfig) -> None:
     print(f"\nchosen on all five: {choice['overall']}")
     print("\n| set | rerank top-50, cold passage cache (ms, p50 of 20) | top-20, passages cached (ms, p50 of 50) |"
           "\n| --- | --- | --- |")
-    for s in SETS:
-        print(f"| {s} | {timings[s]['cold_top50_ms_p50']:.0f} | {timings[s]['warm_top20_ms_p50']:.1f} |")
+    for s in sets:
+        cold = timings[s]["cold_top50_ms_p50"]
+        print(f"| {s} | {'—' if cold is None else f'{cold:.0f}'} | {timings[s]['warm_top20_ms_p50']:.1f} |")
 
 
 def main() -> None:
@@ -286,6 +287,7 @@ def main() -> None:
     parser.add_argument("--eval-dir", type=Path, default=REPO.parent / "shared" / "eval")
     parser.add_argument("--cross-dir", type=Path, default=REPO / "data" / "eval-cross")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "study")
+    parser.add_argument("--sets", default=",".join(SETS), help="the evaluation sets of the rerank part")
     parser.add_argument("--base", help="first-stage SearchConfig JSON for the rerank part (default: the shipped one)")
     args = parser.parse_args()
     study = Study(args.eval_dir, args.cross_dir, args.out)
@@ -294,7 +296,7 @@ def main() -> None:
         started = time.perf_counter()
         print(f"\n## {part}\n", flush=True)
         {"models": part_models, "cross": part_cross, "fusion": part_fusion,
-         "rerank": lambda s: part_rerank(s, base)}[part](study)
+         "rerank": lambda s: part_rerank(s, base, tuple(args.sets.split(",")))}[part](study)
         log(f"{part}: {time.perf_counter() - started:.0f} s")
 
 
