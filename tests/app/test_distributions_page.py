@@ -17,7 +17,7 @@ def threshold_lines(figure):
 
 
 def test_threshold_line_moves_with_its_slider(workbench):
-    at = open_page(DISTRIBUTIONS, q=QUERY)
+    at = open_page(DISTRIBUTIONS, q=QUERY, fusion="rrf", weights="bm25=0.5,dense=0.5")
     histograms = figures(at)[0]
     assert threshold_lines(histograms) == []  # minimums off: no line
     at.slider(key="a.min_raw_bm25").set_value(2.5).run()

@@ -93,7 +93,7 @@ def test_evaluating_shows_the_core_metrics_and_reruns_do_not_requery(small_set, 
     for cls, names in ((JudgmentStore, ("query_sets", "queries", "qrels", "export_qrels")), (ConfigStore, ("names",))):
         for name in names:
             monkeypatch.setattr(cls, name, lambda *a, _n=name, **k: calls.append(_n) or pytest.fail(f"{_n} read again"))
-    at.slider(key="a.rrf_k").set_value(5).run()
+    at.slider(key="a.w_bm25").set_value(0.2).run()
     assert calls == [] and not at.exception
     assert any("changed since" in i.value for i in at.info)
 
@@ -289,7 +289,7 @@ def test_configs_save_load_and_import(workbench):
     from retrieval.configs import ConfigStore
 
     configs = ConfigStore(workbench.store)
-    at = open_page(EVALUATE, rrf_k="7", weights="bm25=0.2,dense=0.8")
+    at = open_page(EVALUATE, fusion="rrf", rrf_k="7", weights="bm25=0.2,dense=0.8")
     at.text_input(key="configs.name").set_value("k7").run()
     at.checkbox(key="configs.overwrite").check()
     at.button(key="configs.save").click().run()

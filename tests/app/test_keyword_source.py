@@ -35,7 +35,7 @@ def keyword_hits(workbench, query, **points):
 
 
 def test_keyword_source_picked_on_search_shows_its_points(workbench, catalogue):
-    at = open_page(SEARCH, collection=catalogue, q="chin")
+    at = open_page(SEARCH, collection=catalogue, q="chin", weights="bm25=0.5,dense=0.5")
     at.multiselect(key="a.extra_sources").select("keyword").run()
     assert not at.exception
     assert at.query_params["weights"] == THREE

@@ -13,7 +13,8 @@ SEARCH = "pages/1_Search.py"
 CARD_ID = re.compile(r'^<div class="wb-card"><b>#\d+</b> <span style="[^"]*">([^ ]+) · ')
 
 DEFAULTS = {
-    "a.fusion": "rrf", "a.w_bm25": 0.5, "a.w_dense": 0.5, "a.rrf_k": 60, "a.normalization": "minmax",
+    "a.fusion": "weighted", "a.w_bm25": 0.4, "a.w_dense": 0.6, "a.rrf_k": 60, "a.normalization": "l2",
+    "a.language_aware": True, "a.rerank_lambda": 0.0,
     "a.min_display": 0.0, "a.min_raw_bm25": 0.0, "a.min_raw_dense": 0.0, "a.top_k": 10, "a.depth": 100,
     "a.rerank": False, "a.rerank_top_n": 20, "a.min_score": None, "a.bm25_backend": "auto",
     "a.bm25_k1": 0.9, "a.bm25_b": 0.4, "a.reranker": "e5",
@@ -62,10 +63,10 @@ def test_results_are_the_core_fusion_exactly(workbench):
 
 
 def test_moving_k_and_a_weight_refuses_cached_candidates(workbench):
-    at = open_page(SEARCH, q=QUERY)
+    at = open_page(SEARCH, q=QUERY, fusion="rrf", weights="bm25=0.5,dense=0.5")
     at.slider(key="a.rrf_k").set_value(5).run()
     at.slider(key="a.w_bm25").set_value(0.2).run()
-    _, outcome = fused(workbench, rrf_k=5.0, weights={"bm25": 0.2, "dense": 0.5})
+    _, outcome = fused(workbench, fusion="rrf", rrf_k=5.0, weights={"bm25": 0.2, "dense": 0.5})
     assert_table_matches(at, outcome)
     # the page's scores are the RRF formula: Σ w / (k + rank), a missing source adding 0
     for r in outcome.results:
@@ -74,7 +75,7 @@ def test_moving_k_and_a_weight_refuses_cached_candidates(workbench):
             rank = r.sources[source].rank
             expected += 0.0 if rank is None else weight / (5 + rank)
         assert r.score == pytest.approx(expected, rel=1e-15)
-    _, before = fused(workbench)
+    _, before = fused(workbench, fusion="rrf", weights={"bm25": 0.5, "dense": 0.5})
     assert [r.score for r in before.results] != list(at.dataframe[0].value["fused score"])
     assert any("Candidates from cache" in c.value for c in at.caption)  # no retrieval, no embedding
     assert at.query_params["rrf_k"] == "5.0"
@@ -111,7 +112,8 @@ def test_a_link_reproduces_the_view(app_db, workbench):
     assert at.slider(key="a.top_k").value == 5
     assert at.slider(key="a.min_raw_dense").value == 0.8
     assert at.text_input(key="view.query").value == QUERY
-    _, outcome = fused(workbench, fusion="weighted", weights={"bm25": 0.7, "dense": 0.3}, top_k=5, depth=50,
+    _, outcome = fused(workbench, fusion="weighted", normalization="minmax", weights={"bm25": 0.7, "dense": 0.3},
+                       top_k=5, depth=50,
                        min_raw={"dense": 0.8})
     assert_table_matches(at, outcome)
     for key, value in params.items():
