@@ -39,8 +39,9 @@ PAGES = ("home", "search", "compare", "distributions", "corpus", "evaluate", "gr
 
 
 def default_config_b() -> SearchConfig:
-    """Config B starts as seed 003's weighted sum (BM25 0.4, vector 0.6), a useful contrast to A."""
-    return SearchConfig(fusion="weighted", weights={"bm25": 0.4, "dense": 0.6})
+    """Config B starts as RRF k = 60, BM25 0.5 / vector 0.5 (the classic default, shipped until
+    the measured weighted sum replaced it): a useful contrast to A's default."""
+    return SearchConfig(fusion="rrf", weights={"bm25": 0.5, "dense": 0.5})
 
 
 @dataclass

@@ -31,15 +31,15 @@ def test_first_stage_vs_reranked(workbench):
 
 def test_config_a_against_config_b(workbench):
     at = open_page(COMPARE, q=QUERY, mode="configs", top_k="8")
-    # B's controls are drawn in the main area with B's defaults (seed 003's weighted 0.4/0.6)
-    assert at.selectbox(key="b.fusion").value == "weighted"
-    assert at.slider(key="b.w_bm25").value == 0.4 and at.slider(key="b.w_dense").value == 0.6
+    # B's controls are drawn in the main area with B's defaults (RRF k = 60, 0.5 / 0.5)
+    assert at.selectbox(key="b.fusion").value == "rrf"
+    assert at.slider(key="b.w_bm25").value == 0.5 and at.slider(key="b.w_dense").value == 0.5
     assert at.slider(key="b.top_k").value == 10
     assert not any(w.key.startswith("b.") for w in at.sidebar.slider)
     at.slider(key="b.w_dense").set_value(0.9).run()
     at.slider(key="b.top_k").set_value(8).run()
     _, a = fused(workbench, top_k=8)
-    _, b = fused(workbench, fusion="weighted", weights={"bm25": 0.4, "dense": 0.9}, top_k=8)
+    _, b = fused(workbench, fusion="rrf", weights={"bm25": 0.5, "dense": 0.9}, top_k=8)
     a_ids, b_ids = [r.doc_id for r in a.results], [r.doc_id for r in b.results]
     left, right = at.dataframe[0].value, at.dataframe[1].value
     assert list(left["id"]) == a_ids and list(right["id"]) == b_ids
@@ -51,6 +51,6 @@ def test_config_a_against_config_b(workbench):
     dropped = [c for c in changes if c.status == "dropped"]
     if dropped:
         assert any("Dropped" in c.value for c in at.caption)
-    assert at.query_params["b.weights"] == "bm25=0.4,dense=0.9"
-    assert at.query_params["b.fusion"] == "weighted"
+    assert at.query_params["b.weights"] == "bm25=0.5,dense=0.9"
+    assert at.query_params["b.fusion"] == "rrf"
     assert at.query_params["mode"] == "configs"

@@ -43,10 +43,11 @@ def open_page(page, url: str, title: str) -> None:
 
 
 def test_moving_the_rrf_k_slider_reorders_the_results(page, ready_app, core):
-    before, after = core(QUERY), core(QUERY, rrf_k=1.0)
+    rrf = {"fusion": "rrf", "weights": {"bm25": 0.5, "dense": 0.5}}
+    before, after = core(QUERY, **rrf), core(QUERY, rrf_k=1.0, **rrf)
     assert before != after, "the premise: on the sample, k = 1 ranks differently from k = 60"
 
-    open_page(page, f"{ready_app}/Search", "Search")
+    open_page(page, f"{ready_app}/Search?fusion=rrf&weights=bm25%3D0.5%2Cdense%3D0.5", "Search")
     assert harness.search(page, QUERY) == before
     harness.wait_table_column(page, 0, "id", before)
 
@@ -87,7 +88,7 @@ def test_an_uploaded_file_is_ingested_and_found(page, ready_app):
 
 def test_compare_shows_both_rankings_with_rank_changes(page, ready_app, core):
     a = core(QUERY)
-    b = core(QUERY, fusion="weighted", weights={"bm25": 0.4, "dense": 0.6})  # config B's defaults
+    b = core(QUERY, fusion="rrf", weights={"bm25": 0.5, "dense": 0.5})  # config B's defaults
     changes = rank_changes(a, b)
     labels = [c.label for c in changes if c.after is not None]
     dropped = [c for c in changes if c.status == "dropped"]
