@@ -31,7 +31,7 @@ def main(argv: list[str]) -> dict:
         out["top"] = result.outcome.results[0].doc_id if result.outcome.results else None
         out["doc_count"] = workbench.info(collection).doc_count
     if add:
-        info = workbench.add(collection, ParsedCorpus([Document(add[0], add[1])]))
+        info = workbench.add(collection, ParsedCorpus([Document(add[0], add[1])])).info
         out["added"] = {"doc_count": info.doc_count, "version": workbench.store.version(collection)}
     return out
 

@@ -82,7 +82,7 @@ def test_ingest_search_add_clear_delete_on_s3(s3, locks, tmp_path, monkeypatch):
     remote = Workbench(Store(uri, storage_options=s3["options"]))
     local = Workbench(Store(str(tmp_path / "local")))
     for workbench in (remote, local):
-        info = workbench.create("xquad-en", corpus())
+        info = workbench.create("xquad-en", corpus()).info
         assert (info.doc_count, info.model) == (20, "all-MiniLM-L6-v2")
 
     # The tables are objects in the bucket; locally there are only the lock files.

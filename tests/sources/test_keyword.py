@@ -187,7 +187,7 @@ def workbench(tmp_path_factory):
 
 
 def test_chin_fused_with_bm25_and_vectors_by_rrf(workbench):
-    config = SearchConfig(weights={"bm25": 0.3, "dense": 0.3, "keyword": 0.4}, rrf_k=60, top_k=8)
+    config = SearchConfig(fusion="rrf", weights={"bm25": 0.3, "dense": 0.3, "keyword": 0.4}, rrf_k=60, top_k=8)
     result = workbench.search("catalogue", "chin", config)
     sources = result.candidates.sources
     assert sources["bm25"].hits == ()  # no indexed word is "chin": BM25 matches whole words only
