@@ -262,6 +262,15 @@ def _parse_prose(text: str, name: str, stem: str, extension: str, options: Parse
     return documents
 
 
+def _add_row(records: _Records, columns: list[str], number: int, cells: list[str]) -> None:
+    """A CSV/TSV data row as a record keyed by the header, or a problem when it has more cells
+    than the header."""
+    if len(cells) > len(columns):
+        records.problems.append((number, f"{len(cells)} cells but the header has {len(columns)}"))
+    else:
+        records.rows.append((number, dict(zip(columns, cells, strict=True))))
+
+
 def _read_delimited(text: str, name: str, delimiter: str, quoting: int) -> _Records:
     rows = read_rows(text, delimiter, quoting)
     try:
@@ -269,10 +278,7 @@ def _read_delimited(text: str, name: str, delimiter: str, quoting: int) -> _Reco
         columns = [cell.strip() or f"column_{i}" for i, cell in enumerate(header, 1)]
         records = _Records([], "row", typed_cells=True)
         for number, cells in rows:
-            if len(cells) > len(columns):
-                records.problems.append((number, f"{len(cells)} cells but the header has {len(columns)}"))
-            else:
-                records.rows.append((number, dict(zip(columns, cells, strict=True))))
+            _add_row(records, columns, number, cells)
     except IngestError as err:
         raise IngestError(f"{name}: {err}") from err
     repeated = sorted({column for column in columns if columns.count(column) > 1})
@@ -813,10 +819,7 @@ def _delimited_batches(file: _StreamFile, size: int) -> Iterator[_Records]:
             raise IngestError(f"{file.name}: the header (row {header_line}) repeats column(s) {', '.join(repeated)}")
         batch = _Records([], "row", typed_cells=True)
         for number, cells in rows:
-            if len(cells) > len(columns):
-                batch.problems.append((number, f"{len(cells)} cells but the header has {len(columns)}"))
-            else:
-                batch.rows.append((number, dict(zip(columns, cells, strict=True))))
+            _add_row(batch, columns, number, cells)
             if len(batch.rows) + len(batch.problems) >= size:
                 yield batch
                 batch = _Records([], "row", typed_cells=True)
