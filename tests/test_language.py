@@ -2,6 +2,7 @@
 query's script differs from the collection's."""
 
 import pytest
+from corpora import ANIMALS
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
@@ -12,14 +13,6 @@ from retrieval.store import Store
 from retrieval.sweep import Variant, run_sweep
 from retrieval.workbench import Workbench
 
-ANIMALS = """id,title,text
-cat,Cats,"Cats are small felines that sleep most of the day and hunt mice at night."
-dog,Dogs,"Dogs are loyal companions that need daily walks and enjoy playing fetch."
-owl,Owls,"Owls are nocturnal birds of prey with silent flight and excellent night vision."
-bee,Bees,"Bees pollinate flowers and produce honey in their hives."
-fox,Foxes,"Foxes are clever wild canines that hunt small animals such as mice and rabbits."
-cow,Cows,"Cows graze on grass and give milk on dairy farms."
-"""
 # Han characters outnumber a quarter of the Latin letters: a Chinese query, though it contains an
 # English word BM25 can match ("mice" is in cat and fox).
 CROSSING = "mice 哪些动物会捕捉老鼠"

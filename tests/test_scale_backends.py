@@ -2,6 +2,7 @@
 vector scan, from it on LanceDB's native BM25 index and an IVF_PQ index re-scored exactly."""
 
 import pytest
+from corpora import ANIMALS
 
 from retrieval import limits
 from retrieval.config import SearchConfig
@@ -11,14 +12,6 @@ from retrieval.sources.bm25 import resolved_backend
 from retrieval.store import Store
 from retrieval.workbench import Workbench
 
-ANIMALS = """id,title,text
-cat,Cats,"Cats are small felines that sleep most of the day and hunt mice at night."
-dog,Dogs,"Dogs are loyal companions that need daily walks and enjoy playing fetch."
-owl,Owls,"Owls are nocturnal birds of prey with silent flight and excellent night vision."
-bee,Bees,"Bees pollinate flowers and produce honey in their hives."
-fox,Foxes,"Foxes are clever wild canines that hunt small animals such as mice and rabbits."
-cow,Cows,"Cows graze on grass and give milk on dairy farms."
-"""
 MORE = """id,title,text
 hen,Hens,"Hens lay eggs and scratch the ground for seeds at night and by day."
 """
