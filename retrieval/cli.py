@@ -106,6 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "'_', '-' is kept as its display name and a safe table name is derived from it")
     p.add_argument("--model", help="embedding model alias, folder or id (default: by corpus language)")
     p.add_argument("--add", action="store_true", help="add to an existing collection")
+    xl = p.add_mutually_exclusive_group()
+    xl.add_argument("--cross-lingual", dest="cross_lingual", action="store_true", default=None,
+                    help="also embed with multilingual-e5-small for questions in the other language "
+                         "(default: for an English or Chinese collection whose model reads one language, "
+                         "below 50,000 documents)")
+    xl.add_argument("--no-cross-lingual", dest="cross_lingual", action="store_false",
+                    help="one embedding model only")
     p.add_argument("--id-column")
     p.add_argument("--title-column")
     p.add_argument("--text-column")
@@ -202,12 +209,14 @@ def cmd_ingest(args) -> int:
         if args.add:
             result = workbench.ingest_stream(workbench.resolve(args.collection), stream, add=True, progress=bars)
         else:
-            result = workbench.ingest_stream(args.collection, stream, model=args.model, progress=bars)
+            result = workbench.ingest_stream(args.collection, stream, model=args.model, progress=bars,
+                                             cross_lingual=args.cross_lingual)
     seconds = time.perf_counter() - started
     for note in stream.notes[shown:]:  # decided while reading (columns of each file's first batch)
         _log(f"  note: {note}")
     info = result.info
-    _log(f"collection {collection_label(info)}: {info.doc_count} documents, model {info.model} ({info.dim}-d), "
+    xl = f", cross-lingual vectors {info.xl_model}" if info.xl_model else ""
+    _log(f"collection {collection_label(info)}: {info.doc_count} documents, model {info.model} ({info.dim}-d){xl}, "
          f"language {info.language}; {ingest_rate(result.documents, seconds)}")
     if result.note:
         _log(f"note: {result.note}")

@@ -255,15 +255,24 @@ def evaluate_collection(
     return report
 
 
-def beir_collection_name(folder: Path, model: str | None) -> str:
-    """A cache collection name for a BEIR folder: its name plus a hash of path, corpus and model.
+# Bumped when the ingest pipeline starts writing something a cached collection lacks (2: the
+# cross-lingual vectors), so an older cache is not reused.
+BEIR_CACHE_FORMAT = 2
 
-    The hash changes when the corpus file changes (size or modification time) or the model does,
-    so a stale cache is never reused.
+
+def beir_collection_name(folder: Path, model: str | None) -> str:
+    """A cache collection name for a BEIR folder: its name plus a hash of path, corpus content,
+    model and `BEIR_CACHE_FORMAT`.
+
+    The hash changes when the corpus's bytes change or the model does, so a stale cache is never
+    reused; a copy of the same file (a new modification time) is still recognised.
     """
-    corpus = folder / "corpus.jsonl"
-    stat = corpus.stat()
-    digest = hashlib.sha1(f"{folder.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{model}".encode()).hexdigest()[:10]
+    content = hashlib.sha1()
+    with (folder / "corpus.jsonl").open("rb") as corpus:
+        for block in iter(lambda: corpus.read(1 << 20), b""):
+            content.update(block)
+    key = f"{folder.resolve()}|{content.hexdigest()}|{model}|{BEIR_CACHE_FORMAT}"
+    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     slug = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-")[:40] or "beir"
     return f"eval-{slug}-{digest}"
 

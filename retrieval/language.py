@@ -18,20 +18,14 @@ import dataclasses
 
 from .config import SearchConfig
 from .sources import SOURCES, label
-from .tokenize import document_language
+from .tokenize import LANGUAGE_NAMES, crosses_languages, document_language
 
-LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
+__all__ = ["LANGUAGE_NAMES", "crosses_languages", "language_rule", "lexical_sources", "query_language"]
 
 
 def query_language(query: str) -> str:
     """'zh' or 'en', by the rule documents are labelled with (`tokenize.document_language`)."""
     return document_language(query)
-
-
-def crosses_languages(query: str, collection_language: str | None) -> bool:
-    """True when the collection is all one language ('en' or 'zh') and the query is the other."""
-    return collection_language in LANGUAGE_NAMES and query.strip() != "" \
-        and query_language(query) != collection_language
 
 
 def lexical_sources(config: SearchConfig) -> list[str]:

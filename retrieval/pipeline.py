@@ -41,7 +41,7 @@ import pyarrow as pa
 from .entities import graph_table_rows
 from .graph_build import graph_inline
 from .ingest import DocumentStream
-from .store import CollectionInfo, Progress, Store, collection_schema, now_iso
+from .store import XL_COLUMN, CollectionInfo, Progress, Store, collection_schema, now_iso
 from .tokenize import TOKENIZER_NAME, corpus_language, document_language, language_from_mix, tokenize
 from .types import Document, IngestError, ParsedCorpus, RetrievalError
 
@@ -102,8 +102,10 @@ def check_documents(documents: list[Document], seen: set[str] | None = None) -> 
         raise IngestError("Documents rejected; nothing was written", problems)
 
 
-def document_rows(documents: list[Document], encoder, progress: Progress | None = None) -> pa.Table:
-    """Tokenise and embed in memory: the collection table's rows (`store.collection_schema`)."""
+def document_rows(documents: list[Document], encoder, progress: Progress | None = None,
+                  xl_encoder=None) -> pa.Table:
+    """Tokenise and embed in memory: the collection table's rows (`store.collection_schema`);
+    with `xl_encoder` also the cross-lingual vectors (`vector_xl`)."""
     total = len(documents)
     texts = [embedding_text(d) for d in documents]
     token_lists = []
@@ -114,6 +116,11 @@ def document_rows(documents: list[Document], encoder, progress: Progress | None 
     vectors = encoder.encode_passages(
         texts, progress=(lambda done, n: progress("embedding", done, n)) if progress else None
     )
+    xl = {}
+    if xl_encoder is not None:
+        xl_vectors = xl_encoder.encode_passages(
+            texts, progress=(lambda done, n: progress(XL_STAGE, done, n)) if progress else None)
+        xl = {XL_COLUMN: _vector_array(xl_vectors, xl_encoder.spec.dim)}
     return pa.table(
         {
             "id": [d.id for d in documents],
@@ -122,17 +129,55 @@ def document_rows(documents: list[Document], encoder, progress: Progress | None 
             "tokens": [" ".join(t) for t in token_lists],
             "n_tokens": pa.array([len(t) for t in token_lists], pa.int32()),
             "language": [document_language(t) for t in texts],
-            "vector": pa.FixedSizeListArray.from_arrays(
-                pa.array(np.asarray(vectors, dtype=np.float32).ravel()), encoder.spec.dim
-            ),
+            "vector": _vector_array(vectors, encoder.spec.dim),
+            **xl,
             "metadata": [json.dumps(d.metadata, ensure_ascii=False, default=str) for d in documents],
             "parent_id": [d.parent_id for d in documents],
             "chunk_index": pa.array([d.chunk_index for d in documents], pa.int32()),
             "start_line": pa.array([d.start_line for d in documents], pa.int32()),
             "end_line": pa.array([d.end_line for d in documents], pa.int32()),
         },
-        schema=collection_schema(encoder.spec.dim),
+        schema=collection_schema(encoder.spec.dim, xl_encoder.spec.dim if xl_encoder is not None else 0),
     )
+
+
+def _vector_array(vectors, dim: int) -> pa.FixedSizeListArray:
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(vectors, dtype=np.float32).ravel()), dim)
+
+
+XL_STAGE = "embedding for other languages"
+
+
+def wants_cross_lingual(language: str, model: str, documents: int, requested: bool | None = None) -> bool:
+    """Whether a new collection gets cross-lingual vectors (`vector_xl`, multilingual E5): so that
+    a question in the other language finds its documents with default settings (Chinese
+    questions over English XQuAD paragraphs: nDCG@10 0.095 with MiniLM alone, 0.815 with E5;
+    docs/experiments/cross-lingual.md), while the collection's own model (MiniLM for English,
+    which E5 would cost 0.012–0.013 nDCG@10) keeps serving queries in its language.
+
+    Only a one-language collection ('en' or 'zh', which a query can cross) whose model is not
+    the multilingual one needs them. `requested` None (auto): below `limits.SCALE_DOCS`
+    documents, where the second encoder (≈ 2–3× the embedding time) is affordable; True / False
+    decide for the user."""
+    from . import limits
+    from .embed import E5
+
+    if language not in ("en", "zh") or model == E5 or requested is False:
+        return False
+    return requested is True or documents < limits.SCALE_DOCS
+
+
+def _xl_encoder(info: CollectionInfo):
+    """The loaded encoder of a collection's cross-lingual vectors, None when it has none."""
+    from .embed import load_encoder
+
+    if not info.xl_model:
+        return None
+    encoder = load_encoder(info.xl_model)
+    if encoder.spec.dim != info.xl_dim:
+        raise RetrievalError(f"Model {info.xl_model!r} now gives {encoder.spec.dim}-d vectors, "
+                             f"the collection's cross-lingual column holds {info.xl_dim}-d ones")
+    return encoder
 
 
 def graph_rows(documents: Iterable[Document], ingested: datetime,
@@ -160,20 +205,23 @@ def count_truncated(documents: Iterable[Document], encoder) -> int:
 
 
 def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str | None = None,
-                      description: str = "", progress: Progress | None = None) -> IngestResult:
+                      description: str = "", progress: Progress | None = None,
+                      cross_lingual: bool | None = None) -> IngestResult:
     """Create a collection named `name` (any script: the display name; the table name is derived,
     `Store.new_names`) from parsed documents; the model defaults by corpus language.
 
     Tokenising, embedding and extraction run before the writer lock is taken, so two ingests
     embed at the same time and only their writes queue; the store checks again under the lock
-    that the name is free."""
-    from .embed import default_model_for, load_encoder
+    that the name is free. `cross_lingual`: `wants_cross_lingual`'s `requested` (None: auto)."""
+    from .embed import E5, default_model_for, load_encoder
 
     table, display = store.new_names(name)
     check_documents(corpus.documents)
     language = corpus_language(embedding_text(d) for d in corpus.documents)
     encoder = load_encoder(model or default_model_for(language))
-    rows = document_rows(corpus.documents, encoder, progress)
+    xl = wants_cross_lingual(language, encoder.spec.name, len(corpus.documents), cross_lingual)
+    xl_encoder = load_encoder(E5) if xl else None
+    rows = document_rows(corpus.documents, encoder, progress, xl_encoder)
     truncated = count_truncated(corpus.documents, encoder)
     inline = graph_inline(len(corpus.documents))
     graph = graph_rows(corpus.documents, datetime.now(UTC), progress) if inline else None
@@ -183,6 +231,7 @@ def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str 
         language=language, doc_count=len(corpus.documents), created=now, updated=now,
         lancedb_version=lancedb.__version__, description=description, display_name=display,
         truncated=truncated, graph="" if inline else "pending",
+        xl_model=xl_encoder.spec.name if xl_encoder else "", xl_dim=xl_encoder.spec.dim if xl_encoder else 0,
     )
     info = index_for_size(store, store.write_collection(info, rows, graph))
     return IngestResult(info, len(corpus.documents), truncated, encoder.spec.max_seq_length)
@@ -197,6 +246,8 @@ def index_for_size(store: Store, info: CollectionInfo) -> CollectionInfo:
 
     if info.doc_count >= limits.SCALE_DOCS:
         store.build_vector_index(info.name)
+        if info.xl_model:
+            store.build_vector_index(info.name, column=XL_COLUMN)
     return info
 
 
@@ -218,7 +269,7 @@ def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progr
     if encoder.spec.dim != info.dim:
         raise RetrievalError(f"Model {info.model!r} now gives {encoder.spec.dim}-d vectors, "
                              f"the collection holds {info.dim}-d ones")
-    rows = document_rows(corpus.documents, encoder, progress)
+    rows = document_rows(corpus.documents, encoder, progress, _xl_encoder(info))
     truncated = count_truncated(corpus.documents, encoder)
     inline = graph_inline(info.doc_count + len(corpus.documents), info)
     graph = graph_rows(corpus.documents, datetime.now(UTC), progress) if inline else None
@@ -231,7 +282,8 @@ def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progr
 
 
 def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = False, model: str | None = None,
-                  description: str = "", progress: Progress | None = None) -> IngestResult:
+                  description: str = "", progress: Progress | None = None,
+                  cross_lingual: bool | None = None) -> IngestResult:
     """Create collection `name` (any script, as `create_collection`) from a `DocumentStream`, or
     with `add` add it to collection `name` (its table name), batch by batch: each batch is
     checked (ids also against every batch before: one set of ids is kept, small next to texts),
@@ -245,10 +297,11 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
 
     The model of a new collection, unless given, is chosen by the language of every document, as
     in the one-shot ingest: `stream_language` reads the stream once first (no embedding), which
-    also finds any parse problem before anything is written. `progress("reading", done, total)`
-    during that pass, then `progress("ingesting", documents done, stream.total)` after every
-    embedding chunk and batch."""
-    from .embed import default_model_for, load_encoder
+    also finds any parse problem before anything is written (skipped when `model` is given and
+    is the multilingual one, which decides nothing by language). `progress("reading", done,
+    total)` during that pass, then `progress("ingesting", documents done, stream.total)` after
+    every embedding chunk and batch. `cross_lingual`: as `create_collection`'s."""
+    from .embed import E5, default_model_for, load_encoder
 
     batches = stream.batches()
     first = next(batches, None)
@@ -260,15 +313,19 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
         if encoder.spec.dim != info.dim:
             raise RetrievalError(f"Model {info.model!r} now gives {encoder.spec.dim}-d vectors, "
                                  f"the collection holds {info.dim}-d ones")
+        xl_encoder = _xl_encoder(info)
     else:
         table, display = store.new_names(name)
-        language = "en" if model else stream_language(stream, progress)
+        language = "mixed" if model == E5 else stream_language(stream, progress)
         encoder = load_encoder(model or default_model_for(language))
+        xl = wants_cross_lingual(language, encoder.spec.name, stream.total, cross_lingual)
+        xl_encoder = load_encoder(E5) if xl else None
         now = now_iso()
         info = CollectionInfo(
             name=table, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME,
             language=language, doc_count=0, created=now, updated=now,
             lancedb_version=lancedb.__version__, description=description, display_name=display, truncated=0,
+            xl_model=xl_encoder.spec.name if xl_encoder else "", xl_dim=xl_encoder.spec.dim if xl_encoder else 0,
         )
     total = stream.total
     inline = graph_inline(info.doc_count + total, info if add else None)
@@ -283,7 +340,7 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
                                stored_truncated=stored if add else None, graph=inline) as writer:
         for batch in itertools.chain([first], batches):
             check_documents(batch, seen)
-            rows = document_rows(batch, encoder, _within(progress, done, total))
+            rows = document_rows(batch, encoder, _within(progress, done, total), xl_encoder)
             writer.append(rows, graph_table_rows(batch, ingested) if inline else None,
                           count_truncated(batch, encoder))
             done += len(batch)

@@ -245,6 +245,11 @@ class CollectionInfo:
     # documents, or built); "pending": missing or missing the latest documents, to be built by
     # `graph_build.build_graph` (a large ingest skips entity extraction). Null in older catalogues: "".
     graph: str = ""
+    # The second, cross-lingual vector column (`vector_xl`): its model and dimension, "" / 0 when
+    # the collection has none (`pipeline.wants_cross_lingual`). The dense source searches it for
+    # a query in the other language. Null in older catalogues: none.
+    xl_model: str = ""
+    xl_dim: int = 0
 
     def __post_init__(self) -> None:
         if not self.display_name:
@@ -268,8 +273,13 @@ class CollectionStats:
     metadata_fields: list[str]
 
 
-def collection_schema(dim: int) -> pa.Schema:
-    """The columns of a collection table whose vectors have `dim` dimensions."""
+XL_COLUMN = "vector_xl"  # the cross-lingual vectors (CollectionInfo.xl_model)
+
+
+def collection_schema(dim: int, xl_dim: int = 0) -> pa.Schema:
+    """The columns of a collection table whose vectors have `dim` dimensions; with `xl_dim` > 0
+    also the cross-lingual vectors (`vector_xl`, `xl_dim` dimensions), after `vector`."""
+    xl = [pa.field(XL_COLUMN, pa.list_(pa.float32(), xl_dim))] if xl_dim else []
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -279,6 +289,7 @@ def collection_schema(dim: int) -> pa.Schema:
             pa.field("n_tokens", pa.int32()),
             pa.field("language", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dim)),
+            *xl,
             pa.field("metadata", pa.string()),
             pa.field("parent_id", pa.string()),
             pa.field("chunk_index", pa.int32()),
@@ -288,7 +299,7 @@ def collection_schema(dim: int) -> pa.Schema:
     )
 
 
-_INT_FIELDS = ("dim", "doc_count", "truncated")
+_INT_FIELDS = ("dim", "doc_count", "truncated", "xl_dim")
 _CATALOGUE_SCHEMA = pa.schema([pa.field(f, pa.int64() if f in _INT_FIELDS else pa.string())
                                for f in CollectionInfo.__dataclass_fields__])
 # How a column added after a catalogue was written is filled for its existing rows (SQL over the
@@ -298,11 +309,13 @@ _CATALOGUE_MIGRATIONS = {"display_name": "name"}
 
 def info_from_entry(entry: dict) -> CollectionInfo:
     """A catalogue row as a CollectionInfo; columns a catalogue predates (or nulls) read as their
-    defaults: display name = table name, truncated = None (not counted)."""
+    defaults: display name = table name, truncated = None (not counted), no cross-lingual vectors."""
     known = {k: v for k, v in entry.items() if k in CollectionInfo.__dataclass_fields__}
     known["display_name"] = known.get("display_name") or known["name"]
     known["truncated"] = known.get("truncated")
     known["graph"] = known.get("graph") or ""
+    known["xl_model"] = known.get("xl_model") or ""
+    known["xl_dim"] = known.get("xl_dim") or 0
     return CollectionInfo(**known)
 
 DOCUMENT_COLUMNS = ["id", "title", "text", "tokens", "metadata", "parent_id", "chunk_index",
@@ -596,15 +609,15 @@ class Store:
     @counts_as_write
     def write_collection(self, info: CollectionInfo, rows: pa.Table,
                          graph_rows: dict[str, list[dict]] | None) -> CollectionInfo:
-        """Create collection `info.name` from prepared rows (`collection_schema(info.dim)`) and its
-        entity graph rows, with its native BM25 index and catalogue entry. All or nothing.
-        `graph_rows` None: no graph tables (a large ingest; `info.graph` is then "pending")."""
+        """Create collection `info.name` from prepared rows (`collection_schema(info.dim,
+        info.xl_dim)`) and its entity graph rows, with its native BM25 index and catalogue entry.
+        All or nothing. `graph_rows` None: no graph tables (a large ingest; `info.graph` is then "pending")."""
         name = validate_collection_name(info.name)
         with self.writer_lock(name):
             if self._has_table(name) or any(d == info.label for t, d in self.display_names().items() if t != name):
                 raise RetrievalError(f"Collection {info.label!r} already exists: add to it, or delete it first")
             with self.transaction(name, "create", [name, *self._graph_table_names(name)]):
-                table = self.db.create_table(name, rows, schema=collection_schema(info.dim))
+                table = self.db.create_table(name, rows, schema=collection_schema(info.dim, info.xl_dim))
                 crash_point("create:table")
                 _index_tokens(table)
                 crash_point("create:index")
@@ -766,7 +779,8 @@ class Store:
             return info
 
     @counts_as_write
-    def build_vector_index(self, name: str, index_type: str = "IVF_PQ", num_partitions: int | None = None) -> None:
+    def build_vector_index(self, name: str, index_type: str = "IVF_PQ", num_partitions: int | None = None,
+                           column: str = "vector") -> None:
         """An approximate vector index for large collections (exact search is fine below ~100k).
 
         The dense source then asks LanceDB to re-score its shortlist with full vectors
@@ -777,7 +791,7 @@ class Store:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 table.create_index(metric="cosine", index_type=index_type, num_partitions=num_partitions,
-                                   vector_column_name="vector", replace=True)
+                                   vector_column_name=column, replace=True)
 
     @counts_as_write
     def delete(self, name: str) -> None:
@@ -904,9 +918,9 @@ class BatchWriter:
         """Write one batch: its rows (ids already in the collection are refused) and its links and
         times (None when the graph is deferred); its entity counts are merged in memory and
         written by `finish`."""
-        name = self.info.name
+        name, info = self.info.name, self.info
         if self._table is None:
-            self._table = self.store.db.create_table(name, rows, schema=collection_schema(self.info.dim))
+            self._table = self.store.db.create_table(name, rows, schema=collection_schema(info.dim, info.xl_dim))
         else:
             clashes = self.store.existing_ids(name, rows.column("id").to_pylist()) if not self.create else ()
             if clashes:

@@ -89,6 +89,16 @@ def document_language(text: str) -> str:
     return "zh" if han > 0 and han * 4 >= latin else "en"
 
 
+LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
+
+
+def crosses_languages(query: str, collection_language: str | None) -> bool:
+    """True when the collection is all one language ('en' or 'zh') and the query (labelled by
+    `document_language`) is the other. A 'mixed' collection is never crossed."""
+    return collection_language in LANGUAGE_NAMES and query.strip() != "" \
+        and document_language(query) != collection_language
+
+
 def corpus_language(texts: Iterable[str]) -> str:
     """'zh' when ≥ 90% of texts are Chinese, 'en' when under 1% are, else 'mixed'.
 

@@ -197,14 +197,15 @@ class Workbench:
         return self.store.stats(collection)
 
     def create(self, collection: str, corpus: ParsedCorpus, model: str | None = None, description: str = "",
-               progress: Progress | None = None) -> IngestResult:
+               progress: Progress | None = None, cross_lingual: bool | None = None) -> IngestResult:
         """A new collection from parsed documents, through the ingest pipeline (all or nothing).
-        `collection` is the name the user gave, in any script (the table name is derived)."""
+        `collection` is the name the user gave, in any script (the table name is derived);
+        `cross_lingual` None: cross-lingual vectors when `pipeline.wants_cross_lingual` says so."""
         from .pipeline import create_collection
 
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
-        return create_collection(self.store, collection, corpus, model, description, progress)
+        return create_collection(self.store, collection, corpus, model, description, progress, cross_lingual)
 
     def add(self, collection: str, corpus: ParsedCorpus, progress: Progress | None = None) -> IngestResult:
         from .pipeline import add_documents
@@ -212,7 +213,8 @@ class Workbench:
         return add_documents(self.store, collection, corpus, progress)
 
     def ingest_stream(self, collection: str, stream: DocumentStream, add: bool = False, model: str | None = None,
-                      description: str = "", progress: Progress | None = None) -> IngestResult:
+                      description: str = "", progress: Progress | None = None,
+                      cross_lingual: bool | None = None) -> IngestResult:
         """Create collection `collection` (any script) from a `DocumentStream`, or add it to
         collection `collection` (its table name), batch by batch in one all-or-nothing write
         (`pipeline.ingest_stream`; holds the collection's writer lock for the whole ingest)."""
@@ -220,7 +222,7 @@ class Workbench:
 
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
-        return ingest_stream(self.store, collection, stream, add, model, description, progress)
+        return ingest_stream(self.store, collection, stream, add, model, description, progress, cross_lingual)
 
     def backends(self, collection: str) -> dict[str, str]:
         """What serves BM25 and vector search on this collection under the default config, in words
@@ -350,17 +352,27 @@ class Workbench:
         model, when a source of `config` embeds queries: what evaluation and sweeps do before
         their per-query loop (one batch of 64 costs far less than 64 single encodes). Returns how
         many were embedded."""
-        if not any(name in SOURCES and SOURCES[name].embeds_query for name in config.sources):
+        embedding = [name for name in config.sources if name in SOURCES and SOURCES[name].embeds_query]
+        if not embedding:
             return 0
         from .embed import load_encoder
+        from .sources.dense import vector_space
 
-        model = self.info(collection).model
-        todo = [q for q in dict.fromkeys(queries) if self.caches.query_vectors.get((model, q)) is None]
-        if todo:
-            vectors = load_encoder(model).encode_queries(todo, batch_size=batch_size)
-            for query, vector in zip(todo, vectors, strict=True):
+        info = self.info(collection)
+        todo: dict[str, list[str]] = {}  # model -> its queries not cached yet
+        for query in dict.fromkeys(queries):
+            # The vector source's model for this query (the cross-lingual one across languages,
+            # `vector_space`); any other source that embeds uses the collection's model.
+            models = {vector_space(query, info.model, info.language, info.xl_model, config.language_aware).model
+                      if name == "dense" else info.model for name in embedding}
+            for model in models:
+                if self.caches.query_vectors.get((model, query)) is None:
+                    todo.setdefault(model, []).append(query)
+        for model, texts in todo.items():
+            vectors = load_encoder(model).encode_queries(texts, batch_size=batch_size)
+            for query, vector in zip(texts, vectors, strict=True):
                 self.caches.query_vectors.put((model, query), vector)
-        return len(todo)
+        return sum(len(texts) for texts in todo.values())
 
     def source(self, collection: str, name: str, config: SearchConfig, state: tuple | None = None) -> Source:
         """The built source `name` for the collection's current state (or `state`) and `config`:

@@ -137,9 +137,12 @@ def to_old_catalogue(store: Store) -> None:
 
 def test_an_old_catalogue_reads_and_is_migrated_by_the_first_write(tmp_path):
     store = Store(str(tmp_path))
-    create_collection(store, "pets", parse_bytes(b"id,text\np1,Dogs love walks\n", "p.csv"), model=MINILM)
+    # (no cross-lingual vectors: collections from before them had none)
+    create_collection(store, "pets", parse_bytes(b"id,text\np1,Dogs love walks\n", "p.csv"), model=MINILM,
+                      cross_lingual=False)
     long_doc = " ".join(["word"] * 300).encode()
-    create_collection(store, "long", parse_bytes(b"id,text\nl1," + long_doc + b"\n", "l.csv"), model=MINILM)
+    create_collection(store, "long", parse_bytes(b"id,text\nl1," + long_doc + b"\n", "l.csv"), model=MINILM,
+                      cross_lingual=False)
     to_old_catalogue(store)
 
     # reading: display name = table name, truncation not counted
@@ -154,8 +157,9 @@ def test_an_old_catalogue_reads_and_is_migrated_by_the_first_write(tmp_path):
     result = add_documents(fresh, "long", more)
     assert result.truncated == 1
     schema = fresh.db.open_table(CATALOGUE_TABLE).schema
-    assert schema.names == OLD_FIELDS + ["display_name", "truncated", "graph"]
-    assert schema.field("truncated").type == pa.int64()
+    assert schema.names == OLD_FIELDS + ["display_name", "truncated", "graph", "xl_model", "xl_dim"]
+    assert schema.field("truncated").type == pa.int64() and schema.field("xl_dim").type == pa.int64()
+    assert (fresh.info("pets").xl_model, fresh.info("pets").xl_dim) == ("", 0)  # null: no cross-lingual vectors
     assert {r["name"]: r["graph"] for r in fresh.db.open_table(CATALOGUE_TABLE).to_arrow().to_pylist()} == \
         {"pets": None, "long": ""}  # null reads as "" (built at ingest), the write set it
     assert fresh.info("pets").graph == ""

@@ -121,17 +121,19 @@ class IngestReport:
     def message(self) -> str:
         """The success message: what was written, then the truncation note."""
         verb = "Added" if self.added else "Ingested"
+        xl = f"; cross-lingual vectors {self.info.xl_model}" if self.info.xl_model else ""
         text = (f"{verb} {len(self.corpus.documents)} documents: collection '{self.info.label}' now holds "
-                f"{self.info.doc_count} ({self.info.model}, language {self.info.language}).")
+                f"{self.info.doc_count} ({self.info.model}, language {self.info.language}{xl}).")
         return f"{text} {self.note}." if self.note else text
 
 
 def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseOptions, collection: str,
-           add: bool = False, model: str | None = None, progress: Progress | None = None) -> IngestReport:
+           add: bool = False, model: str | None = None, progress: Progress | None = None,
+           cross_lingual: bool | None = None) -> IngestReport:
     """Parse the uploaded files and create the collection named `collection` (any script: it
     becomes the display name) or add to collection `collection` (a table or display name). All
     or nothing: any problem raises RetrievalError (IngestError for input problems) and nothing is
-    written."""
+    written. `cross_lingual`: a new collection's (`pipeline.wants_cross_lingual`; None: auto)."""
     collection = display_name(collection or "")
     if not files:
         raise RetrievalError("Upload at least one file first")
@@ -144,7 +146,7 @@ def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseO
     if add:
         result = workbench.add(collection, corpus, progress=progress)
     else:
-        result = workbench.create(collection, corpus, model=model, progress=progress)
+        result = workbench.create(collection, corpus, model=model, progress=progress, cross_lingual=cross_lingual)
     return IngestReport(result.info, corpus, add, result.note)
 
 
@@ -187,6 +189,7 @@ def collections_frame(workbench: Workbench) -> pd.DataFrame:
             "language": info.language,
             "model": info.model,
             "dim": info.dim,
+            "cross-lingual vectors": info.xl_model or "—",
             "table version": stats.version,
             "LanceDB": info.lancedb_version,
             "chunked": stats.chunked_docs,

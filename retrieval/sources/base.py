@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 class Source(Protocol):
     """A built source. It may also have `why_empty(query) -> str | None`: why it returns nothing
     for a query (e.g. BM25: the query has no indexable terms), added to the result's notes;
-    `backend`: what serves it, in words (shown with its results and in the explanation);
+    `backend`: what serves it, in words (shown with its results and in the explanation), and
+    `backend_for(query)` when that depends on the query;
     `unscored`: a sentence saying why a document it does not return has no score (why-not); and
     `ranking(query, allowed) -> [Hit]`: every document it scores, when `search` hides some at any
     depth (the keyword scorer's result limit and minimum relevance), for the whole-collection rank."""
@@ -131,7 +132,14 @@ def run_source(source: Source, query: str, depth: int, allowed: frozenset[str] |
     if not hits:
         reason = empty_reason(source, query)
         notes += (reason,) if reason else ()
-    return SourceResult(source.name, tuple(finite), notes=notes, backend=getattr(source, "backend", ""))
+    return SourceResult(source.name, tuple(finite), notes=notes, backend=backend_of(source, query))
+
+
+def backend_of(source: Source, query: str) -> str:
+    """What serves `query` in `source`, in words: its `backend_for(query)` when what serves it
+    depends on the query (the vector source's cross-lingual column), else its `backend`."""
+    backend_for = getattr(source, "backend_for", None)
+    return backend_for(query) if backend_for is not None else getattr(source, "backend", "")
 
 
 def empty_reason(source: Source, query: str) -> str | None:
