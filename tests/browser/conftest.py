@@ -77,14 +77,5 @@ def ready_app(browser, app_url):
 @pytest.fixture
 def page(browser, ready_app, request):
     """A fresh page that aborts (and records) every request not addressed to the app's server."""
-    context = browser.new_context(viewport=harness.VIEWPORT)
-    outside = harness.guard_requests(context, ready_app)
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    yield page
-    try:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"))
-    finally:
-        context.close()
-    assert not outside, f"requests left the app's server: {outside}"
+    with harness.browser_page(browser, ready_app, SCREENSHOTS / f"{request.node.name}.png") as page:
+        yield page
