@@ -3,9 +3,10 @@ Playwright for Python with Debian's chromium (never a browser Playwright downloa
 
 The app runs on its own LanceDB folder and a tiny sample (`WORKBENCH_SAMPLE`: 20 English XQuAD
 paragraphs), so the first-run ingest takes seconds. Every request that leaves the app's own
-server is aborted and recorded; a test that caused one fails. Screenshots go to
-tests/browser/screenshots/ (git-ignored). The shared pieces are in harness.py (also used by
-benchmarks/bench_ui.py).
+server is aborted and recorded; a test that caused one fails. test_browser_scale.py starts a
+second app of its own, on a 50,000-document collection it builds (its module fixtures).
+Screenshots go to tests/browser/screenshots/ (git-ignored). The shared pieces are in harness.py
+(also used by benchmarks/bench_ui.py).
 """
 
 from __future__ import annotations
@@ -77,14 +78,5 @@ def ready_app(browser, app_url):
 @pytest.fixture
 def page(browser, ready_app, request):
     """A fresh page that aborts (and records) every request not addressed to the app's server."""
-    context = browser.new_context(viewport=harness.VIEWPORT)
-    outside = harness.guard_requests(context, ready_app)
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    yield page
-    try:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"))
-    finally:
-        context.close()
-    assert not outside, f"requests left the app's server: {outside}"
+    with harness.browser_page(browser, ready_app, SCREENSHOTS / f"{request.node.name}.png") as page:
+        yield page

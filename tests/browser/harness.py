@@ -136,6 +136,27 @@ def guarded_page(app_url: str, timeout_ms: float = 120_000):
             browser.close()
 
 
+@contextmanager
+def browser_page(browser, app_url: str, screenshot: Path | None = None, timeout_ms: float = 60_000):
+    """A fresh page of `browser` (its own context) that aborts every request not addressed to
+    `app_url`'s server; on exit (a failed test's too) a screenshot to `screenshot` when given, the
+    context closed, then an AssertionError listing the aborted requests, if any."""
+    context = browser.new_context(viewport=VIEWPORT)
+    outside = guard_requests(context, app_url)
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    try:
+        yield page
+    finally:
+        try:
+            if screenshot is not None:
+                screenshot.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(screenshot))
+        finally:
+            context.close()
+    assert not outside, f"requests left the app's server: {outside}"
+
+
 def wait_idle(page, timeout: float = 120_000) -> None:
     """Connected, and no script run in progress. Call it after a change is visible: right after
     an input the frontend may not have sent the rerun yet, so it can still read idle."""
