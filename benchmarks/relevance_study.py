@@ -6,9 +6,11 @@ PART is one of:
 
 - `models`   dense and hybrid nDCG@10 of all-MiniLM-L6-v2 vs multilingual-e5-small on the English
              sets, plus each model's passage-encoding speed (what ingest costs);
-- `cross`    XQuAD across languages (folders built by benchmarks/xquad_cross.py): each model,
-             BM25 weight 0.5 vs language-aware fusion (BM25 weight 0 when the query's language
-             differs from the collection's), through `Workbench.search`;
+- `cross`    XQuAD across languages (folders built by benchmarks/xquad_cross.py): the default
+             ingest (an English corpus: MiniLM + cross-lingual E5 vectors) and E5 for everything,
+             BM25 weight 0.5 vs language-aware fusion (BM25 weight 0 and the cross-lingual
+             vectors when the query's language differs from the collection's);
+- `ingest`   what each cross-lingual option costs at ingest (first 1,000 nfcorpus documents);
 - `fusion`   the sweep's 121-variant grid on each of the five sets, and the shipped default chosen
              by leave-one-set-out (`choose_held_out`), against RRF k=60 / 0.5 / 0.5;
 - `rerank`   E5 re-scoring of the default first stage: top-N ∈ {10, 20, 50} × λ ∈ {0, 0.1, …, 1},
@@ -114,18 +116,55 @@ def part_models(study: Study) -> None:
 
 # ---- cross-lingual ----------------------------------------------------------------------------
 def part_cross(study: Study) -> None:
+    """Each set with the default model (None: what an ingest with no model named gives — for the
+    English paragraphs MiniLM plus the cross-lingual E5 vectors) and with E5 for everything."""
     rows = []
     for name in CROSS_SETS:
-        for model in (MINILM, E5):
+        for model in (None, E5):
             for label, overrides in (("BM25 0.5 (not language-aware)", {"language_aware": False}),
                                      ("language-aware", {"language_aware": True})):
                 log(f"cross: {name} {model} {label}")
                 figures = study.evaluate(name, SearchConfig.from_dict(overrides), model)
-                rows.append({"set": name, "model": model, "fusion": label, **figures})
+                info = study.workbench.info(study.collection(name, model)[0])
+                shown = info.model + (f" + cross-lingual {info.xl_model}" if info.xl_model else "")
+                rows.append({"set": name, "model": f"{shown}{'' if model else ' (default)'}", "fusion": label,
+                             **figures})
     study.save("cross", rows)
     print("| set | model | fusion | BM25 | dense | hybrid |\n| --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['set']} | {r['model']} | {r['fusion']} | {r['bm25']:.4f} | {r['dense']:.4f} | {r['hybrid']:.4f} |")
+
+
+# ---- ingest cost of each cross-lingual option -------------------------------------------------
+def part_ingest(study: Study, n: int = 1000) -> None:
+    """Ingest (`pipeline.create_collection`, the Corpus page's path) of the first `n` nfcorpus
+    documents three ways: MiniLM alone, MiniLM + cross-lingual E5 vectors (the default for an
+    English corpus), E5 alone; documents/s of wall time and CPU seconds (all threads), each in a
+    fresh temporary database after one warm-up ingest of 50 documents (models loaded)."""
+    import tempfile
+
+    from retrieval.ingest import parse_path
+    from retrieval.pipeline import create_collection
+    from retrieval.types import ParsedCorpus
+
+    documents = parse_path(study.folder("nfcorpus")).documents[:n]
+    options = (("all-MiniLM-L6-v2 only", MINILM, False), ("all-MiniLM-L6-v2 + cross-lingual E5 (default)", None, None),
+               ("multilingual-e5-small only", E5, None))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(tmp)
+        for i, (label, model, cross) in enumerate(options):
+            create_collection(store, f"warm{i}", ParsedCorpus(documents[:50]), model, cross_lingual=cross)
+            wall, cpu = time.perf_counter(), time.process_time()
+            info = create_collection(store, f"run{i}", ParsedCorpus(documents), model, cross_lingual=cross).info
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            rows.append({"option": label, "model": info.model, "xl_model": info.xl_model, "docs": n,
+                         "docs_per_s": n / wall, "wall_s": wall, "cpu_s": cpu})
+            log(f"ingest: {label}: {n / wall:.1f} docs/s")
+    study.save("ingest", rows)
+    print(f"| option (first {n} nfcorpus documents) | docs/s (wall) | wall s | CPU s |\n| --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['option']} | {r['docs_per_s']:.1f} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} |")
 
 
 # ---- fusion default -------------------------------------------------------------------------
@@ -285,7 +324,7 @@ def part_rerank(study: Study, base: SearchConfig, sets: tuple[str, ...] = SETS) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("parts", nargs="+", choices=("models", "cross", "fusion", "rerank"))
+    parser.add_argument("parts", nargs="+", choices=("models", "cross", "ingest", "fusion", "rerank"))
     parser.add_argument("--eval-dir", type=Path, default=REPO.parent / "shared" / "eval")
     parser.add_argument("--cross-dir", type=Path, default=REPO / "data" / "eval-cross")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "study")
@@ -297,7 +336,7 @@ def main() -> None:
     for part in args.parts:
         started = time.perf_counter()
         print(f"\n## {part}\n", flush=True)
-        {"models": part_models, "cross": part_cross, "fusion": part_fusion,
+        {"models": part_models, "cross": part_cross, "ingest": part_ingest, "fusion": part_fusion,
          "rerank": lambda s: part_rerank(s, base, tuple(args.sets.split(",")))}[part](study)
         log(f"{part}: {time.perf_counter() - started:.0f} s")
 

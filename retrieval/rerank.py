@@ -15,7 +15,7 @@ import math
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .cache import LRU, RerankCache
 from .embed import E5, load_failure, looks_like_path, open_encoder
@@ -82,6 +82,9 @@ class E5Reranker:
 
     name = E5_RERANKER
     kind = f"bi-encoder re-scoring ({E5}, full text)"
+    # Its passage embeddings are E5's of "passage: " + the text, as a collection stores them in
+    # an E5 vector column: `seed_passages` takes those instead of embedding again.
+    passage_model = E5
 
     def __init__(self, batch_size: int = 16):
         self.batch_size = batch_size
@@ -165,6 +168,23 @@ def get_reranker(name: str) -> Reranker:
         if name not in _rerankers:
             _rerankers[name] = E5Reranker() if name == E5_RERANKER else CrossEncoderReranker(name)
         return _rerankers[name]
+
+
+def seed_passages(passages: LRU, reranker: Reranker, texts: dict[str, str], stored: dict[str, Any]) -> int:
+    """Put the collection's stored passage embeddings (`stored`: doc id -> vector by the
+    reranker's `passage_model`, embedded at ingest from the same text) into the passage cache, so
+    re-scoring those documents costs one query embedding. Only texts the reranker reads whole
+    (≤ `_E5_MAX_CHARS`; the model truncates both alike at its token window) are seeded, so a
+    seeded vector is the one the reranker would compute. Returns how many were seeded."""
+    seeded = 0
+    for doc_id, vector in stored.items():
+        text = texts.get(doc_id)
+        if text is not None and len(text) <= _E5_MAX_CHARS:
+            key = passage_key(reranker.name, text)
+            if passages.get(key) is None:
+                passages.put(key, vector)
+                seeded += 1
+    return seeded
 
 
 def interpolate(first_stage: list[float], rerank_scores: list[float], first_stage_weight: float

@@ -867,6 +867,19 @@ class Store:
                 out[row["id"]] = row
         return out
 
+    def vectors(self, name: str, ids: Iterable[str], column: str = "vector") -> dict[str, np.ndarray]:
+        """The float32 vectors of `column` ('vector' or XL_COLUMN) for the given ids, by id."""
+        if column not in ("vector", XL_COLUMN):
+            raise ValueError(f"not a vector column: {column!r}")
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        where = "id IN (" + ", ".join(sql_string(i) for i in ids) + ")"
+        rows = self.table(name).search().where(where).select(["id", column]).limit(len(ids)).to_arrow()
+        flat = rows.column(column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix = np.asarray(flat, dtype=np.float32).reshape(rows.num_rows, -1)
+        return dict(zip(rows.column("id").to_pylist(), matrix, strict=True))
+
     def column(self, name: str, columns: list[str]) -> pa.Table:
         """Whole columns of a collection (e.g. id and tokens to build BM25), in storage order."""
         return self.table(name).search().select(columns).limit(None).to_arrow()

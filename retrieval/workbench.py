@@ -574,14 +574,30 @@ class Workbench:
             self.apply_rerank(result)
         return result
 
+    def stored_vectors(self, collection: str, doc_ids: list[str], model: str) -> dict[str, np.ndarray]:
+        """The vectors by `model` the collection stores for `doc_ids` (its own column, or its
+        cross-lingual one), by id; {} when it stores none by that model."""
+        from .store import XL_COLUMN
+
+        info = self.info(collection)
+        column = "vector" if info.model == model else XL_COLUMN if info.xl_model == model else None
+        if column is None or not doc_ids:
+            return {}
+        return self.store.vectors(collection, doc_ids, column)
+
     def apply_rerank(self, result: SearchResult) -> None:
         """Re-score the top-N fused results with the configured reranker (scores cached)."""
-        from .rerank import get_reranker, rerank
+        from .rerank import get_reranker, rerank, seed_passages
 
         if self.model_check is not None:
             self.model_check("reranker", result.config.reranker)
         reranker = get_reranker(result.config.reranker)
         texts = {doc_id: embedding_text_of(row) for doc_id, row in result.documents.items()}
+        model = getattr(reranker, "passage_model", None)
+        if model is not None:  # E5 re-scoring: the collection may store these passage embeddings
+            head = [r.doc_id for r in result.eligible()[: result.config.rerank_top_n]]
+            seed_passages(self.caches.passage_vectors, reranker, texts,
+                          self.stored_vectors(result.candidates.collection, head, model))
         # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.
         result.reranked = rerank(result.query, result.eligible(), texts, reranker, result.config.rerank_top_n,
                                  self.caches.rerank, result.config.rerank_lambda, self.caches.passage_vectors)

@@ -149,3 +149,29 @@ def test_added_and_streamed_documents_get_cross_lingual_vectors_too(tmp_path):
         assert set(scores) == set(hand) and len(hand) == 7
         for doc, score in scores.items():
             assert score == pytest.approx(hand[doc], abs=1e-5)
+
+
+# ---- the E5 reranker reads the stored E5 passage vectors -------------------------------------------
+def test_e5_rerank_takes_stored_passage_vectors_instead_of_embedding(zoo, monkeypatch):
+    from retrieval.rerank import get_reranker
+
+    reranker = get_reranker("e5")
+    config = SearchConfig(rerank=True, rerank_top_n=4, top_k=6)
+    wb = Workbench(zoo.store)  # empty caches
+    embedded: list[int] = []
+    real = reranker.encoder.encode_passages
+    monkeypatch.setattr(reranker.encoder, "encode_passages",
+                        lambda batch, **kw: embedded.append(len(batch)) or real(batch, **kw))
+    query = "animals that hunt at night"
+    result = wb.search("zoo", query, config)
+    assert embedded == []  # all four passages came from the collection's vector_xl column
+    q = reranker.encoder.encode_queries([query])[0]
+    stored = passages(zoo, "zoo", E5)  # recomputed here, the way the reranker would
+    assert len(result.reranked) == 4
+    for r in result.reranked:
+        assert r.rerank_score == pytest.approx(float(np.dot(stored[r.doc_id], q)), abs=1e-5)
+    # a collection without E5 vectors: the reranker embeds the passages itself
+    plain = Workbench(Store(str(zoo.store.uri) + "-plain"))
+    plain.create("plain", parse_bytes(ANIMALS.encode(), "animals.csv"), cross_lingual=False)
+    plain.search("plain", query, config)
+    assert embedded == [4]
