@@ -45,12 +45,14 @@ def test_upload_preview_map_and_ingest_creates_a_collection(workbench):
     at.selectbox(key="corpus.map_text").set_value("body")
     at.text_input(key="corpus.new_name").set_value("notes")
     at.selectbox(key="corpus.model").set_value("all-MiniLM-L6-v2")
+    assert at.checkbox(key="corpus.cross_lingual").value  # on by default …
+    at.checkbox(key="corpus.cross_lingual").uncheck()  # … off here: one model only
     at.button(key="corpus.ingest").click().run()
     assert not at.error, [e.value for e in at.error]
     assert any("Ingested 3 documents" in s.value for s in at.success)
     store = workbench.store
     info = store.info("notes")
-    assert info.doc_count == 3 and info.model == "all-MiniLM-L6-v2"
+    assert info.doc_count == 3 and info.model == "all-MiniLM-L6-v2" and info.xl_model == ""
     row = store.documents("notes", ["n2"])["n2"]
     assert row["title"] == "Coffee" and row["metadata"] == {"stars": 5}
     assert at.selectbox(key="view.collection").value == "notes"  # the new collection is selected

@@ -122,7 +122,8 @@ def ingest_on_the_corpus_page(at: AppTest, name: str, data: bytes, file_name: st
 def test_a_collection_named_in_chinese_is_created_and_shown_by_its_name(empty_db):
     at = ingest_on_the_corpus_page(open_fresh(CORPUS), "中文集合", TEA, "tea.csv")
     assert [plain(s.value) for s in at.success] == [
-        "Ingested 2 documents: collection '中文集合' now holds 2 (all-MiniLM-L6-v2, language zh)."]
+        "Ingested 2 documents: collection '中文集合' now holds 2 (all-MiniLM-L6-v2, language zh; "
+        "cross-lingual vectors multilingual-e5-small)."]
     assert empty_db.info(CHINESE_TABLE).display_name == "中文集合"
     picker = at.selectbox(key="view.collection")
     assert picker.value == CHINESE_TABLE  # the new collection is selected, by its table name
