@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .cache import LRU, RerankCache
-from .embed import E5, load_failure, looks_like_path, open_encoder
+from .embed import E5, device, load_failure, looks_like_path, open_encoder
 from .types import FusedResult, RerankedResult, RetrievalError
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def _load_cross_encoder(model: str) -> CrossEncoder:
 
     source = str(Path(model).expanduser()) if looks_like_path(model) else model
     try:
-        return CrossEncoder(source, device="cpu")
+        return CrossEncoder(source, device=device())
     except Exception as exc:  # OSError, ValueError, HF hub errors … all mean "cannot load"
         offline = f"a local CrossEncoder folder, or {E5_RERANKER!r} (E5 re-scoring)"
         raise RetrievalError(load_failure("cross-encoder", model, exc, offline)) from exc
