@@ -10,8 +10,9 @@ backend (`embed.BACKENDS`):
 
 - load: seconds to open the encoder (an ONNX export is built on first use into
   ``$WORKBENCH_CACHE/onnx``; the build is timed once, in the `export` column);
-- batch sizes: documents/s (wall and CPU: process CPU seconds over all threads) encoding a
-  seeded sample of N passages (`Encoder.encode_passages`: longest first) at each batch size;
+- batch sizes: documents/s (wall and CPU: process CPU seconds over all threads) encoding about
+  N passages at each batch size, as whole batches of the corpus sorted longest first (what
+  `Encoder.encode_passages` does) spread evenly over its length order (`sample_batches`);
 - corpus: documents/s encoding the whole corpus at `embed.BATCH_SIZE`; then the cosine of each
   passage vector to torch fp32's (min, mean) and nDCG@10 of
   * dense: exact dot-product ranking of the backend's query vectors over its passage vectors;
@@ -30,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import tempfile
 import time
@@ -105,6 +105,19 @@ def hybrid_ndcg(model: str, encoder: embed.Encoder, corpus, texts: list[str], ve
     return report.metrics["hybrid"][METRIC]
 
 
+def sample_batches(by_length: list[str], batch_size: int, sample: int) -> list[list[str]]:
+    """About `sample` texts as whole batches of the corpus's own batching (longest first, cut
+    every `batch_size`), spread evenly over the length order: each batch pads as it would in a
+    whole-corpus encode, which a random sample encoded on its own would not (its batches span
+    wider length ranges the larger they are)."""
+    starts = list(range(0, len(by_length), batch_size))
+    k = max(1, min(len(starts), round(sample / batch_size)))
+    if k == 1:
+        return [by_length[starts[len(starts) // 2] :][:batch_size]]
+    chosen = [starts[round(i * (len(starts) - 1) / (k - 1))] for i in range(k)]
+    return [by_length[s : s + batch_size] for s in chosen]
+
+
 def open_backend(model: str, backend: str) -> tuple[embed.Encoder, float | None, float]:
     """(encoder, seconds to build its ONNX export or None when cached or torch, seconds to load)."""
     export = None
@@ -127,18 +140,23 @@ def bench_run(folder: Path, model: str, backends: list[str], corpus_backends: se
     qrels = {q: j for q, j in corpus.qrels.items() if j and q in corpus.queries}
     qids = list(qrels)
     evaluator = QrelsEvaluator(qrels)
-    sample_texts = random.Random(0).sample(texts, min(sample, len(texts)))
-    log(f"{folder.name} × {model}: {len(docs)} documents, {len(qids)} judged queries, sample {len(sample_texts)}")
+    by_length = sorted(texts, key=len, reverse=True)  # the order encode_passages batches in
+    log(f"{folder.name} × {model}: {len(docs)} documents, {len(qids)} judged queries, sample {sample}")
     rows, reference, sample_reference = [], None, None
     for backend in backends:
         encoder, export, load = open_backend(model, backend)
-        encoder.encode_passages(sample_texts[:8], batch_size=8)  # warm-up: first-call allocations
+        encoder.encode_passages(by_length[-8:], batch_size=8)  # warm-up: first-call allocations
         row = {"backend": backend, "export_s": export, "load_s": load, "batches": {}}
         for bs in batches:
-            vectors, wall, cpu = timed(encoder.encode_passages, sample_texts, batch_size=bs)
-            row["batches"][bs] = {"docs_per_s": len(sample_texts) / wall, "docs_per_cpu_s": len(sample_texts) / cpu}
-            log(f"  {backend} batch {bs}: {len(sample_texts) / wall:.1f} docs/s, "
-                f"{len(sample_texts) / cpu:.1f} docs/CPU-s")
+            picked = sample_batches(by_length, bs, sample)
+            wall = cpu = 0.0
+            for batch in picked:
+                vectors, w, c = timed(encoder.encode_passages, batch, batch_size=bs)
+                wall, cpu = wall + w, cpu + c
+            n = sum(map(len, picked))
+            row["batches"][bs] = {"docs": n, "docs_per_s": n / wall, "docs_per_cpu_s": n / cpu}
+            log(f"  {backend} batch {bs}: {n} docs, {n / wall:.1f} docs/s, {n / cpu:.1f} docs/CPU-s")
+        # the cosine on the last batch of the largest size (the same texts for every backend)
         sample_reference = vectors if sample_reference is None else sample_reference
         cos = np.einsum("ij,ij->i", vectors, sample_reference)
         row |= {"sample_cos_min": float(cos.min()), "sample_cos_mean": float(cos.mean())}
@@ -159,7 +177,7 @@ def bench_run(folder: Path, model: str, backends: list[str], corpus_backends: se
         rows.append(row)
         del encoder
     return {"set": folder.name, "model": model, "documents": len(docs), "queries": len(qids),
-            "sample": len(sample_texts), "rows": rows}
+            "sample": sample, "rows": rows}
 
 
 def fmt(value: float | None, spec: str) -> str:
@@ -172,7 +190,8 @@ def markdown(run: dict, batches: list[int]) -> str:
             f"corpus b{embed.BATCH_SIZE} docs/s (CPU)", "corpus cos min / mean", "dense", "Δ", "dense-mixed",
             "hybrid", "Δ"]
     lines = [f"**{run['set']} × {run['model']}** — {run['documents']} documents, {run['queries']} judged "
-             f"queries; batch columns on a sample of {run['sample']}; nDCG@10, Δ against {base['backend']}",
+             f"queries; batch columns on ≈{run['sample']} documents in whole batches; nDCG@10, Δ against "
+             f"{base['backend']}",
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in run["rows"]:
         cells = [r["backend"], fmt(r["export_s"], ".0f"), fmt(r["load_s"], ".1f")]
