@@ -10,9 +10,10 @@ backend (`embed.BACKENDS`):
 
 - load: seconds to open the encoder (an ONNX export is built on first use into
   ``$WORKBENCH_CACHE/onnx``; the build is timed once, in the `export` column);
-- batch sizes: documents/s (wall and CPU: process CPU seconds over all threads) encoding about
-  N passages at each batch size, as whole batches of the corpus sorted longest first (what
-  `Encoder.encode_passages` does) spread evenly over its length order (`sample_batches`);
+- batch sizes: documents/s (wall and CPU: process CPU seconds over all threads) of the whole
+  corpus at each batch size, estimated from about N passages: whole batches of the corpus sorted
+  longest first (as `Encoder.encode_passages` batches it), one from each of N / batch equal
+  strata of the length order, their time scaled to all batches (`sample_batches`);
 - corpus: documents/s encoding the whole corpus at `embed.BATCH_SIZE`; then the cosine of each
   passage vector to torch fp32's (min, mean) and nDCG@10 of
   * dense: exact dot-product ranking of the backend's query vectors over its passage vectors;
@@ -105,17 +106,16 @@ def hybrid_ndcg(model: str, encoder: embed.Encoder, corpus, texts: list[str], ve
     return report.metrics["hybrid"][METRIC]
 
 
-def sample_batches(by_length: list[str], batch_size: int, sample: int) -> list[list[str]]:
+def sample_batches(by_length: list[str], batch_size: int, sample: int) -> tuple[list[list[str]], float]:
     """About `sample` texts as whole batches of the corpus's own batching (longest first, cut
-    every `batch_size`), spread evenly over the length order: each batch pads as it would in a
-    whole-corpus encode, which a random sample encoded on its own would not (its batches span
-    wider length ranges the larger they are)."""
+    every `batch_size`): the middle batch of each of k equal strata of the length order, and the
+    factor (batches in the corpus / k) that scales their time to the whole corpus's. Each batch
+    pads as it would in a whole-corpus encode, which a random sample encoded on its own would not
+    (its batches span wider length ranges the larger they are)."""
     starts = list(range(0, len(by_length), batch_size))
     k = max(1, min(len(starts), round(sample / batch_size)))
-    if k == 1:
-        return [by_length[starts[len(starts) // 2] :][:batch_size]]
-    chosen = [starts[round(i * (len(starts) - 1) / (k - 1))] for i in range(k)]
-    return [by_length[s : s + batch_size] for s in chosen]
+    chosen = [starts[int((i + 0.5) * len(starts) / k)] for i in range(k)]
+    return [by_length[s : s + batch_size] for s in chosen], len(starts) / k
 
 
 def open_backend(model: str, backend: str) -> tuple[embed.Encoder, float | None, float]:
@@ -148,14 +148,17 @@ def bench_run(folder: Path, model: str, backends: list[str], corpus_backends: se
         encoder.encode_passages(by_length[-8:], batch_size=8)  # warm-up: first-call allocations
         row = {"backend": backend, "export_s": export, "load_s": load, "batches": {}}
         for bs in batches:
-            picked = sample_batches(by_length, bs, sample)
+            picked, scale = sample_batches(by_length, bs, sample)
             wall = cpu = 0.0
             for batch in picked:
                 vectors, w, c = timed(encoder.encode_passages, batch, batch_size=bs)
                 wall, cpu = wall + w, cpu + c
-            n = sum(map(len, picked))
-            row["batches"][bs] = {"docs": n, "docs_per_s": n / wall, "docs_per_cpu_s": n / cpu}
-            log(f"  {backend} batch {bs}: {n} docs, {n / wall:.1f} docs/s, {n / cpu:.1f} docs/CPU-s")
+            # documents/s of the whole corpus, its time estimated from the sampled batches'
+            n = len(texts)
+            row["batches"][bs] = {"sampled": sum(map(len, picked)), "docs_per_s": n / (wall * scale),
+                                  "docs_per_cpu_s": n / (cpu * scale)}
+            log(f"  {backend} batch {bs}: {len(picked)} batches, {n / (wall * scale):.1f} docs/s, "
+                f"{n / (cpu * scale):.1f} docs/CPU-s (estimated for the corpus)")
         # the cosine on the last batch of the largest size (the same texts for every backend)
         sample_reference = vectors if sample_reference is None else sample_reference
         cos = np.einsum("ij,ij->i", vectors, sample_reference)
@@ -190,7 +193,7 @@ def markdown(run: dict, batches: list[int]) -> str:
             f"corpus b{embed.BATCH_SIZE} docs/s (CPU)", "corpus cos min / mean", "dense", "Δ", "dense-mixed",
             "hybrid", "Δ"]
     lines = [f"**{run['set']} × {run['model']}** — {run['documents']} documents, {run['queries']} judged "
-             f"queries; batch columns on ≈{run['sample']} documents in whole batches; nDCG@10, Δ against "
+             f"queries; batch columns estimated from ≈{run['sample']} documents in whole batches; nDCG@10, Δ against "
              f"{base['backend']}",
              "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in run["rows"]:
