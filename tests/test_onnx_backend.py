@@ -1,0 +1,176 @@
+"""The ONNX Runtime backend: export of a local folder, its cache (reuse, rebuild), its vectors.
+
+One real export of all-MiniLM-L6-v2 (fp32, a few seconds) is shared by the module; the cache's
+locking and rebuilding are tested with a stand-in builder that writes a small fake export."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval import embed, onnx_backend
+from retrieval.embed import MINILM
+from retrieval.onnx_backend import MANIFEST, MODEL_FILE, ONNX_FP32, ONNX_INT8
+from retrieval.types import RetrievalError
+
+TEXTS = [
+    "How do I bake bread at home?",
+    "A simple recipe for homemade bread with flour, yeast and water.",
+    "The stock market closed lower on Friday.",
+    "word " * 400,  # longer than MiniLM's 256-token window: truncated the same way as torch
+]
+
+
+@pytest.fixture(scope="module")
+def minilm_path() -> Path:
+    return Path(embed.resolve_model(MINILM).path)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("workbench-cache")
+
+
+@pytest.fixture(scope="module")
+def exported(minilm_path, cache) -> Path:
+    return onnx_backend.ensure_onnx_model(minilm_path, cache, ONNX_FP32)
+
+
+@pytest.fixture(scope="module")
+def torch_vectors() -> np.ndarray:
+    return embed.open_encoder(MINILM, backend=embed.TORCH).encode_passages(TEXTS)
+
+
+def test_export_from_the_local_folder_matches_torch(exported, minilm_path, cache, torch_vectors):
+    assert exported == onnx_backend.export_dir(cache, minilm_path, ONNX_FP32)
+    assert onnx_backend.is_complete(exported)
+    manifest = json.loads((exported / MANIFEST).read_text())
+    assert (manifest["variant"], manifest["dim"], manifest["max_seq_length"]) == (ONNX_FP32, 384, 256)
+    assert manifest["inputs"] == ["input_ids", "attention_mask", "token_type_ids"]
+    model = onnx_backend.OnnxSentenceModel(exported)
+    vectors = model.encode(TEXTS, batch_size=3)  # two batches, padded differently from torch's
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.einsum("ij,ij->i", vectors, torch_vectors).min() >= 0.9999
+
+
+def test_second_load_reuses_the_export(exported, minilm_path, cache, monkeypatch):
+    before = (exported / MODEL_FILE).stat().st_mtime_ns
+
+    def no_rebuild(*args):
+        raise AssertionError("exported again")
+
+    monkeypatch.setattr(onnx_backend, "build_export", no_rebuild)
+    assert onnx_backend.ensure_onnx_model(minilm_path, cache, ONNX_FP32) == exported
+    assert (exported / MODEL_FILE).stat().st_mtime_ns == before
+
+
+def test_int8_quantisation_stays_close_to_torch(exported, tmp_path, torch_vectors):
+    int8 = tmp_path / "int8"
+    shutil.copytree(exported / onnx_backend.TOKENIZER_DIR, int8 / onnx_backend.TOKENIZER_DIR)
+    onnx_backend.quantize_int8(exported / MODEL_FILE, int8 / MODEL_FILE)
+    manifest = json.loads((exported / MANIFEST).read_text()) | {"variant": ONNX_INT8}
+    (int8 / MANIFEST).write_text(json.dumps(manifest))
+    # int8 weights take a quarter of the space (the embedding table stays fp32)
+    assert (int8 / MODEL_FILE).stat().st_size < 0.7 * (exported / MODEL_FILE).stat().st_size
+    vectors = onnx_backend.OnnxSentenceModel(int8).encode(TEXTS)
+    cos = np.einsum("ij,ij->i", vectors, torch_vectors)
+    assert cos.min() >= 0.98 and cos.max() < 0.99999  # close, and really quantised
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_encoder_on_onnx_through_embed(exported, cache, monkeypatch, torch_vectors):
+    monkeypatch.setenv("WORKBENCH_CACHE", str(cache))
+    encoder = embed.open_encoder(MINILM, backend=ONNX_FP32)
+    assert encoder.backend == ONNX_FP32 and encoder.spec == embed.resolve_model(MINILM)
+    assert np.einsum("ij,ij->i", encoder.encode_passages(TEXTS), torch_vectors).min() >= 0.9999
+    assert encoder.count_truncated(TEXTS) == 1  # the tokenizer is a callable transformers one
+    query = encoder.encode_queries(["bread recipe"])
+    assert query.shape == (1, 384)
+
+
+# --- the cache, with a stand-in builder -------------------------------------------------------------
+
+
+def fake_build(calls: list):
+    def build(model_path: Path, dest: Path, variant: str) -> None:
+        calls.append(dest)
+        (dest / MODEL_FILE).write_bytes(b"x" * 10)
+        (dest / MANIFEST).write_text(json.dumps({"files": {MODEL_FILE: 10}}))
+    return build
+
+
+@pytest.fixture
+def source(tmp_path) -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "weights.bin").write_bytes(b"abc")
+    return folder
+
+
+def test_export_is_built_once_in_staging_then_renamed(source, tmp_path, monkeypatch):
+    calls: list[Path] = []
+    monkeypatch.setattr(onnx_backend, "build_export", fake_build(calls))
+    target = onnx_backend.ensure_onnx_model(source, tmp_path / "cache", ONNX_INT8)
+    assert target.name.startswith("model-") and target.name.endswith(f"-{ONNX_INT8}-v{onnx_backend.FORMAT}")
+    assert len(calls) == 1 and calls[0] != target and calls[0].parent == target.parent  # built beside it
+    assert not calls[0].exists()  # renamed away
+    assert onnx_backend.ensure_onnx_model(source, tmp_path / "cache", ONNX_INT8) == target
+    assert len(calls) == 1
+    leftovers = [p.name for p in target.parent.iterdir() if p != target and not p.name.endswith(".lock")]
+    assert leftovers == []
+
+
+@pytest.mark.parametrize("damage", ["no manifest", "truncated file", "bad manifest", "missing file"])
+def test_a_partial_or_damaged_export_is_rebuilt(source, tmp_path, monkeypatch, damage):
+    calls: list[Path] = []
+    monkeypatch.setattr(onnx_backend, "build_export", fake_build(calls))
+    target = onnx_backend.ensure_onnx_model(source, tmp_path / "cache", ONNX_FP32)
+    if damage == "no manifest":
+        (target / MANIFEST).unlink()
+    elif damage == "truncated file":
+        (target / MODEL_FILE).write_bytes(b"x" * 4)
+    elif damage == "bad manifest":
+        (target / MANIFEST).write_text("{not json")
+    else:
+        (target / MODEL_FILE).unlink()
+    assert not onnx_backend.is_complete(target)
+    assert onnx_backend.ensure_onnx_model(source, tmp_path / "cache", ONNX_FP32) == target
+    assert len(calls) == 2 and onnx_backend.is_complete(target)
+    assert (target / MODEL_FILE).read_bytes() == b"x" * 10
+
+
+def test_a_failed_build_leaves_nothing_behind(source, tmp_path, monkeypatch):
+    def broken(model_path, dest, variant):
+        (dest / MODEL_FILE).write_bytes(b"half")
+        raise RuntimeError("export failed")
+
+    monkeypatch.setattr(onnx_backend, "build_export", broken)
+    with pytest.raises(RuntimeError, match="export failed"):
+        onnx_backend.ensure_onnx_model(source, tmp_path / "cache", ONNX_FP32)
+    assert [p.name for p in (tmp_path / "cache" / "onnx").iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_the_export_folder_follows_the_source_files(source, tmp_path):
+    first = onnx_backend.export_dir(tmp_path, source, ONNX_FP32)
+    assert onnx_backend.export_dir(tmp_path, source, ONNX_FP32) == first
+    assert onnx_backend.export_dir(tmp_path, source, ONNX_INT8) != first
+    (source / "weights.bin").write_bytes(b"abcd")
+    assert onnx_backend.export_dir(tmp_path, source, ONNX_FP32) != first
+    with pytest.raises(RetrievalError, match="Unknown ONNX variant"):
+        onnx_backend.export_dir(tmp_path, source, "onnx-fp16")
+
+
+def test_only_mean_pooled_normalised_models_are_exported(minilm_path, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    transformer = Transformer(str(minilm_path))
+    cls = tmp_path / "cls-pooled"
+    SentenceTransformer(modules=[transformer, Pooling(384, "cls"), Normalize()], device="cpu").save(str(cls))
+    with pytest.raises(RetrievalError, match="mean Pooling"):
+        onnx_backend.build_export(cls, tmp_path / "out", ONNX_FP32)
