@@ -329,6 +329,7 @@ def main() -> None:
     parser.add_argument("--cross-dir", type=Path, default=REPO / "data" / "eval-cross")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "study")
     parser.add_argument("--sets", default=",".join(SETS), help="the evaluation sets of the rerank part")
+    parser.add_argument("--ingest-docs", type=int, default=1000, help="nfcorpus documents the ingest part ingests")
     parser.add_argument("--base", help="first-stage SearchConfig JSON for the rerank part (default: the shipped one)")
     args = parser.parse_args()
     study = Study(args.eval_dir, args.cross_dir, args.out)
@@ -336,8 +337,8 @@ def main() -> None:
     for part in args.parts:
         started = time.perf_counter()
         print(f"\n## {part}\n", flush=True)
-        {"models": part_models, "cross": part_cross, "ingest": part_ingest, "fusion": part_fusion,
-         "rerank": lambda s: part_rerank(s, base, tuple(args.sets.split(",")))}[part](study)
+        {"models": part_models, "cross": part_cross, "ingest": lambda s: part_ingest(s, args.ingest_docs),
+         "fusion": part_fusion, "rerank": lambda s: part_rerank(s, base, tuple(args.sets.split(",")))}[part](study)
         log(f"{part}: {time.perf_counter() - started:.0f} s")
 
 

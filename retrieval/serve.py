@@ -213,7 +213,10 @@ class KnowledgeService:
             if source == "bm25":
                 backends[source] = {"backend": config.bm25_backend, "k1": config.bm25_k1, "b": config.bm25_b}
             elif source == "dense":
-                backends[source] = {"backend": "lancedb cosine", "model": served.model}
+                # What served this query: the collection's own vectors, or its cross-lingual ones
+                # (named in the text) for a query in the other language.
+                returned = result.candidates.sources.get(source)
+                backends[source] = {"backend": returned.backend if returned else "", "model": served.model}
             elif source in ("keyword", "graph"):
                 backends[source] = {"params": getattr(config, source)}
             else:
