@@ -33,6 +33,9 @@ QUERY_THREADS = 4
 # Queries retrieved per call by the lean path (`ranked_lean`) and the sweep: the in-memory vector
 # source scores a batch with one matrix product, ~8× cheaper a query than one by one at 64.
 QUERY_BATCH = 64
+# Queries embedded ahead of their retrieval (`embedded_blocks`): well inside the Workbench's
+# query-vector cache (8,192), so no vector is evicted before its query is searched.
+EMBED_BLOCK = 2048
 CLI_METRICS = ("ndcg@10", "mrr@10", "recall@100")
 
 Run = dict[str, dict[str, float]]
@@ -53,6 +56,19 @@ def map_queries(fn: Callable, items: Sequence, threads: int | None = None):
         yield from pool.map(fn, items)
     finally:  # an error (or a caller that stops early) cancels the queries not started yet
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def embedded_blocks(workbench, collection: str, texts: Sequence[str], configs: Sequence[SearchConfig],
+                    size: int = EMBED_BLOCK) -> Iterator[range]:
+    """The positions of `texts` in consecutive blocks of `size`, each given once its queries are
+    embedded in batches (`Workbench.embed_queries`) for every config that embeds them. Embedding
+    a whole large query set first would push the first queries' vectors out of the cache before
+    they are searched, and each would then be embedded again on its own."""
+    for start in range(0, len(texts), size):
+        block = range(start, min(start + size, len(texts)))
+        for config in configs:
+            workbench.embed_queries(collection, [texts[i] for i in block], config)
+        yield block
 
 
 def run_from_rankings(rankings: Mapping[str, Iterable[str]]) -> Run:
@@ -246,7 +262,6 @@ def evaluate_collection(
                                           "min_display_score": None})
     rankings: dict[str, dict[str, list[str]]] = {s: {} for s in (*config.sources, "hybrid")}
     texts = [queries[q] for q in judged]
-    workbench.embed_queries(collection, texts, config)
     if explained or eval_config.rerank:
         ranked = ranked_explained(workbench, collection, texts, eval_config)
     else:
@@ -286,9 +301,10 @@ def ranked_lean(workbench, collection: str, texts: Sequence[str], config: Search
         return [(sources, workbench.fused_order(sources, config, text, language, ties, config.depth))
                 for text, sources in zip(batch, results, strict=True)]
 
-    batches = [texts[i:i + QUERY_BATCH] for i in range(0, len(texts), QUERY_BATCH)]
-    for ranked in map_queries(rank, batches, threads):
-        yield from ranked
+    for block in embedded_blocks(workbench, collection, texts, [config]):
+        batches = [texts[i:min(i + QUERY_BATCH, block.stop)] for i in range(block.start, block.stop, QUERY_BATCH)]
+        for ranked in map_queries(rank, batches, threads):
+            yield from ranked
 
 
 def ranked_explained(workbench, collection: str, texts: Sequence[str], config: SearchConfig) -> Iterator[Ranked]:
@@ -296,8 +312,11 @@ def ranked_explained(workbench, collection: str, texts: Sequence[str], config: S
     rerank applied when the config asks for it): what a search in the UI shows, cut at top-K."""
     # A reranker model is not shared between threads (its tokenizer is not thread-safe).
     threads = 1 if config.rerank else None
-    for result in map_queries(lambda text: workbench.search(collection, text, config), texts, threads):
-        yield result.candidates.sources, [fused.doc_id for fused, _ in result.final_ranking()]
+    for block in embedded_blocks(workbench, collection, texts, [config]):
+        searched = map_queries(lambda text: workbench.search(collection, text, config), texts[block.start:block.stop],
+                               threads)
+        for result in searched:
+            yield result.candidates.sources, [fused.doc_id for fused, _ in result.final_ranking()]
 
 
 def beir_collection_name(folder: Path, model: str | None) -> str:

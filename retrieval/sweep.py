@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import SearchConfig
-from .evaluate import DEFAULT_METRICS, QUERY_BATCH, QrelsEvaluator, map_queries
+from .evaluate import DEFAULT_METRICS, QUERY_BATCH, QrelsEvaluator, embedded_blocks, map_queries
 from .fusion import PreparedSource, prepare_source, rank_ids, scores_from_prepared
 from .language import crosses_languages, language_rule
 from .sources import source_params
@@ -168,27 +168,26 @@ def run_sweep(
     started = time.perf_counter()
     state = workbench.state(collection)  # one state for the whole sweep
     fetched: dict[str, dict[tuple, SourceResult]] = {}
-    for config in fetch_configs:
-        workbench.embed_queries(collection, (queries[q] for q in judged), config)
 
     def fetch(batch: list[str]) -> list[list[dict[str, SourceResult]]]:
         return [workbench.source_results(collection, [queries[q] for q in batch], config, state)
                 for config in fetch_configs]
 
-    batches = [judged[i:i + QUERY_BATCH] for i in range(0, len(judged), QUERY_BATCH)]
     done = 0
-    for batch, fetched_sets in zip(batches, map_queries(fetch, batches), strict=True):
-        for position, qid in enumerate(batch):
-            per_key: dict[tuple, SourceResult] = {}
-            for config, results in zip(fetch_configs, fetched_sets, strict=True):
-                for source, result in results[position].items():
-                    if result.error:
-                        raise RetrievalError(f"{source} failed on query {qid!r}: {result.error}")
-                    per_key[source_params(source, config)] = result
-            fetched[qid] = per_key
-            done += 1
-            if progress:
-                progress(done, total_steps)
+    for block in embedded_blocks(workbench, collection, [queries[q] for q in judged], fetch_configs):
+        batches = [judged[i:min(i + QUERY_BATCH, block.stop)] for i in range(block.start, block.stop, QUERY_BATCH)]
+        for batch, fetched_sets in zip(batches, map_queries(fetch, batches), strict=True):
+            for position, qid in enumerate(batch):
+                per_key: dict[tuple, SourceResult] = {}
+                for config, results in zip(fetch_configs, fetched_sets, strict=True):
+                    for source, result in results[position].items():
+                        if result.error:
+                            raise RetrievalError(f"{source} failed on query {qid!r}: {result.error}")
+                        per_key[source_params(source, config)] = result
+                fetched[qid] = per_key
+                done += 1
+                if progress:
+                    progress(done, total_steps)
     retrieval_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
