@@ -4,9 +4,11 @@
 
 Without a vector index (collections below `limits.SCALE_DOCS`) the search is exact: the vectors
 are read once per collection state into one float32 matrix and a query is one matrix-vector
-product (~1 ms at 20k documents, where LanceDB's exact scan takes ~20 ms a query). With an
-index (IVF_PQ etc., built from `SCALE_DOCS` on) LanceDB searches, and `refine_factor` re-scores
-the shortlist with full vectors so reported similarities stay exact.
+product (~1 ms at 20k documents, where LanceDB's exact scan takes ~20 ms a query); a batch of
+queries (evaluation, sweeps: `search_batch`) is one matrix product for all of them, whose
+shortlists are re-scored by the one-query product, so batch and single search agree exactly.
+With an index (IVF_PQ etc., built from `SCALE_DOCS` on) LanceDB searches, and `refine_factor`
+re-scores the shortlist with full vectors so reported similarities stay exact.
 """
 
 from __future__ import annotations
