@@ -290,8 +290,8 @@ def ranked_lean(workbench, collection: str, texts: Sequence[str], config: Search
     as `Workbench.search(...).final_ranking()` gives them without rerank and without score
     thresholds, from ids and scores alone. Queries go in batches of `QUERY_BATCH`
     (`Workbench.source_results`: no rows read, a batched source searches a batch at once),
-    `threads` batches at a time (None: `QUERY_THREADS`); the fusion is `Workbench.fused_order` (no explanation); the
-    collection state is pinned once for the whole run."""
+    `threads` batches at a time (None: `QUERY_THREADS`); the fusion is `Workbench.fused_order`
+    (no explanation); the collection state is pinned once for the whole run."""
     state = workbench.state(collection)
     language = workbench.language(collection, state)
     ties = workbench.collection_tie_values(collection, config.tie_field, state)

@@ -401,8 +401,8 @@ class Workbench:
                        state: tuple | None = None) -> list[dict[str, SourceResult]]:
         """`candidates(collection, query, config).sources` for each query, through the same cache,
         without reading any row: what evaluation and sweeps need. A source with `search_batch`
-        (in-memory vectors) searches the uncached queries in one call. `state` (`state`) pins
-        the collection state, so a long evaluation checks the table version once."""
+        (in-memory vectors) searches the uncached queries in one call. `state` (from `state()`)
+        pins the collection state, so a long evaluation checks the table version once."""
         state = state if state is not None else self.store.state_key(collection)
         allowed, _ = self._allowed(collection, config, state)
         return self._retrieve(collection, queries, config, state, allowed)[0]
