@@ -185,7 +185,8 @@ def unit(vector) -> np.ndarray:
 def exact_similarities(matrix: np.ndarray, query_unit: np.ndarray) -> np.ndarray:
     """matrix · q, one float32 dot product per row. Each row's value depends only on that row and
     q (the same float32 over the whole matrix or over any subset of its rows), which the batch's
-    shortlist relies on."""
+    shortlist relies on: observed on numpy 2.4.6, not documented by numpy, so
+    tests/test_evaluate_lean.py compares `search_batch` with `search` bit for bit."""
     # einsum, not `matrix @ q`: a BLAS matrix-vector product spreads over threads that spin
     # on a busy 2-core machine (8 CPU ms at 20k × 384, against 1.8 here; scale.md).
     return np.einsum("ij,j->i", matrix, query_unit)
