@@ -17,28 +17,35 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import SearchConfig
 from .store import Store
-from .types import ParsedCorpus, RetrievalError
+from .types import ParsedCorpus, RetrievalError, SourceResult
 
 DEFAULT_METRICS = ("ndcg@10", "mrr@10", "recall@100", "precision@10", "map")
-# Queries retrieved at once by evaluation and a sweep's candidate fetch: each query waits on
-# LanceDB (version checks, row reads) and numpy with the GIL released, so a few threads overlap
+# Queries retrieved at once by evaluation and a sweep's candidate fetch: a query waits on numpy
+# with the GIL released (and, through `Workbench.search`, on LanceDB), so a few threads overlap
 # them (docs/experiments/scale.md). The Workbench, its caches and the analyser are thread-safe.
 QUERY_THREADS = 4
+# Queries retrieved per call by the lean path (`ranked_lean`) and the sweep: the in-memory vector
+# source scores a batch with one matrix product, ~8× cheaper a query than one by one at 64.
+QUERY_BATCH = 64
+# Queries embedded ahead of their retrieval (`embedded_blocks`): well inside the Workbench's
+# query-vector cache (8,192), so no vector is evicted before its query is searched.
+EMBED_BLOCK = 2048
 CLI_METRICS = ("ndcg@10", "mrr@10", "recall@100")
 
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
 
 
-def map_queries(fn: Callable, items: Sequence, threads: int = QUERY_THREADS):
-    """`fn(item)` for each item, in order, `threads` at a time (1: in this thread); yields results
-    as they complete in order, so a caller's progress counts up."""
+def map_queries(fn: Callable, items: Sequence, threads: int | None = None):
+    """`fn(item)` for each item, in order, `threads` at a time (1: in this thread; None:
+    `QUERY_THREADS`); yields results as they complete in order, so a caller's progress counts up."""
+    threads = QUERY_THREADS if threads is None else threads
     if threads <= 1 or len(items) <= 1:
         yield from map(fn, items)
         return
@@ -49,6 +56,19 @@ def map_queries(fn: Callable, items: Sequence, threads: int = QUERY_THREADS):
         yield from pool.map(fn, items)
     finally:  # an error (or a caller that stops early) cancels the queries not started yet
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def embedded_blocks(workbench, collection: str, texts: Sequence[str], configs: Sequence[SearchConfig],
+                    size: int = EMBED_BLOCK) -> Iterator[range]:
+    """The positions of `texts` in consecutive blocks of `size`, each given once its queries are
+    embedded in batches (`Workbench.embed_queries`) for every config that embeds them. Embedding
+    a whole large query set first would push the first queries' vectors out of the cache before
+    they are searched, and each would then be embedded again on its own."""
+    for start in range(0, len(texts), size):
+        block = range(start, min(start + size, len(texts)))
+        for config in configs:
+            workbench.embed_queries(collection, [texts[i] for i in block], config)
+        yield block
 
 
 def run_from_rankings(rankings: Mapping[str, Iterable[str]]) -> Run:
@@ -222,6 +242,7 @@ def evaluate_collection(
     config: SearchConfig,
     metrics: Iterable[str] = DEFAULT_METRICS,
     progress: Callable[[int, int], None] | None = None,
+    explained: bool = False,
 ) -> EvaluationReport:
     """Run every judged query once (candidates cached), and score each source and the fusion.
 
@@ -229,6 +250,10 @@ def evaluate_collection(
     at `config.depth` (rerank applied when the config asks for it), so all systems are judged on
     lists of the same length. `config.top_k` and thresholds other than the per-source minimums
     do not cut evaluation runs.
+
+    Without rerank the rankings come from `ranked_lean` (ids and scores only: no row read, no
+    explanation); with rerank, or `explained`, from `Workbench.search` per query, the path a
+    search in the UI takes (the tests hold the two equal).
     """
     judged = [q for q in qrels if qrels[q] and q in queries]
     if not judged:
@@ -236,23 +261,62 @@ def evaluate_collection(
     eval_config = SearchConfig.from_dict({**config.to_dict(), "top_k": config.depth, "min_score": None,
                                           "min_display_score": None})
     rankings: dict[str, dict[str, list[str]]] = {s: {} for s in (*config.sources, "hybrid")}
-    workbench.embed_queries(collection, (queries[q] for q in judged), config)
-    # A reranker model is not shared between threads (its tokenizer is not thread-safe).
-    threads = 1 if eval_config.rerank else QUERY_THREADS
-    searched = map_queries(lambda q: workbench.search(collection, queries[q], eval_config), judged, threads)
-    for i, (qid, result) in enumerate(zip(judged, searched, strict=True), start=1):
-        for source, source_result in result.candidates.sources.items():
+    texts = [queries[q] for q in judged]
+    if explained or eval_config.rerank:
+        ranked = ranked_explained(workbench, collection, texts, eval_config)
+    else:
+        ranked = ranked_lean(workbench, collection, texts, eval_config)
+    for i, (qid, (sources, fused)) in enumerate(zip(judged, ranked, strict=True), start=1):
+        for source, source_result in sources.items():
             rankings[source][qid] = [h.doc_id for h in source_result.hits]
-        rankings["hybrid"][qid] = [fused.doc_id for fused, _ in result.final_ranking()]
+        rankings["hybrid"][qid] = fused
         if progress:
             progress(i, len(judged))
-    judged_qrels = {q: qrels[q] for q in judged}
+    evaluator = QrelsEvaluator({q: qrels[q] for q in judged})
     report = EvaluationReport(collection, len(judged), config, {})
     for system, ranking in rankings.items():
-        run = run_from_rankings(ranking)
-        mean, per_query = evaluate_run(judged_qrels, run, metrics)
-        report.metrics[system], report.per_query[system], report.runs[system] = mean, per_query, run
+        mean, per_query = evaluator.evaluate_rankings(ranking, metrics)
+        report.metrics[system], report.per_query[system] = mean, per_query
+        report.runs[system] = run_from_rankings(ranking)
     return report
+
+
+Ranked = tuple[dict[str, SourceResult], list[str]]  # each source's result, the fused ids best first
+
+
+def ranked_lean(workbench, collection: str, texts: Sequence[str], config: SearchConfig,
+                threads: int | None = None) -> Iterator[Ranked]:
+    """For each query in order: each source's result and the fused ranking cut at `config.depth`,
+    as `Workbench.search(...).final_ranking()` gives them without rerank and without score
+    thresholds, from ids and scores alone. Queries go in batches of `QUERY_BATCH`
+    (`Workbench.source_results`: no rows read, a batched source searches a batch at once),
+    `threads` batches at a time (None: `QUERY_THREADS`); the fusion is `Workbench.fused_order`
+    (no explanation); the collection state is pinned once for the whole run."""
+    state = workbench.state(collection)
+    language = workbench.language(collection, state)
+    ties = workbench.collection_tie_values(collection, config.tie_field, state)
+
+    def rank(batch: Sequence[str]) -> list[Ranked]:
+        results = workbench.source_results(collection, list(batch), config, state)
+        return [(sources, workbench.fused_order(sources, config, text, language, ties, config.depth))
+                for text, sources in zip(batch, results, strict=True)]
+
+    for block in embedded_blocks(workbench, collection, texts, [config]):
+        batches = [texts[i:min(i + QUERY_BATCH, block.stop)] for i in range(block.start, block.stop, QUERY_BATCH)]
+        for ranked in map_queries(rank, batches, threads):
+            yield from ranked
+
+
+def ranked_explained(workbench, collection: str, texts: Sequence[str], config: SearchConfig) -> Iterator[Ranked]:
+    """What `ranked_lean` gives, through `Workbench.search` per query (rows read, fusion explained,
+    rerank applied when the config asks for it): what a search in the UI shows, cut at top-K."""
+    # A reranker model is not shared between threads (its tokenizer is not thread-safe).
+    threads = 1 if config.rerank else None
+    for block in embedded_blocks(workbench, collection, texts, [config]):
+        searched = map_queries(lambda text: workbench.search(collection, text, config), texts[block.start:block.stop],
+                               threads)
+        for result in searched:
+            yield result.candidates.sources, [fused.doc_id for fused, _ in result.final_ranking()]
 
 
 # Bumped when the ingest pipeline starts writing something a cached collection lacks (2: the

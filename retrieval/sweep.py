@@ -12,7 +12,9 @@ w ∈ {0.0, 0.1, …, 1.0} of s₁ (s₂ gets 1 − w),
 would still be ranked behind, tied at 0.
 
 `run_sweep` fetches each query's candidates once per (source, source parameters) at the largest
-depth any variant asks for (through the workbench's candidate cache), then, for every variant,
+depth any variant asks for (`Workbench.source_results`, in batches of `evaluate.QUERY_BATCH`
+through the workbench's candidate cache: ids and scores, no rows; a tie field's values come from
+`Workbench.collection_tie_values`), then, for every variant,
 ranks each query's candidates in memory (`fusion.prepare_source` once per query and source, then
 `scores_from_prepared` and `rank_ids` per variant: the same formulas and tie-breaks as
 `fusion.fuse`, without explanation objects), cuts at the variant's depth and scores the run with
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import SearchConfig
-from .evaluate import DEFAULT_METRICS, QrelsEvaluator, map_queries
+from .evaluate import DEFAULT_METRICS, QUERY_BATCH, QrelsEvaluator, embedded_blocks, map_queries
 from .fusion import PreparedSource, prepare_source, rank_ids, scores_from_prepared
 from .language import crosses_languages, language_rule
 from .sources import source_params
@@ -164,28 +166,29 @@ def run_sweep(
 
     fetch_configs = retrieval_plan(variants)
     started = time.perf_counter()
+    state = workbench.state(collection)  # one state for the whole sweep
     fetched: dict[str, dict[tuple, SourceResult]] = {}
-    documents: dict[str, dict[str, dict]] = {}
-    for config in fetch_configs:
-        workbench.embed_queries(collection, (queries[q] for q in judged), config)
-    def fetch(qid: str) -> list:
-        return [workbench.candidates(collection, queries[qid], config) for config in fetch_configs]
 
-    for done, (qid, fetched_sets) in enumerate(zip(judged, map_queries(fetch, judged), strict=True), start=1):
-        per_key: dict[tuple, SourceResult] = {}
-        docs: dict[str, dict] = {}
-        for config, candidates in zip(fetch_configs, fetched_sets, strict=True):
-            for source, result in candidates.sources.items():
-                if result.error:
-                    raise RetrievalError(f"{source} failed on query {qid!r}: {result.error}")
-                per_key[source_params(source, config)] = result
-            docs.update(candidates.documents)
-        fetched[qid], documents[qid] = per_key, docs
-        if progress:
-            progress(done, total_steps)
+    def fetch(batch: list[str]) -> list[list[dict[str, SourceResult]]]:
+        return [workbench.source_results(collection, [queries[q] for q in batch], config, state)
+                for config in fetch_configs]
+
+    done = 0
+    for block in embedded_blocks(workbench, collection, [queries[q] for q in judged], fetch_configs):
+        batches = [judged[i:min(i + QUERY_BATCH, block.stop)] for i in range(block.start, block.stop, QUERY_BATCH)]
+        for batch, fetched_sets in zip(batches, map_queries(fetch, batches), strict=True):
+            for position, qid in enumerate(batch):
+                per_key: dict[tuple, SourceResult] = {}
+                for config, results in zip(fetch_configs, fetched_sets, strict=True):
+                    for source, result in results[position].items():
+                        if result.error:
+                            raise RetrievalError(f"{source} failed on query {qid!r}: {result.error}")
+                        per_key[source_params(source, config)] = result
+                fetched[qid] = per_key
+                done += 1
+                if progress:
+                    progress(done, total_steps)
     retrieval_seconds = time.perf_counter() - started
-
-    from .workbench import tie_values
 
     started = time.perf_counter()
     evaluator = QrelsEvaluator({q: qrels[q] for q in judged})
@@ -196,7 +199,7 @@ def run_sweep(
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     # The language rule (`retrieval.language`) as `Workbench.fuse` applies it: a query crossing
     # languages is fused with the config the rule gives for it.
-    language = workbench.language(collection)
+    language = workbench.language(collection, state)
     crossing = next((queries[q] for q in judged if crosses_languages(queries[q], language)), None)
     for done, variant in enumerate(variants, start=1):
         config = variant.config
@@ -209,6 +212,7 @@ def run_sweep(
 
         plans = {False: (config, plan_of(config)), True: (across, plan_of(across))}
         rankings = {}
+        ties = workbench.collection_tie_values(collection, config.tie_field, state) if config.tie_field else None
         for qid in judged:
             fused_config, plan = plans[crossing is not None and crosses_languages(queries[qid], language)]
             by_source = {}
@@ -219,7 +223,6 @@ def run_sweep(
                     entry = prepared[(qid, how)] = prepare_source(fetched[qid][key].hits[:depth], minimum,
                                                                   normalization)
                 by_source[source] = entry
-            ties = tie_values(documents[qid], config.tie_field) if config.tie_field else None
             rankings[qid] = rank_ids(scores_from_prepared(by_source, fused_config), ties, limit=config.depth)
         mean, values = evaluator.evaluate_rankings(rankings, metrics)
         per_query[variant.label] = values

@@ -21,9 +21,9 @@ import numpy as np
 from . import limits
 from .cache import Caches
 from .config import SearchConfig
-from .fusion import fuse
+from .fusion import fuse, fused_order
 from .names import labels
-from .sources import SOURCES, Source, run_source, source_params, unknown_source
+from .sources import SOURCES, Source, run_source, run_source_batch, source_params, unknown_source
 from .store import CollectionInfo, CollectionStats, Progress, Store
 from .types import FusedResult, FusionOutcome, Hit, ParsedCorpus, RerankedResult, SourceResult
 
@@ -127,10 +127,18 @@ def tie_values(documents: dict[str, dict[str, Any]], field_name: str | None) -> 
         return {}
     values = {}
     for doc_id, row in documents.items():
-        value = row.get("metadata", {}).get(field_name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            values[doc_id] = float(value)
+        value = tie_value(row.get("metadata", {}), field_name)
+        if value is not None:
+            values[doc_id] = value
     return values
+
+
+def tie_value(metadata: dict[str, Any], field_name: str) -> float | None:
+    """A document's tie-break value: its metadata field as a float when it is a number (not a bool)."""
+    value = metadata.get(field_name)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 class Workbench:
@@ -391,41 +399,78 @@ class Workbench:
     # ---- candidates ------------------------------------------------------------------------
     def candidates(self, collection: str, query: str, config: SearchConfig) -> CandidateSet:
         """Each configured source's top `config.depth` hits, retrieved once and then cached (a
-        smaller depth reuses a larger fetch, so moving the depth slider down never re-queries)."""
+        smaller depth reuses a larger fetch, so moving the depth slider down never re-queries),
+        and the rows of every candidate."""
         state = self.store.state_key(collection)
-        results: dict[str, SourceResult] = {}
+        allowed, filtered = self._allowed(collection, config, state)
+        [results], seconds, all_cached = self._retrieve(collection, [query], config, state, allowed)
+        doc_ids = {h.doc_id for r in results.values() for h in r.hits}
+        documents = self._documents(collection, state, doc_ids)
+        return CandidateSet(collection, state, query, config.depth, results, documents, seconds, all_cached,
+                            filtered, self.language(collection, state))
+
+    def source_results(self, collection: str, queries: list[str], config: SearchConfig,
+                       state: tuple | None = None) -> list[dict[str, SourceResult]]:
+        """`candidates(collection, query, config).sources` for each query, through the same cache,
+        without reading any row: what evaluation and sweeps need. A source with `search_batch`
+        (in-memory vectors) searches the uncached queries in one call. `state` (from `state()`)
+        pins the collection state, so a long evaluation checks the table version once."""
+        state = state if state is not None else self.store.state_key(collection)
+        allowed, _ = self._allowed(collection, config, state)
+        return self._retrieve(collection, queries, config, state, allowed)[0]
+
+    def state(self, collection: str) -> tuple:
+        """The collection's state key (`Store.state_key`): what every cache of its data keys on."""
+        return self.store.state_key(collection)
+
+    def _allowed(self, collection: str, config: SearchConfig, state: tuple
+                 ) -> tuple[frozenset[str] | None, tuple[int, int] | None]:
+        """The ids `config.filters` allow and (allowed, collection size); (None, None) unfiltered."""
+        if not config.filters:
+            return None, None
+        allowed, total = self.filtered_ids(collection, config.filters, state)
+        return allowed, (len(allowed), total)
+
+    def _retrieve(self, collection: str, queries: list[str], config: SearchConfig, state: tuple,
+                  allowed: frozenset[str] | None) -> tuple[list[dict[str, SourceResult]], dict[str, float], bool]:
+        """Per query, each configured source's result (config order), from the candidate cache or
+        from the source (`run_source_batch`: errors reported per query, not cached); the seconds
+        each source spent retrieving; whether every result came from the cache."""
+        results: list[dict[str, SourceResult]] = [{} for _ in queries]
         seconds: dict[str, float] = {}
         all_cached = True
-        allowed, filtered = None, None
-        if config.filters:
-            allowed, total = self.filtered_ids(collection, config.filters, state)
-            filtered = (len(allowed), total)
         for name in config.sources:
-            key = (collection, state) + source_params(name, config) + (query,)
-            cached = self.caches.candidates.get(key)
-            if cached is not None and cached[0] >= config.depth:
-                results[name] = _truncate(cached[1], config.depth)
+            keys = [(collection, state) + source_params(name, config) + (query,) for query in queries]
+            missing = []
+            for i, key in enumerate(keys):
+                cached = self.caches.candidates.get(key)
+                if cached is not None and cached[0] >= config.depth:
+                    results[i][name] = _truncate(cached[1], config.depth)
+                else:
+                    missing.append(i)
+            if not missing:
                 continue
             all_cached = False
             if name not in SOURCES:
-                results[name] = SourceResult(name, (), error=unknown_source(name))
+                for i in missing:
+                    results[i][name] = SourceResult(name, (), error=unknown_source(name))
                 continue
             started = time.perf_counter()
             try:
                 source = self.source(collection, name, config, state)
             except Exception as exc:  # a source that cannot even be built is reported, not fatal
                 log.warning("source %s could not be built for %s", name, collection, exc_info=True)
-                results[name] = SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
+                for i in missing:
+                    results[i][name] = SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
                 continue
-            result = run_source(source, query, config.depth, allowed)
+            fetched = run_source_batch(source, [queries[i] for i in missing], config.depth, allowed)
             seconds[name] = time.perf_counter() - started
-            if result.error is None and not getattr(source, "transient", False):
-                self.caches.candidates.put(key, (config.depth, result))
-            results[name] = result
-        doc_ids = {h.doc_id for r in results.values() for h in r.hits}
-        documents = self._documents(collection, state, doc_ids)
-        return CandidateSet(collection, state, query, config.depth, results, documents, seconds, all_cached,
-                            filtered, self.language(collection, state))
+            keep = not getattr(source, "transient", False)
+            for i, result in zip(missing, fetched, strict=True):
+                if result.error is None and keep:
+                    self.caches.candidates.put(keys[i], (config.depth, result))
+                results[i][name] = result
+        return results, seconds, all_cached
 
     def language(self, collection: str, state: tuple | None = None) -> str:
         """The collection's language from its catalogue entry, read once per collection state."""
@@ -479,6 +524,25 @@ class Workbench:
             return allowed_ids(rows, parsed), len(rows)
 
         return self.caches.filters.get_or_create((collection, state, tuple(filters)), compute)
+
+    def collection_tie_values(self, collection: str, field_name: str | None,
+                              state: tuple | None = None) -> dict[str, float]:
+        """`tie_values` over every document of the collection, from the metadata read once per
+        state (`_metadata`) and kept per field: ties broken without reading candidates' rows."""
+        if not field_name:
+            return {}
+        state = state if state is not None else self.store.state_key(collection)
+        rows = self._metadata(collection, state)[0]  # outside `read`: one LRU's creations do not nest
+
+        def read() -> dict[str, float]:
+            values = {}
+            for doc_id, metadata in rows:
+                value = tie_value(metadata, field_name)
+                if value is not None:
+                    values[doc_id] = value
+            return values
+
+        return self.caches.loaded.get_or_create((collection, state, "_ties", field_name), read)
 
     def source_rankings(self, collection: str, query: str, config: SearchConfig
                         ) -> dict[str, tuple[SourceResult, tuple[Hit, ...], str]]:
@@ -563,6 +627,17 @@ class Workbench:
             outcome.notes.insert(0, f"filter {' AND '.join(config.filters)} left {left} of {total} documents; "
                                     "every source ranked only those (BM25 statistics stay the whole collection's)")
         return outcome
+
+    @staticmethod
+    def fused_order(sources: dict[str, SourceResult], config: SearchConfig, query: str, language: str | None,
+                    tie_values: dict[str, float] | None = None, limit: int | None = None) -> list[str]:
+        """The doc ids of `fuse`'s ranking (`FusionOutcome.ranked`: before the fused-score
+        thresholds and top-K), at most `limit`: the same language rule, scores and tie-breaks
+        (`fusion.fused_order`, which `fusion.fuse` explains), no explanation built. `language` is
+        the collection's (`language`), `tie_values` the tie field's values (`collection_tie_values`)."""
+        from .language import language_rule
+
+        return fused_order(sources, language_rule(config, query, language)[0], tie_values, limit)
 
     def search(self, collection: str, query: str, config: SearchConfig) -> SearchResult:
         """Candidates, fusion and (when the config says so) rerank: the whole query path."""

@@ -83,5 +83,6 @@ def test_sweep_applies_the_rule_as_search_does(workbench):
     for aware in (True, False):
         config = SearchConfig(language_aware=aware)
         swept = run_sweep(workbench, "animals", queries, qrels, [Variant("v", config)], metrics=("ndcg@10",))
-        evaluated = evaluate_collection(workbench, "animals", queries, qrels, config, metrics=("ndcg@10",))
+        evaluated = evaluate_collection(workbench, "animals", queries, qrels, config, metrics=("ndcg@10",),
+                                        explained=True)  # through Workbench.search, as a search does
         assert swept.per_query["v"] == evaluated.per_query["hybrid"]

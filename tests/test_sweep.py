@@ -21,13 +21,23 @@ N_QUERIES = N_EN + N_ZH
 
 
 class CountingWorkbench(Workbench):
-    """A real workbench that counts candidate requests (to check retrieval runs once per query)."""
+    """A real workbench that counts the queries it is asked candidates for (to check retrieval runs
+    once per query) and the rows it reads (a sweep reads none)."""
 
     calls = 0
+    rows_read = 0
 
     def candidates(self, collection, query, config):
         self.calls += 1
         return super().candidates(collection, query, config)
+
+    def source_results(self, collection, queries, config, state=None):
+        self.calls += len(queries)
+        return super().source_results(collection, queries, config, state)
+
+    def _documents(self, collection, state, ids):
+        self.rows_read += len(ids)
+        return super()._documents(collection, state, ids)
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +102,11 @@ def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_sa
     base = SearchConfig(depth=100)
     grid = default_grid(base)
     assert len(retrieval_plan(grid)) == 1  # both sources in one candidates call
-    workbench.calls = 0
+    workbench.calls = workbench.rows_read = 0
     seen = []
     result = run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, grid,
                        progress=lambda done, total: seen.append((done, total)))
-    assert workbench.calls == N_QUERIES
+    assert workbench.calls == N_QUERIES and workbench.rows_read == 0
     assert seen[-1] == (N_QUERIES + 121, N_QUERIES + 121) and len(seen) == N_QUERIES + 121
     assert result.n_queries == N_QUERIES and len(result.rows) == 121
     # rows best first by the first metric
@@ -121,7 +131,7 @@ def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_sa
         config = result.variant(label).config
         if system == "bm25":
             config = SearchConfig.from_dict({**config.to_dict(), "weights": {"bm25": 1.0, "dense": 1.0}})
-        report = evaluate_collection(workbench, "xsmall", corpus.queries, corpus.qrels, config)
+        report = evaluate_collection(workbench, "xsmall", corpus.queries, corpus.qrels, config, explained=True)
         for metric, value in report.metrics[system].items():
             assert rows[label][metric] == pytest.approx(value, abs=1e-12), (label, metric)
         for qid, values in report.per_query[system].items():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -43,7 +43,9 @@ class Source(Protocol):
     `backend_for(query)` when that depends on the query;
     `unscored`: a sentence saying why a document it does not return has no score (why-not); and
     `ranking(query, allowed) -> [Hit]`: every document it scores, when `search` hides some at any
-    depth (the keyword scorer's result limit and minimum relevance), for the whole-collection rank."""
+    depth (the keyword scorer's result limit and minimum relevance), for the whole-collection rank;
+    `search_batch(queries, depth, allowed) -> [[Hit]]`: exactly `search`'s hits for each query,
+    computed for a batch at once (evaluation and sweeps retrieve in batches: `run_source_batch`)."""
 
     name: str
 
@@ -124,6 +126,28 @@ def run_source(source: Source, query: str, depth: int, allowed: frozenset[str] |
     except Exception as exc:  # a source failing must not break the search: report it instead
         log.warning("source %s failed on query %r", source.name, query, exc_info=True)
         return SourceResult(source.name, (), error=f"{type(exc).__name__}: {exc}")
+    return checked_result(source, query, hits)
+
+
+def run_source_batch(source: Source, queries: Sequence[str], depth: int,
+                     allowed: frozenset[str] | None = None) -> list[SourceResult]:
+    """`run_source` for each query, in order: in one `search_batch` call when the source has one
+    (the same hits as `search`, computed for all queries at once), else query by query. A batch
+    that raises is run query by query, so a failure is reported per query as `run_source` does."""
+    search_batch = getattr(source, "search_batch", None)
+    if search_batch is None or not queries:
+        return [run_source(source, query, depth, allowed) for query in queries]
+    try:
+        batch = search_batch(list(queries), depth, allowed)
+    except Exception:
+        log.warning("source %s failed on a batch of %d queries; running them one by one", source.name,
+                    len(queries), exc_info=True)
+        return [run_source(source, query, depth, allowed) for query in queries]
+    return [checked_result(source, query, hits) for query, hits in zip(queries, batch, strict=True)]
+
+
+def checked_result(source: Source, query: str, hits: Sequence[Hit]) -> SourceResult:
+    """A source's hits for `query` as a `SourceResult` (see `run_source`)."""
     finite = [h for h in hits if math.isfinite(h.raw_score)]
     notes: tuple[str, ...] = ()
     if len(finite) != len(hits):
@@ -170,5 +194,7 @@ def top_hits(ids: list[str], scores, depth: int, keep_zero: bool = False, mask=N
         # Partition first (O(n)); the cut-off score may tie, so take every tied one then sort.
         cutoff = np.partition(scores[candidates], len(candidates) - depth)[len(candidates) - depth]
         candidates = candidates[scores[candidates] >= cutoff]
-    order = sorted(candidates.tolist(), key=lambda i: (-scores[i], ids[i]))[:depth]
-    return [Hit(ids[i], float(scores[i]), rank) for rank, i in enumerate(order, start=1)]
+    # (−score, id) pairs compared as tuples (in C, not through a key function): score
+    # descending, ties by id; negating a float is exact, so −(−score) is the score.
+    picked = sorted(zip([-s for s in scores[candidates].tolist()], [ids[i] for i in candidates.tolist()], strict=True))
+    return [Hit(doc_id, -negated, rank) for rank, (negated, doc_id) in enumerate(picked[:depth], start=1)]

@@ -4,9 +4,11 @@
 
 Without a vector index (collections below `limits.SCALE_DOCS`) the search is exact: the vectors
 are read once per collection state into one float32 matrix and a query is one matrix-vector
-product (~1 ms at 20k documents, where LanceDB's exact scan takes ~20 ms a query). With an
-index (IVF_PQ etc., built from `SCALE_DOCS` on) LanceDB searches, and `refine_factor` re-scores
-the shortlist with full vectors so reported similarities stay exact.
+product (~1 ms at 20k documents, where LanceDB's exact scan takes ~20 ms a query); a batch of
+queries (evaluation, sweeps: `search_batch`) is one matrix product for all of them, whose
+shortlists are re-scored by the one-query product, so batch and single search agree exactly.
+With an index (IVF_PQ etc., built from `SCALE_DOCS` on) LanceDB searches, and `refine_factor`
+re-scores the shortlist with full vectors so reported similarities stay exact.
 """
 
 from __future__ import annotations
@@ -68,25 +70,40 @@ class LoadedDense:
         return {i.columns[0]: i for i in self.table.list_indices() if len(i.columns) == 1
                 and i.columns[0] in (VECTOR_COLUMN, XL_COLUMN)}
 
-    def vectors(self, column: str) -> tuple[list[str], np.ndarray]:
-        """(ids, unit vectors as an n × dim float32 matrix) of a column, in storage order: the exact
-        search's data, read once per collection state."""
-        return self._matrices[column] if column in self._matrices else self._read(column)
+    def column(self, column: str) -> ColumnVectors:
+        """A vector column's ids and unit vectors, read on first use (once per collection state)."""
+        data = self._columns.get(column)
+        if data is None:  # two threads may both create one: the same data, one of them kept
+            data = self._columns.setdefault(column, ColumnVectors(self.context.store, self.collection, column))
+        return data
 
     @cached_property
-    def _matrices(self) -> dict[str, tuple[list[str], np.ndarray]]:
+    def _columns(self) -> dict[str, ColumnVectors]:
         return {}
 
-    def _read(self, column: str) -> tuple[list[str], np.ndarray]:
-        rows = self.context.store.column(self.collection, ["id", column])
+
+class ColumnVectors:
+    """One vector column of a collection in memory: the exact search's data."""
+
+    def __init__(self, store, collection: str, column: str):
+        self._store, self._collection, self._column = store, collection, column
+
+    @cached_property
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        """(ids, unit vectors as an n × dim float32 matrix), in storage order."""
+        rows = self._store.column(self._collection, ["id", self._column])
         ids = rows.column("id").to_pylist()
-        flat = rows.column(column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        flat = rows.column(self._column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
         matrix = np.array(flat, dtype=np.float32).reshape(len(ids), -1)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)  # 1 ± 1e-7 for the encoders' vectors
         np.divide(matrix, norms, out=matrix, where=norms > 0)
-        # Two threads may read it at once: the same data, the last one kept.
-        self._matrices[column] = (ids, matrix)
         return ids, matrix
+
+    @cached_property
+    def row_norm_max(self) -> float:
+        """The largest ‖d‖ of the unit matrix (1 ± 1e-7; 0 for an empty one): `shortlist_margin`'s."""
+        matrix = self.vectors[1]
+        return float(np.linalg.norm(matrix, axis=1).max()) if len(matrix) else 0.0
 
 
 VECTOR_COLUMN = "vector"
@@ -144,7 +161,7 @@ class CrossLingualDense:
             loaded = self._loaded
             embed = partial(loaded.query_vector, space)
             index = loaded.index(space.column)
-            self._searchers[space] = (InMemoryDenseSource(partial(loaded.vectors, space.column), embed)
+            self._searchers[space] = (InMemoryDenseSource(loaded.column(space.column), embed)
                                       if index is None else DenseSource(loaded.table, embed, index, space.column))
         return self._searchers[space]
 
@@ -174,6 +191,22 @@ class CrossLingualDense:
 
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         return self.searcher(self._loaded.space(query, self.language_aware)).search(query, depth, allowed)
+
+    def search_batch(self, queries: list[str], depth: int, allowed: frozenset[str] | None = None) -> list[list[Hit]]:
+        """`search` for each query: the queries of each vector space together, in one
+        `search_batch` where its searcher has one."""
+        by_space: dict[VectorSpace, list[int]] = {}
+        for i, query in enumerate(queries):
+            by_space.setdefault(self._loaded.space(query, self.language_aware), []).append(i)
+        hits: list[list[Hit]] = [[] for _ in queries]
+        for space, positions in by_space.items():
+            searcher = self.searcher(space)
+            batch = [queries[i] for i in positions]
+            found = (searcher.search_batch(batch, depth, allowed) if hasattr(searcher, "search_batch")
+                     else [searcher.search(q, depth, allowed) for q in batch])
+            for i, result in zip(positions, found, strict=True):
+                hits[i] = result
+        return hits
 
 
 class DenseSource:
@@ -206,27 +239,92 @@ class DenseSource:
 
 
 class InMemoryDenseSource:
-    """Exact cosine search over a column's vectors held in memory (`vectors()`: ids and the unit
-    vectors, read once per collection state): similarity = q · d for the unit vectors every
-    encoder returns, computed in float32 as LanceDB's exact scan does (agreeing with it to ~1e-7)."""
+    """Exact cosine search over a column's vectors held in memory (`data.vectors`: ids and the
+    unit vectors, read once per collection state; `data.row_norm_max`, a `ColumnVectors`):
+    similarity = q · d for the unit vectors every encoder returns, computed in float32 as
+    LanceDB's exact scan does (agreeing with it to ~1e-7)."""
 
     name = "dense"
     backend = "exact scan (in memory, cosine)"
 
-    def __init__(self, vectors: Callable[[], tuple[list[str], np.ndarray]], embed: Callable[[str], Any]):
-        self._vectors = vectors
+    def __init__(self, data: ColumnVectors, embed: Callable[[str], Any]):
+        self._data = data
         self._embed = embed
 
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         if not query.strip() or (allowed is not None and not allowed):
             return []
-        ids, matrix = self._vectors()
+        ids, matrix = self._data.vectors
         if not ids:
             return []
-        q = np.asarray(self._embed(query), dtype=np.float32)
-        norm = float(np.linalg.norm(q))
-        # einsum, not `matrix @ q`: a BLAS matrix-vector product spreads over threads that spin
-        # on a busy 2-core machine (8 CPU ms at 20k × 384, against 1.8 here; scale.md).
-        similarities = np.einsum("ij,j->i", matrix, q / norm if norm else q)
+        similarities = exact_similarities(matrix, unit(self._embed(query)))
         mask = None if allowed is None else np.fromiter((i in allowed for i in ids), bool, len(ids))
         return top_hits(ids, similarities, depth, keep_zero=True, mask=mask)
+
+    def search_batch(self, queries: list[str], depth: int, allowed: frozenset[str] | None = None) -> list[list[Hit]]:
+        """`search` for each query, the same hits and the same float32 similarities, for a batch:
+        one BLAS matrix product scores every query against every document (~8× cheaper a query
+        than `search`'s product), a shortlist is cut from it with a margin that covers its
+        rounding (`shortlist_margin`), and the shortlist is re-scored by `search`'s own product,
+        which gives each document the same float32 as over the whole matrix."""
+        ids, matrix = self._data.vectors
+        hits: list[list[Hit]] = [[] for _ in queries]
+        live = [i for i, query in enumerate(queries) if query.strip()]
+        if not ids or not live or (allowed is not None and not allowed):
+            return hits
+        units = np.stack([unit(self._embed(queries[i])) for i in live])
+        approximate = units @ matrix.T  # (queries × documents); BLAS sums in its own order
+        finite = np.isfinite(approximate).all(axis=1)  # the margin argument needs finite scores
+        n = len(ids)
+        if allowed is not None:
+            mask = np.fromiter((i in allowed for i in ids), bool, n)
+            approximate[:, ~mask] = -np.inf  # left out before the cut, as `search`'s mask does
+            shortlist_all = np.flatnonzero(mask)
+        else:
+            shortlist_all = np.arange(n)
+        cut = len(shortlist_all) > depth
+        if cut:
+            cutoffs = np.partition(approximate, n - depth, axis=1)[:, n - depth]
+        bound = shortlist_margin(matrix.shape[1], self._data.row_norm_max)
+        for row, i in enumerate(live):
+            if not finite[row]:
+                hits[i] = self.search(queries[i], depth, allowed)
+                continue
+            shortlist = shortlist_all
+            if cut:
+                margin = bound * float(np.linalg.norm(units[row]))
+                shortlist = np.flatnonzero(approximate[row] >= cutoffs[row] - margin)
+            exact = exact_similarities(matrix[shortlist], units[row])
+            hits[i] = top_hits([ids[j] for j in shortlist.tolist()], exact, depth, keep_zero=True)
+        return hits
+
+
+def unit(vector) -> np.ndarray:
+    """q / ‖q‖ in float32 (a zero vector as it is): the query side of the cosine."""
+    q = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(q))
+    return q / norm if norm else q
+
+
+def exact_similarities(matrix: np.ndarray, query_unit: np.ndarray) -> np.ndarray:
+    """matrix · q, one float32 dot product per row. Each row's value depends only on that row and
+    q (the same float32 over the whole matrix or over any subset of its rows), which the batch's
+    shortlist relies on: observed on numpy 2.4.6, not documented by numpy, so
+    tests/test_evaluate_lean.py compares `search_batch` with `search` bit for bit."""
+    # einsum, not `matrix @ q`: a BLAS matrix-vector product spreads over threads that spin
+    # on a busy 2-core machine (8 CPU ms at 20k × 384, against 1.8 here; scale.md).
+    return np.einsum("ij,j->i", matrix, query_unit)
+
+
+def shortlist_margin(dim: int, row_norm_max: float) -> float:
+    """How far below the approximate depth-th score a document may lie and still be in the exact
+    top `depth`, per unit of ‖q‖: 4·γ·max‖d‖·2, with γ = n·u/(1 − n·u), n = dim, u = 2⁻²⁴.
+
+    Any float32 evaluation of a dot product q·d, whatever the order of its additions, is within
+    γ·Σ|q_i·d_i| ≤ γ·‖q‖·‖d‖ of the exact value (Higham, Accuracy and Stability, §3.1), so two
+    evaluations differ by at most δ = 2γ‖q‖‖d‖. A document in the exact top depth then scores at
+    least (approximate depth-th score) − 2δ in the approximate product. The last factor 2 covers
+    the rounding of the comparison itself."""
+    u = 2.0 ** -24
+    gamma = dim * u / (1 - dim * u)
+    return 4 * gamma * row_norm_max * 2
