@@ -170,7 +170,8 @@ TRUNCATED = ("2 of 4 documents are longer than the encoder's 256-token window an
 def test_truncated_documents_are_counted_at_ingest_and_in_the_corpus_stats(empty_db):
     at = ingest_on_the_corpus_page(open_fresh(CORPUS), "long-docs", LONG_CSV, "long.csv")
     assert [plain(s.value) for s in at.success] == [
-        f"Ingested 4 documents: collection 'long-docs' now holds 4 (all-MiniLM-L6-v2, language en). {TRUNCATED}."]
+        f"Ingested 4 documents: collection 'long-docs' now holds 4 (all-MiniLM-L6-v2, language en; "
+        f"cross-lingual vectors multilingual-e5-small). {TRUNCATED}."]
     frame = at.dataframe[0].value
     assert dict(zip(frame["table"], frame["truncated"], strict=True)) == {"long-docs": 2, "notes": 0}
     assert [plain(c.value) for c in at.caption if "token window" in c.value] == [f"long-docs: {TRUNCATED}"]
