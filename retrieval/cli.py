@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     xl.add_argument("--cross-lingual", dest="cross_lingual", action="store_true", default=None,
                     help="also embed with multilingual-e5-small for questions in the other language "
                          "(default: for an English or Chinese collection whose model reads one language, "
-                         "below 50,000 documents)")
+                         "below 20,000 documents: ~3× the ingest time)")
     xl.add_argument("--no-cross-lingual", dest="cross_lingual", action="store_false",
                     help="one embedding model only")
     p.add_argument("--id-column")

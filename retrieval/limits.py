@@ -66,6 +66,11 @@ SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 # source's first use, or `collections graph NAME`), so entity extraction never blocks a large
 # ingest; below it every ingest writes them, as always.
 GRAPH_INLINE_MAX = _env_int("WORKBENCH_GRAPH_INLINE_MAX", SCALE_DOCS, 1, 1_000_000_000)
+# An English (or all-Chinese) collection on a one-language model gets cross-lingual vectors
+# (multilingual E5, `pipeline.wants_cross_lingual`) by default below this many documents: they
+# cost ~3× the ingest's CPU (300 nfcorpus abstracts: 29 CPU s with MiniLM alone, 94 with both;
+# docs/experiments/cross-lingual.md). Larger ones get them when asked (`--cross-lingual`).
+CROSS_LINGUAL_AUTO_MAX = _env_int("WORKBENCH_CROSS_LINGUAL_AUTO_MAX", 20_000, 0, 1_000_000_000)
 EXCERPT_CHARS = _env_int("WORKBENCH_EXCERPT_CHARS", 5_000, 100, 10_000_000)
 TITLE_CHARS = 500
 

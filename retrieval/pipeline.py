@@ -156,15 +156,15 @@ def wants_cross_lingual(language: str, model: str, documents: int, requested: bo
     which E5 would cost 0.012–0.013 nDCG@10) keeps serving queries in its language.
 
     Only a one-language collection ('en' or 'zh', which a query can cross) whose model is not
-    the multilingual one needs them. `requested` None (auto): below `limits.SCALE_DOCS`
-    documents, where the second encoder (≈ 2–3× the embedding time) is affordable; True / False
-    decide for the user."""
+    the multilingual one needs them. `requested` None (auto): below
+    `limits.CROSS_LINGUAL_AUTO_MAX` documents, where the second encoder (~3× the ingest's CPU) is
+    affordable; True / False decide for the user."""
     from . import limits
     from .embed import E5
 
     if language not in ("en", "zh") or model == E5 or requested is False:
         return False
-    return requested is True or documents < limits.SCALE_DOCS
+    return requested is True or documents < limits.CROSS_LINGUAL_AUTO_MAX
 
 
 def _xl_encoder(info: CollectionInfo):

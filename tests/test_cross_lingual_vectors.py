@@ -49,10 +49,10 @@ def dense_hits(wb: Workbench, query: str, config: SearchConfig = DENSE, collecti
 
 # ---- which collections get them ----------------------------------------------------------------
 def test_which_collections_get_cross_lingual_vectors(monkeypatch):
-    monkeypatch.setattr(limits, "SCALE_DOCS", 100)
+    monkeypatch.setattr(limits, "CROSS_LINGUAL_AUTO_MAX", 100)
     assert wants_cross_lingual("en", MINILM, 99)
     assert wants_cross_lingual("zh", MINILM, 99)  # a Chinese collection on the English model, too
-    assert not wants_cross_lingual("en", MINILM, 100)  # auto stops at the scaled size …
+    assert not wants_cross_lingual("en", MINILM, 100)  # auto stops at CROSS_LINGUAL_AUTO_MAX …
     assert wants_cross_lingual("en", MINILM, 100, requested=True)  # … unless asked for
     assert not wants_cross_lingual("en", MINILM, 5, requested=False)
     assert not wants_cross_lingual("zh", E5, 5, requested=True)  # the multilingual model reads both

@@ -160,7 +160,7 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
             help="An English (or all-Chinese) collection whose model reads one language also gets "
                  "multilingual-e5-small vectors, searched when a question is in the other language "
                  "(Chinese questions over English XQuAD: nDCG@10 0.82 instead of 0.10). Costs about "
-                 "2–3× the embedding time; not done from 50,000 documents. Off: one model only.") else False
+                 "3× the ingest time; by default only below 20,000 documents. Off: one model only.") else False
     if st.button("Ingest", type="primary", key="corpus.ingest",
                  help="Parse, tokenise and embed everything, then write it in one commit: on any error "
                       "nothing is written."):
