@@ -11,6 +11,7 @@ PART is one of:
              BM25 weight 0.5 vs language-aware fusion (BM25 weight 0 and the cross-lingual
              vectors when the query's language differs from the collection's);
 - `ingest`   what each cross-lingual option costs at ingest (first 1,000 nfcorpus documents);
+- `latency`  the rerank stage as the app runs it (E5, top-20), passage vectors read from the store;
 - `fusion`   the sweep's 121-variant grid on each of the five sets, and the shipped default chosen
              by leave-one-set-out (`choose_held_out`), against RRF k=60 / 0.5 / 0.5;
 - `rerank`   E5 re-scoring of the default first stage: top-N ∈ {10, 20, 50} × λ ∈ {0, 0.1, …, 1},
@@ -165,6 +166,39 @@ def part_ingest(study: Study, n: int = 1000) -> None:
     print(f"| option (first {n} nfcorpus documents) | docs/s (wall) | wall s | CPU s |\n| --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['option']} | {r['docs_per_s']:.1f} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} |")
+
+
+# ---- rerank latency in the app's path ----------------------------------------------------------
+def part_latency(study: Study, sets: tuple[str, ...], n: int = 50, top_n: int = 20) -> None:
+    """The rerank stage as a search in the app runs it (`Workbench.apply_rerank`, E5, top-`top_n`)
+    on a fresh Workbench per set: passage embeddings come from the collection's stored E5 vectors
+    (an E5 collection's own, an English one's cross-lingual column; `rerank.seed_passages`) or
+    are embedded; p50 over the first `n` judged queries, each never reranked before in the process."""
+    import dataclasses
+
+    rows = []
+    for name in sets:
+        collection, queries, qrels = study.collection(name)
+        wb = Workbench(study.workbench.store)
+        config = dataclasses.replace(SearchConfig(), rerank=True, rerank_top_n=top_n)
+        first = dataclasses.replace(config, rerank=False)
+        wb.apply_rerank(wb.search(collection, "warm up the models", config))
+        times = []
+        for qid in list(qrels)[:n]:
+            result = wb.search(collection, queries[qid], first)
+            result.config = config
+            started = time.perf_counter()
+            wb.apply_rerank(result)
+            times.append(time.perf_counter() - started)
+        info = wb.info(collection)
+        stored = "own vectors" if info.model == E5 else "cross-lingual column" if info.xl_model == E5 else "none"
+        rows.append({"set": name, "stored_e5_vectors": stored, "p50_ms": 1000 * statistics.median(times),
+                     "p95_ms": 1000 * sorted(times)[int(0.95 * (len(times) - 1))]})
+        log(f"latency: {name} {rows[-1]['p50_ms']:.0f} ms")
+    study.save("latency", rows)
+    print(f"| set | stored E5 passage vectors | rerank top-{top_n}, p50 ms | p95 ms |\n| --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['set']} | {r['stored_e5_vectors']} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} |")
 
 
 # ---- fusion default -------------------------------------------------------------------------
@@ -324,7 +358,7 @@ def part_rerank(study: Study, base: SearchConfig, sets: tuple[str, ...] = SETS) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("parts", nargs="+", choices=("models", "cross", "ingest", "fusion", "rerank"))
+    parser.add_argument("parts", nargs="+", choices=("models", "cross", "ingest", "fusion", "rerank", "latency"))
     parser.add_argument("--eval-dir", type=Path, default=REPO.parent / "shared" / "eval")
     parser.add_argument("--cross-dir", type=Path, default=REPO / "data" / "eval-cross")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "study")
@@ -334,11 +368,14 @@ def main() -> None:
     args = parser.parse_args()
     study = Study(args.eval_dir, args.cross_dir, args.out)
     base = SearchConfig.from_json(args.base) if args.base else SearchConfig()
+    sets = tuple(args.sets.split(","))
+    parts = {"models": part_models, "cross": part_cross, "ingest": lambda s: part_ingest(s, args.ingest_docs),
+             "fusion": part_fusion, "latency": lambda s: part_latency(s, sets),
+             "rerank": lambda s: part_rerank(s, base, sets)}
     for part in args.parts:
         started = time.perf_counter()
         print(f"\n## {part}\n", flush=True)
-        {"models": part_models, "cross": part_cross, "ingest": lambda s: part_ingest(s, args.ingest_docs),
-         "fusion": part_fusion, "rerank": lambda s: part_rerank(s, base, tuple(args.sets.split(",")))}[part](study)
+        parts[part](study)
         log(f"{part}: {time.perf_counter() - started:.0f} s")
 
 
