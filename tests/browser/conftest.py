@@ -39,13 +39,8 @@ def browser_sample(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def app_url(browser_db, browser_sample):
     """Start the app once per session on its own LanceDB folder; the sample is ingested on first load."""
-    log = browser_db.parent / "streamlit.log"
-    try:
-        server, url = harness.start_app(browser_db, browser_sample, log)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    yield url
-    harness.stop_app(server)
+    with harness.served_app(browser_db, browser_sample, browser_db.parent / "streamlit.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

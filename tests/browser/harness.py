@@ -97,6 +97,21 @@ def stop_app(server: subprocess.Popen) -> None:
         server.wait(timeout=10)
 
 
+@contextmanager
+def served_app(db: Path, sample: Path | None, log_path: Path):
+    """The app's URL while it runs on `db` (`start_app`; a failed start fails the test), then stopped."""
+    import pytest
+
+    try:
+        server, url = start_app(db, sample, log_path)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield url
+    finally:
+        stop_app(server)
+
+
 def guard_requests(context, app_url: str) -> list[str]:
     """Abort every request of `context` not addressed to the app's own server (same scheme, host
     and port; data:/blob:/about: are local); return the list the aborted URLs are added to."""

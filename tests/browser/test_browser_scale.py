@@ -168,13 +168,8 @@ def scale_db(scale_build) -> Path:
 @pytest.fixture(scope="module")
 def scale_app(scale_db, tmp_path_factory):
     """The app served on `scale_db` (as `app_url` in conftest.py, on its own database)."""
-    log = tmp_path_factory.mktemp("scale-app") / "streamlit.log"
-    try:
-        server, url = harness.start_app(scale_db, None, log)
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    yield url
-    harness.stop_app(server)
+    with harness.served_app(scale_db, None, tmp_path_factory.mktemp("scale-app") / "streamlit.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
