@@ -48,7 +48,7 @@ def measured_effect(config) -> str:
     if not deltas:
         return "The E5 reranker's effect has not been measured yet (docs/experiments/rerank.md)."
     top_n, lam = MEASURED_RERANK["top_n"], MEASURED_RERANK["lambda"]
-    per_set = ", ".join(f"{name} {delta:+.3f}" for name, delta in deltas.items())
+    per_set = ", ".join(f"{name} {delta:+.4f}" for name, delta in deltas.items())
     text = (f"Measured with E5, top-{top_n}, λ = {lam:g} over the default first stage, nDCG@10: {per_set} "
             "(docs/experiments/rerank.md).")
     if (config.rerank_top_n, config.rerank_lambda) != (top_n, lam):

@@ -277,3 +277,25 @@ def test_rerank_cache_is_a_bounded_lru():
     assert cache.get_many("m", "other query", docs) == {}
     cache.clear()
     assert len(cache) == 0
+
+
+# --- the measured effect shown beside the rerank switch ---------------------------------------------------
+
+
+def test_measured_effect_states_the_measured_deltas_and_whether_the_config_uses_them(monkeypatch):
+    from retrieval import rerank as rerank_module
+    from retrieval.config import SearchConfig
+
+    monkeypatch.setattr(rerank_module, "MEASURED_RERANK", {
+        "top_n": 20, "lambda": 0.7, "first_stage": "x", "delta_ndcg10": {"nfcorpus": 0.0123, "vaswani": -0.0004}})
+    same = SearchConfig(rerank=True, rerank_top_n=20, rerank_lambda=0.7)
+    assert rerank_module.measured_effect(same) == (
+        "Measured with E5, top-20, λ = 0.7 over the default first stage, nDCG@10: nfcorpus +0.0123, "
+        "vaswani -0.0004 (docs/experiments/rerank.md).")
+    other = SearchConfig(rerank=True, rerank_top_n=50, rerank_lambda=0.0)
+    assert rerank_module.measured_effect(other).endswith(
+        " Your top-N 50 / λ 0 differ from what was measured.")
+    assert "was not measured here" in rerank_module.measured_effect(SearchConfig(reranker="/models/bge"))
+    monkeypatch.setattr(rerank_module, "MEASURED_RERANK", {"top_n": None, "lambda": None, "delta_ndcg10": {}})
+    assert rerank_module.measured_effect(same) == (
+        "The E5 reranker's effect has not been measured yet (docs/experiments/rerank.md).")
