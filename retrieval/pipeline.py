@@ -238,9 +238,10 @@ def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str 
 
 
 def index_for_size(store: Store, info: CollectionInfo) -> CollectionInfo:
-    """From `limits.SCALE_DOCS` documents on, (re)build the vector column's ANN index after a
+    """From `limits.SCALE_DOCS` documents on, (re)build the vector columns' ANN indexes after a
     write (IVF_PQ; the dense source re-scores its shortlist exactly, `refine_factor`), so vector
-    search stays in milliseconds; BM25 switches to the native index by itself ('auto' backend).
+    search stays in milliseconds, and a BTREE index on `id`, so reading the candidates' rows does
+    not scan the table; BM25 switches to the native index by itself ('auto' backend).
     Searches go on meanwhile: they read the version before the index until it is committed."""
     from . import limits
 
@@ -248,6 +249,7 @@ def index_for_size(store: Store, info: CollectionInfo) -> CollectionInfo:
         store.build_vector_index(info.name)
         if info.xl_model:
             store.build_vector_index(info.name, column=XL_COLUMN)
+        store.build_id_index(info.name)
     return info
 
 

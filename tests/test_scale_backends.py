@@ -42,7 +42,9 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     monkeypatch.setattr(limits, "SCALE_DOCS", 6)
     wb = Workbench(Store(str(tmp_path / "large")))
     create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
-    assert [i.index_type for i in wb.store.table("zoo").list_indices() if i.columns == ["vector"]] == ["IvfPq"]
+    indices = {i.columns[0]: i.index_type for i in wb.store.table("zoo").list_indices()}
+    # the cross-lingual column is indexed like the own one; ids get a BTREE for reading rows
+    assert indices == {"tokens": "FTS", "vector": "IvfPq", "vector_xl": "IvfPq", "id": "BTree"}
     assert wb.backends("zoo") == {
         "bm25": "LanceDB native BM25 index (k1 1.2, b 0.75 fixed) (auto: 6 documents ≥ 6)",
         "dense": "LanceDB IvfPq ANN index, shortlist re-scored exactly (refine ×10)"}

@@ -245,7 +245,7 @@ def test_the_collection_is_served_by_the_scaled_backends(scale_workbench):
     assert info.doc_count == SCALE_COLLECTION_DOCS >= limits.SCALE_DOCS
     assert (info.model, info.language, info.graph, info.description) == (MODEL, "en", "pending", DESCRIPTION)
     indices = {i.columns[0]: i.index_type for i in scale_workbench.store.table(SCALE_COLLECTION).list_indices()}
-    assert indices == {"tokens": "FTS", "vector": "IvfPq"}
+    assert indices == {"tokens": "FTS", "vector": "IvfPq", "id": "BTree"}
     assert scale_workbench.backends(SCALE_COLLECTION) == {
         "bm25": f"LanceDB native BM25 index (k1 1.2, b 0.75 fixed) (auto: {SCALE_COLLECTION_DOCS:,} documents "
                 f"≥ {limits.SCALE_DOCS:,})",
