@@ -181,7 +181,8 @@ def test_the_cli_ingests_into_a_chinese_name_and_searches_by_it(tmp_path, capsys
     db = str(tmp_path / "db")
     assert main(["--db", db, "ingest", str(tmp_path / "tea.csv"), "--collection", "中文集合", "--model", MINILM]) == 0
     err = capsys.readouterr().err
-    assert f"collection 中文集合 (table {CHINESE_TABLE}): 2 documents, model {MINILM} (384-d), language zh;" in err
+    assert (f"collection 中文集合 (table {CHINESE_TABLE}): 2 documents, model {MINILM} (384-d), cross-lingual "
+            "vectors multilingual-e5-small, language zh;") in err
 
     assert main(["--db", db, "search", "中文集合", "普洱茶", "--json"]) == 0
     import json

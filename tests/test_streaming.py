@@ -219,5 +219,6 @@ def test_the_cli_streams_with_a_progress_bar_on_stderr(tmp_path, paragraphs, cap
     err = capsys.readouterr().err
     assert "found 10 documents (jsonl, encoding utf-8); ingesting in batches of 3" in err
     assert "ingesting: 100%" in err and "10/10" in err and "doc/s" in err
-    assert "collection c: 10 documents, model all-MiniLM-L6-v2 (384-d), language en;" in err
+    assert ("collection c: 10 documents, model all-MiniLM-L6-v2 (384-d), cross-lingual vectors "
+            "multilingual-e5-small, language en;") in err
     assert Store(db).info("c").doc_count == 10

@@ -183,7 +183,8 @@ def test_truncated_documents_are_counted_at_ingest_and_in_the_corpus_stats(empty
     at.button(key="corpus.ingest").click().run()
     assert not at.error, [e.value for e in at.error]
     assert [plain(s.value) for s in at.success] == [
-        "Added 1 documents: collection 'long-docs' now holds 5 (all-MiniLM-L6-v2, language en). 1 of 1 document "
+        "Added 1 documents: collection 'long-docs' now holds 5 (all-MiniLM-L6-v2, language en; cross-lingual vectors "
+        "multilingual-e5-small). 1 of 1 document "
         "is longer than the encoder's 256-token window and was embedded from its first 256 tokens; BM25 indexes "
         "all of its text."]
     assert [plain(c.value) for c in at.caption if "token window" in c.value] == [
