@@ -204,7 +204,8 @@ def test_rerank_stage_and_turning_rerank_off(workbench):
     # with top-K 1 and top-N 2 the reranker pushes a out.
     scores = get_reranker("e5").score("mango", ["kiwi mango", "mango plum"])
     assert scores[1] > scores[0]
-    e = explain(workbench, "a", query="mango", weights=BM25_ONLY, top_k=1, rerank=True, rerank_top_n=2)
+    e = explain(workbench, "a", query="mango", weights=BM25_ONLY, top_k=1, rerank=True, rerank_top_n=2,
+                rerank_lambda=0.0)  # the reranker's order alone
     assert e.stage == RERANK and e.fused_rank == 1
     assert e.reason == ("It is at fused rank 1, inside the top 1 before rerank; the reranker moves it to rank 2 "
                         "after rerank, out of the top 1.")

@@ -143,7 +143,7 @@ def test_unknown_source_is_reported_and_others_still_fused(workbench):
 
 
 def test_rerank_top_n_then_first_stage_tail_cut_at_top_k(workbench):
-    config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5}, top_k=4, rerank=True, rerank_top_n=2)
+    config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5}, top_k=4, rerank=True, rerank_top_n=2, rerank_lambda=0.0)
     result = workbench.search("animals", "which animal makes honey", config)
     assert result.reranker_kind == "bi-encoder re-scoring (multilingual-e5-small, full text)"
     fused_order = [r.doc_id for r in result.outcome.ranked]
