@@ -268,8 +268,9 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
             "encoder_sample": len(sample_texts), "encoder_only_s": encode_wall, "encoder_only_cpu_s": encode_cpu,
             "encoder_only_docs_per_s": len(sample_texts) / encode_wall,
             "ingest_s": ingest_wall, "ingest_cpu_s": ingest_cpu, "ingest_docs_per_s": n / ingest_wall,
-            "stages_s": {"reading": stages["reading end"] - stages["reading start"],
-                         "tokenise, embed, write (batches) + indexes": end - stages["reading end"]},
+            # no reading pass when the named model settles everything (pipeline.ingest_stream)
+            "stages_s": {"reading": stages.get("reading end", wall) - stages.get("reading start", wall),
+                         "tokenise, embed, write (batches) + indexes": end - stages.get("reading end", wall)},
             **common,
         }
     tok0, emb0, ent0 = stages["tokenising start"], stages["embedding start"], stages["finding entities start"]

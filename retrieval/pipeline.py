@@ -300,9 +300,11 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
     The model of a new collection, unless given, is chosen by the language of every document, as
     in the one-shot ingest: `stream_language` reads the stream once first (no embedding), which
     also finds any parse problem before anything is written (skipped when `model` is given and
-    is the multilingual one, which decides nothing by language). `progress("reading", done,
+    the language could not give the collection cross-lingual vectors: the multilingual model,
+    `cross_lingual` False, or too many documents for them by default). `progress("reading", done,
     total)` during that pass, then `progress("ingesting", documents done, stream.total)` after
     every embedding chunk and batch. `cross_lingual`: as `create_collection`'s."""
+    from . import limits
     from .embed import E5, default_model_for, load_encoder
 
     batches = stream.batches()
@@ -318,7 +320,10 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
         xl_encoder = _xl_encoder(info)
     else:
         table, display = store.new_names(name)
-        language = "mixed" if model == E5 else stream_language(stream, progress)
+        # A named model needs the language only to decide the cross-lingual vectors: no reading
+        # pass when nothing could get them (the placeholder is replaced by the stored mix at the end).
+        xl_possible = cross_lingual is True or (cross_lingual is None and stream.total < limits.CROSS_LINGUAL_AUTO_MAX)
+        language = stream_language(stream, progress) if not model or (model != E5 and xl_possible) else "mixed"
         encoder = load_encoder(model or default_model_for(language))
         xl = wants_cross_lingual(language, encoder.spec.name, stream.total, cross_lingual)
         xl_encoder = load_encoder(E5) if xl else None
