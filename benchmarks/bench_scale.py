@@ -260,31 +260,25 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
         result = wb.create(COLLECTION, corpus, model=encoder_name, description="bench_scale", progress=progress)
     ingest_wall, ingest_cpu = time.perf_counter() - wall, time.process_time() - cpu
     end = wall + ingest_wall
-    common = {"truncated": result.truncated, "language": result.info.language,
-              "chars_per_doc": sum(map(len, texts)) / len(texts), "path": "stream" if stream else "create"}
-    if stream:  # per-batch stages interleave: only reading and the whole
-        return {
-            "docs": n, "encoder": encoder.spec.name, "parse_s": parse_s,
-            "encoder_sample": len(sample_texts), "encoder_only_s": encode_wall, "encoder_only_cpu_s": encode_cpu,
-            "encoder_only_docs_per_s": len(sample_texts) / encode_wall,
-            "ingest_s": ingest_wall, "ingest_cpu_s": ingest_cpu, "ingest_docs_per_s": n / ingest_wall,
-            # no reading pass when the named model settles everything (pipeline.ingest_stream)
-            "stages_s": {"reading": stages.get("reading end", wall) - stages.get("reading start", wall),
-                         "tokenise, embed, write (batches) + indexes": end - stages.get("reading end", wall)},
-            **common,
-        }
-    tok0, emb0, ent0 = stages["tokenising start"], stages["embedding start"], stages["finding entities start"]
-    return {
+    figures = {
         "docs": n, "encoder": encoder.spec.name, "parse_s": parse_s,
         "encoder_sample": len(sample_texts), "encoder_only_s": encode_wall, "encoder_only_cpu_s": encode_cpu,
         "encoder_only_docs_per_s": len(sample_texts) / encode_wall,
         "ingest_s": ingest_wall, "ingest_cpu_s": ingest_cpu, "ingest_docs_per_s": n / ingest_wall,
-        "stages_s": {"tokenise": emb0 - tok0, "embed": stages["embedding end"] - emb0,
-                     "count truncated": ent0 - stages["embedding end"],
-                     "entities": stages["finding entities end"] - ent0,
-                     "write + indexes": end - stages["finding entities end"]},
-        **common,
+        "truncated": result.truncated, "language": result.info.language,
+        "chars_per_doc": sum(map(len, texts)) / len(texts), "path": "stream" if stream else "create",
     }
+    if stream:  # per-batch stages interleave: only reading (none when the named model settles everything) and the rest
+        read_end = stages.get("reading end", wall)
+        figures["stages_s"] = {"reading": read_end - stages.get("reading start", wall),
+                               "tokenise, embed, write (batches) + indexes": end - read_end}
+    else:
+        tok0, emb0, ent0 = stages["tokenising start"], stages["embedding start"], stages["finding entities start"]
+        figures["stages_s"] = {"tokenise": emb0 - tok0, "embed": stages["embedding end"] - emb0,
+                               "count truncated": ent0 - stages["embedding end"],
+                               "entities": stages["finding entities end"] - ent0,
+                               "write + indexes": end - stages["finding entities end"]}
+    return figures
 
 
 def ensure_ingest(folder: Path, db: Path, encoder: str, sample: int, rebuild: bool, log, stream: bool = False) -> dict:
