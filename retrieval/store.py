@@ -885,9 +885,7 @@ class Store:
             return {}
         where = "id IN (" + ", ".join(sql_string(i) for i in ids) + ")"
         rows = self.table(name).search().where(where).select(["id", column]).limit(len(ids)).to_arrow()
-        flat = rows.column(column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        matrix = np.asarray(flat, dtype=np.float32).reshape(rows.num_rows, -1)
-        return dict(zip(rows.column("id").to_pylist(), matrix, strict=True))
+        return dict(zip(rows.column("id").to_pylist(), vector_matrix(rows, column), strict=True))
 
     def column(self, name: str, columns: list[str]) -> pa.Table:
         """Whole columns of a collection (e.g. id and tokens to build BM25), in storage order."""
@@ -1005,6 +1003,12 @@ class BatchWriter:
         info.updated = now_iso()
         store._write_info(info)
         crash_point("stream:catalogue")
+
+
+def vector_matrix(rows: pa.Table, column: str) -> np.ndarray:
+    """A vector column of `rows` as a new (writable) n × dim float32 matrix, in row order."""
+    flat = rows.column(column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return np.array(flat, dtype=np.float32).reshape(rows.num_rows, -1)
 
 
 def now_iso() -> str:

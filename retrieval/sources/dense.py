@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..embed import E5
-from ..store import XL_COLUMN
+from ..store import XL_COLUMN, vector_matrix
 from ..tokenize import crosses_languages
 from ..types import Hit
 from .base import LoadContext, Param, SourceSpec, ids_in, top_hits
@@ -93,8 +93,7 @@ class ColumnVectors:
         """(ids, unit vectors as an n × dim float32 matrix), in storage order."""
         rows = self._store.column(self._collection, ["id", self._column])
         ids = rows.column("id").to_pylist()
-        flat = rows.column(self._column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        matrix = np.array(flat, dtype=np.float32).reshape(len(ids), -1)
+        matrix = vector_matrix(rows, self._column)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)  # 1 ± 1e-7 for the encoders' vectors
         np.divide(matrix, norms, out=matrix, where=norms > 0)
         return ids, matrix
