@@ -63,7 +63,9 @@ def measured_effect(config) -> str:
 class Reranker(Protocol):
     """Scores (query, text) pairs; a higher score means more relevant.
 
-    `name` identifies the model (it keys the score cache); `kind` says in words what it is.
+    `name` identifies the model (it keys the score cache); `kind` says in words what it is. A
+    bi-encoder reranker also has `passage_model` (the embedding model of its passages) and takes
+    a passage-embedding cache: `score(query, texts, passages)`, seeded by `seed_passages`.
     """
 
     name: str
@@ -264,8 +266,9 @@ def _scores(query: str, docs: dict[str, str], reranker: Reranker, cache: RerankC
     todo = [d for d in docs if d not in scores]
     if todo:
         texts = [docs[d] for d in todo]
-        fresh = (reranker.score(query, texts, passages) if passages is not None and isinstance(reranker, E5Reranker)
-                 else reranker.score(query, texts))
+        # A bi-encoder reranker (one with a `passage_model`) takes the passage-embedding cache.
+        bi_encoder = passages is not None and getattr(reranker, "passage_model", None) is not None
+        fresh = reranker.score(query, texts, passages) if bi_encoder else reranker.score(query, texts)
         if len(fresh) != len(todo):
             raise RetrievalError(f"Reranker {reranker.name!r} returned {len(fresh)} scores for {len(todo)} texts")
         fresh_scores = dict(zip(todo, map(float, fresh), strict=True))
