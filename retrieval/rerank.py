@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -178,21 +178,23 @@ def get_reranker(name: str) -> Reranker:
         return _rerankers[name]
 
 
-def seed_passages(passages: LRU, reranker: Reranker, texts: dict[str, str], stored: dict[str, Any]) -> int:
-    """Put the collection's stored passage embeddings (`stored`: doc id -> vector by the
-    reranker's `passage_model`, embedded at ingest from the same text) into the passage cache, so
-    re-scoring those documents costs one query embedding. Only texts the reranker reads whole
+def seed_passages(passages: LRU, reranker: Reranker, texts: dict[str, str], doc_ids: Iterable[str],
+                  stored: Callable[[list[str]], dict[str, Any]]) -> int:
+    """Put the collection's stored passage embeddings of `doc_ids` (`stored(ids)`: doc id ->
+    vector by the reranker's `passage_model`, embedded at ingest from the same text) into the
+    passage cache, so re-scoring them costs one query embedding. Only passages not cached yet are
+    read (a rerun of the same head reads nothing), and only texts the reranker reads whole
     (≤ `_E5_MAX_CHARS`; the model truncates both alike at its token window) are seeded, so a
     seeded vector is the one the reranker would compute. Returns how many were seeded."""
-    seeded = 0
-    for doc_id, vector in stored.items():
-        text = texts.get(doc_id)
-        if text is not None and len(text) <= _E5_MAX_CHARS:
-            key = passage_key(reranker.name, text)
-            if passages.get(key) is None:
-                passages.put(key, vector)
-                seeded += 1
-    return seeded
+    keys = {d: passage_key(reranker.name, texts[d]) for d in doc_ids
+            if d in texts and len(texts[d]) <= _E5_MAX_CHARS}
+    missing = [d for d, key in keys.items() if passages.get(key) is None]
+    if not missing:
+        return 0
+    found = stored(missing)
+    for doc_id, vector in found.items():
+        passages.put(keys[doc_id], vector)
+    return len(found)
 
 
 def interpolate(first_stage: list[float], rerank_scores: list[float], first_stage_weight: float

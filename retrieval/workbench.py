@@ -671,8 +671,8 @@ class Workbench:
         model = getattr(reranker, "passage_model", None)
         if model is not None:  # E5 re-scoring: the collection may store these passage embeddings
             head = [r.doc_id for r in result.eligible()[: result.config.rerank_top_n]]
-            seed_passages(self.caches.passage_vectors, reranker, texts,
-                          self.stored_vectors(result.candidates.collection, head, model))
+            seed_passages(self.caches.passage_vectors, reranker, texts, head,
+                          lambda ids: self.stored_vectors(result.candidates.collection, ids, model))
         # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.
         result.reranked = rerank(result.query, result.eligible(), texts, reranker, result.config.rerank_top_n,
                                  self.caches.rerank, result.config.rerank_lambda, self.caches.passage_vectors)

@@ -170,6 +170,12 @@ def test_e5_rerank_takes_stored_passage_vectors_instead_of_embedding(zoo, monkey
     assert len(result.reranked) == 4
     for r in result.reranked:
         assert r.rerank_score == pytest.approx(float(np.dot(stored[r.doc_id], q)), abs=1e-5)
+    # a rerun of the same head (a slider move, a new query) reads no vectors from the store again
+    reads: list[list[str]] = []
+    real_read = wb.stored_vectors
+    monkeypatch.setattr(wb, "stored_vectors", lambda c, ids, m: reads.append(list(ids)) or real_read(c, ids, m))
+    wb.search("zoo", "animals awake at night", config)
+    assert reads == [] and embedded == []
     # a collection without E5 vectors: the reranker embeds the passages itself
     plain = Workbench(Store(str(zoo.store.uri) + "-plain"))
     plain.create("plain", parse_bytes(ANIMALS.encode(), "animals.csv"), cross_lingual=False)
