@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
 REPO = Path(__file__).resolve().parents[2]
 XQUAD = REPO / "sample_data" / "xquad" / "corpus.jsonl"  # the bundled sample: en-001 … en-060, zh-001 …
 
@@ -178,6 +180,26 @@ def wait_idle(page, timeout: float = 120_000) -> None:
     page.wait_for_selector(APP_IDLE, state="attached", timeout=timeout)
     page.locator('[data-testid="stStatusWidget"]').filter(has_text="Running").wait_for(state="detached",
                                                                                          timeout=timeout)
+
+
+def choose_option(page, picker, option, type_filter: str = "", attempts: int = 5) -> None:
+    """Open the selectbox `picker`, type `type_filter` (a long list renders only the options that
+    match what is typed), and click `option` (a locator of one of its options). A rerun
+    that lands while the list is open (a late one from the previous input, on a loaded machine)
+    closes the list and detaches its options, so a click that does not land within a few seconds
+    opens the list again."""
+    for attempt in range(attempts):
+        wait_idle(page)
+        picker.click()
+        if type_filter:
+            page.keyboard.type(type_filter)
+        try:
+            option.click(timeout=15_000)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == attempts - 1:
+                raise
+            page.keyboard.press("Escape")
 
 
 def card_ids(page) -> list[str]:

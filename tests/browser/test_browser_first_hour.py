@@ -136,8 +136,7 @@ def prepare_upload(page, url: str, filename: str, data: bytes, collection: str, 
         picker = page.locator('[data-testid="stMain"] input[role="combobox"][aria-label="Collection"]').first
         picker.wait_for()
         harness.wait_idle(page)
-        picker.click()
-        page.get_by_role("option", name=collection, exact=True).click()
+        harness.choose_option(page, picker, page.get_by_role("option", name=collection, exact=True))
         page.wait_for_function("([sel, name]) => document.querySelector(sel)?.value === name",
                                arg=['[data-testid="stMain"] input[role="combobox"][aria-label="Collection"]',
                                     collection])

@@ -43,10 +43,9 @@ def test_apply_the_smallest_change_brings_a_judged_document_into_the_top_10(page
     page.get_by_text("Why not this document?", exact=True).click()
     page.get_by_text("Judged relevant", exact=True).click()
     harness.wait_idle(page)
-    page.get_by_role("combobox", name="Document", exact=True).click()
-    page.keyboard.type(target.doc_id)  # the selectbox filters its options as one types
-    page.get_by_role("option").filter(has_text=target.doc_id).first.wait_for()
-    page.keyboard.press("Enter")
+    harness.choose_option(page, page.get_by_role("combobox", name="Document", exact=True),
+                          page.get_by_role("option").filter(has_text=target.doc_id).first,
+                          type_filter=target.doc_id)
     page.get_by_text("First stage that dropped it: the top-K cut.", exact=False).wait_for()
     page.get_by_text(target.best.describe(), exact=False).wait_for()
     harness.wait_idle(page)
