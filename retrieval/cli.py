@@ -144,6 +144,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-queries", type=int, help="use only the first N judged queries")
     p.add_argument("--sources", default="bm25,dense", help="the two sources the grid splits weight between")
     p.add_argument("--top", type=int, help="print only the N best variants")
+    p.add_argument("--rerank-grid", action="store_true",
+                   help="add rerank variants: the config's first stage reranked for λ = 0, 0.1, …, 1 at each "
+                        "--rerank-top-ns (the reranker scores each query's top-N once)")
+    p.add_argument("--rerank-top-ns", help="comma-separated top-N values of the rerank variants (default: "
+                                           "--rerank-top-n)")
     p.add_argument("--json", action="store_true", help="print a JSON list (best first): label, config, metrics")
     add_config_options(p)
 
@@ -355,11 +360,16 @@ def cmd_sweep(args) -> int:
     """Ingest once (cache collection), fetch candidates once per query, rank every variant of
     `sweep.default_grid(config)` in memory and print the variants best first."""
     from .evaluate import DEFAULT_METRICS
-    from .sweep import default_grid, held_out_estimate, run_sweep
+    from .sweep import RERANK_LAMBDAS, default_grid, held_out_estimate, run_sweep, with_rerank_grid
 
     base = config_from_args(args)
     sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
     variants = default_grid(base, sources)
+    if args.rerank_top_ns and not args.rerank_grid:
+        raise RetrievalError("--rerank-top-ns needs --rerank-grid")
+    if args.rerank_grid:
+        top_ns = [_positive_int(n, "--rerank-top-ns") for n in (args.rerank_top_ns or "").split(",") if n.strip()]
+        variants = with_rerank_grid(variants, base, RERANK_LAMBDAS, top_ns or None)
     workbench = _workbench(args)
     name, corpus, qrels = _beir_judged(args, workbench)
     started = time.perf_counter()
@@ -388,13 +398,24 @@ def cmd_sweep(args) -> int:
     print("best of each family:")
     seen = set()
     for row in result.rows:
-        family = (row["fusion"], row["normalization"], row["combination"])
+        family = (row["fusion"], row["normalization"], row["combination"], row["rerank_lambda"] is not None)
         if family not in seen:
             seen.add(family)
             print(f"    {row['label']:<46} " + " ".join(f"{row[m]:>12.4f}" for m in metrics))
     if held_out_line:
         print(held_out_line)
     return 0
+
+
+def _positive_int(text: str, option: str) -> int:
+    """`text` as an int ≥ 1, or a RetrievalError naming `option`."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise RetrievalError(f"{option} takes whole numbers ≥ 1, got {text.strip()!r}")
+    return value
 
 
 def cmd_collections(args) -> int:

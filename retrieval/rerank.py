@@ -242,16 +242,27 @@ def rerank(
         raise RetrievalError(f"rerank top_n must be ≥ 1, got {top_n}")
     head = fused[:top_n]
     docs = _texts_for(head, texts)
-    scores = _scores(query, docs, reranker, cache, passages)
-    first_norm, rerank_norm, final = interpolate([r.score for r in head], [scores[r.doc_id] for r in head],
-                                                 first_stage_weight)
-    rows = sorted(zip(head, first_norm, rerank_norm, final, strict=True),
-                  key=lambda row: (_sort_score(row[3]), _sort_score(scores[row[0].doc_id]), row[0].rank))
+    scores = rerank_scores(query, docs, reranker, cache, passages)
+    rerank_values = [scores[r.doc_id] for r in head]
+    first_norm, rerank_norm, final, order = interpolated_order([r.score for r in head], rerank_values,
+                                                               first_stage_weight)
     return [
-        RerankedResult(doc_id=r.doc_id, rank=i, first_stage_rank=r.rank, rerank_score=scores[r.doc_id], fused=r,
-                       first_stage_norm=a, rerank_norm=b, final_score=f, first_stage_weight=first_stage_weight)
-        for i, (r, a, b, f) in enumerate(rows, start=1)
+        RerankedResult(doc_id=head[j].doc_id, rank=i, first_stage_rank=head[j].rank, rerank_score=rerank_values[j],
+                       fused=head[j], first_stage_norm=first_norm[j], rerank_norm=rerank_norm[j],
+                       final_score=final[j], first_stage_weight=first_stage_weight)
+        for i, j in enumerate(order, start=1)
     ]
+
+
+def interpolated_order(first_stage: list[float], rerank_scores: list[float], first_stage_weight: float
+                       ) -> tuple[list[float], list[float], list[float], list[int]]:
+    """`interpolate`'s (a, b, final) for a head given in first-stage order, plus `order`: the
+    head's positions best first, by final descending (NaN last), then rerank score descending
+    (NaN last), then first-stage position. `rerank` and the sweep's rerank variants both order
+    by it."""
+    a, b, final = interpolate(first_stage, rerank_scores, first_stage_weight)
+    order = sorted(range(len(final)), key=lambda i: (_sort_score(final[i]), _sort_score(rerank_scores[i]), i))
+    return a, b, final, order
 
 
 def _texts_for(results: Iterable[FusedResult], texts: dict[str, str]) -> dict[str, str]:
@@ -261,9 +272,10 @@ def _texts_for(results: Iterable[FusedResult], texts: dict[str, str]) -> dict[st
     return {r.doc_id: texts[r.doc_id] for r in results}
 
 
-def _scores(query: str, docs: dict[str, str], reranker: Reranker, cache: RerankCache | None,
-            passages: LRU | None = None) -> dict[str, float]:
-    """Cached scores plus fresh ones for the rest (stored back in the cache)."""
+def rerank_scores(query: str, docs: dict[str, str], reranker: Reranker, cache: RerankCache | None,
+                  passages: LRU | None = None) -> dict[str, float]:
+    """reranker.score(query, text) for each doc id -> text of `docs`: the cached scores plus fresh
+    ones for the rest (stored back in the cache)."""
     scores = cache.get_many(reranker.name, query, docs) if cache is not None else {}
     todo = [d for d in docs if d not in scores]
     if todo:

@@ -20,13 +20,20 @@ ranks each query's candidates in memory (`fusion.prepare_source` once per query 
 `fusion.fuse`, without explanation objects), cuts at the variant's depth and scores the run with
 `evaluate.QrelsEvaluator` (ranx's metric functions on prebuilt arrays). A query whose language
 differs from the collection's is fused under the language rule, as `Workbench.fuse` does. As in
-`evaluate.evaluate_collection`: the per-source minimum raw scores apply, the fused-score thresholds
-and top-K do not cut evaluation runs, and the sweep is first-stage only (variants have `rerank`
-off).
+`evaluate.evaluate_collection`: the per-source minimum raw scores apply, and the fused-score
+thresholds and top-K do not cut evaluation runs.
+
+Rerank variants (`rerank_grid`: one first-stage config × top-N × λ ∈ {0.0, 0.1, …, 1.0}) are
+first-stage variants with `rerank` on. Their reranker scores are taken once per query, for the
+union of their heads (`Workbench.rerank_scores`: the texts, caches and stored passage vectors of
+`Workbench.apply_rerank`), before any variant is ranked; each variant then reorders its first
+stage's top-N by `rerank.interpolated_order`, the order `rerank.rerank` gives in a search, and
+keeps the first stage's order below it: the ranking `evaluate_collection` judges for that config.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +43,7 @@ from .config import SearchConfig
 from .evaluate import DEFAULT_METRICS, QUERY_BATCH, QrelsEvaluator, embedded_blocks, map_queries
 from .fusion import PreparedSource, prepare_source, rank_ids, scores_from_prepared
 from .language import crosses_languages, language_rule
+from .rerank import interpolated_order
 from .sources import source_params
 from .types import RetrievalError, SourceResult
 
@@ -43,6 +51,8 @@ WEIGHT_STEPS = tuple(round(i / 10, 1) for i in range(11))  # 0.0, 0.1, …, 1.0
 SWEEP_NORMALIZATIONS = ("minmax", "l2")
 SWEEP_COMBINATIONS = ("arithmetic", "harmonic", "geometric")
 SWEEP_RRF_KS = (1.0, 5.0, 10.0, 20.0, 60.0)
+RERANK_LAMBDAS = WEIGHT_STEPS  # λ of the rerank variants: 0 replaces the first stage's order, 1 keeps it
+RERANK_FIELDS = ("rerank", "reranker", "rerank_top_n", "rerank_lambda")
 
 
 @dataclass(frozen=True)
@@ -94,13 +104,64 @@ def default_grid(base: SearchConfig, sources: Sequence[str] = ("bm25", "dense"))
     return variants
 
 
+def first_stage_label(config: SearchConfig) -> str:
+    """A config's fusion as a label: 'rrf k=60 bm25=0.5 dense=0.5' or 'weighted l2 arithmetic
+    bm25=0.4 dense=0.6' (every weighted source, in the config's order)."""
+    split = " ".join(f"{name}={weight:g}" for name, weight in config.weights.items())
+    if config.fusion == "rrf":
+        return f"rrf k={config.rrf_k:g} {split}"
+    return f"weighted {config.normalization} {config.combination} {split}"
+
+
+def rerank_label(config: SearchConfig) -> str:
+    """e.g. 'rerank e5 top-50 λ=0.9 · weighted l2 arithmetic bm25=0.4 dense=0.6'."""
+    rerank = f"rerank {config.reranker} top-{config.rerank_top_n} λ={config.rerank_lambda:g}"
+    return f"{rerank} · {first_stage_label(config)}"
+
+
+def rerank_grid(base: SearchConfig, lambdas: Sequence[float] = RERANK_LAMBDAS,
+                top_ns: Sequence[int] | None = None) -> list[Variant]:
+    """`base`'s first stage with rerank on, for every top-N in `top_ns` (default: base's) and
+    every λ in `lambdas`, every other field taken from `base` (its reranker too)."""
+    top_ns = tuple(dict.fromkeys(top_ns or (base.rerank_top_n,)))
+    lambdas = tuple(dict.fromkeys(float(lam) for lam in lambdas))
+    if not lambdas:
+        raise RetrievalError("A rerank grid needs at least one λ")
+    common = base.to_dict()
+    return [Variant(rerank_label(config), config)
+            for top_n in top_ns for lam in lambdas
+            for config in [SearchConfig.from_dict({**common, "rerank": True, "rerank_top_n": int(top_n),
+                                                   "rerank_lambda": lam})]]
+
+
+def with_rerank_grid(variants: Sequence[Variant], base: SearchConfig, lambdas: Sequence[float] = RERANK_LAMBDAS,
+                     top_ns: Sequence[int] | None = None) -> list[Variant]:
+    """`variants`, then `base`'s first stage without rerank (labelled '… · no rerank', unless a
+    variant already has exactly that config: the rerank rows' baseline), then `rerank_grid`."""
+    first_stage = SearchConfig.from_dict({**base.to_dict(), "rerank": False})
+    extra = [] if any(is_first_stage_of(v.config, base) for v in variants) else [
+        Variant(f"{first_stage_label(first_stage)} · no rerank", first_stage)]
+    return [*variants, *extra, *rerank_grid(base, lambdas, top_ns)]
+
+
+def first_stage_key(config: SearchConfig) -> str:
+    """What a config's first-stage ranking depends on: every field but the rerank ones."""
+    return json.dumps({k: v for k, v in config.to_dict().items() if k not in RERANK_FIELDS}, sort_keys=True)
+
+
+def is_first_stage_of(config: SearchConfig, reranked: SearchConfig) -> bool:
+    """Whether `config` is `reranked`'s first stage without rerank (the baseline of its row)."""
+    return not config.rerank and first_stage_key(config) == first_stage_key(reranked)
+
+
 @dataclass
 class SweepResult:
     """What a sweep measured.
 
     `rows`: one dict per variant — label, fusion, normalization and combination (None for RRF),
-    weight (of the grid's first source), rrf_k (None for weighted fusion), then each metric's
-    mean — sorted best first by the first metric (then the next metrics, then grid order).
+    weight (of the grid's first source), rrf_k (None for weighted fusion), rerank_top_n and
+    rerank_lambda (None without rerank), then each metric's mean — sorted best first by the first
+    metric (then the next metrics, then grid order).
     `per_query`: variant label -> query id -> metric -> value, for every variant.
     `seconds`: 'retrieval' (fetching candidates, cached or not) and 'fusion+metrics'.
     """
@@ -126,7 +187,7 @@ class SweepResult:
         """`rows` as a pandas DataFrame, best first."""
         import pandas as pd
 
-        columns = ["label", "fusion", "normalization", "combination", "weight", "rrf_k", *self.metrics]
+        columns = [*DESCRIPTION_COLUMNS, *self.metrics]
         return pd.DataFrame.from_records(self.rows, columns=columns)
 
     def to_json_list(self, digits: int = 6) -> list[dict[str, Any]]:
@@ -146,8 +207,9 @@ def run_sweep(
 ) -> SweepResult:
     """Judge every variant on the judged queries that have a text (see the module docstring).
 
-    `progress(done, total)` is called after each query's retrieval and after each variant's
-    evaluation: total = number of judged queries + number of variants.
+    `progress(done, total)` is called after each query's retrieval, after each query's rerank
+    scoring (when a variant reranks) and after each variant's evaluation: total = number of
+    judged queries (twice with rerank variants) + number of variants.
     """
     variants = list(variants)
     metrics = tuple(metrics)
@@ -162,7 +224,8 @@ def run_sweep(
     judged = [q for q in qrels if qrels[q] and q in queries]
     if not judged:
         raise RetrievalError("None of the judged queries has a query text")
-    total_steps = len(judged) + len(variants)
+    reranking = [v for v in variants if v.config.rerank]
+    total_steps = len(judged) * (2 if reranking else 1) + len(variants)
 
     fetch_configs = retrieval_plan(variants)
     started = time.perf_counter()
@@ -201,34 +264,79 @@ def run_sweep(
     # languages is fused with the config the rule gives for it.
     language = workbench.language(collection, state)
     crossing = next((queries[q] for q in judged if crosses_languages(queries[q], language)), None)
-    for done, variant in enumerate(variants, start=1):
-        config = variant.config
+
+    def plans_of(config: SearchConfig) -> dict[bool, tuple[SearchConfig, list[tuple[str, tuple]]]]:
+        """Per "crosses languages": the config fused and, per source, how it is prepared."""
         normalization = None if config.fusion == "rrf" else config.normalization
         across = language_rule(config, crossing, language)[0] if crossing is not None else config
+        return {crosses: (fused_config, [(source, (source_params(source, fused_config), fused_config.depth,
+                                                   fused_config.min_raw.get(source), normalization))
+                                         for source in fused_config.weights])
+                for crosses, fused_config in ((False, config), (True, across))}
 
-        def plan_of(config: SearchConfig, normalization: str | None = normalization) -> list[tuple[str, tuple]]:
-            return [(source, (source_params(source, config), config.depth, config.min_raw.get(source),
-                              normalization)) for source in config.weights]
+    def first_stage(qid: str, plans, ties, limit: int) -> tuple[list[str], dict[str, float]]:
+        """The fused ids of `qid` best first (at most `limit`) and every candidate's fused score."""
+        fused_config, plan = plans[crossing is not None and crosses_languages(queries[qid], language)]
+        by_source = {}
+        for source, how in plan:
+            entry = prepared.get((qid, how))
+            if entry is None:
+                key, depth, minimum, normalization = how
+                entry = prepared[(qid, how)] = prepare_source(fetched[qid][key].hits[:depth], minimum, normalization)
+            by_source[source] = entry
+        scores = scores_from_prepared(by_source, fused_config)
+        return rank_ids(scores, ties, limit=limit), scores
 
-        plans = {False: (config, plan_of(config)), True: (across, plan_of(across))}
+    def ties_of(config: SearchConfig):
+        return workbench.collection_tie_values(collection, config.tie_field, state) if config.tie_field else None
+
+    # Rerank variants: their first stages ranked once, and the reranker's scores of the union of
+    # their heads taken once per query (the slow part: a model runs), before any variant is ranked.
+    heads: dict[tuple[str, str], tuple[list[str], dict[str, float]]] = {}
+    rerank_scores: dict[tuple[str, str], dict[str, float]] = {}
+    stages = {}
+    for variant in reranking:
+        config = variant.config
+        key = first_stage_key(config)
+        plans, ties, limit = stages.get(key, (None, None, 0))
+        stages[key] = (plans or plans_of(config), ties_of(config), max(limit, config.depth, config.rerank_top_n))
+    rerankers = {v.config.reranker for v in reranking}
+    for n, qid in enumerate(judged if reranking else [], start=1):
+        wanted: dict[str, list[str]] = {name: [] for name in rerankers}
+        for key, (plans, ties, limit) in stages.items():
+            heads[(qid, key)] = first_stage(qid, plans, ties, limit)
+        for variant in reranking:
+            config = variant.config
+            head = heads[(qid, first_stage_key(config))][0][: config.rerank_top_n]
+            wanted[config.reranker].extend(d for d in head if d not in wanted[config.reranker])
+        for name, doc_ids in wanted.items():
+            if doc_ids:
+                rerank_scores[(qid, name)] = workbench.rerank_scores(collection, queries[qid], doc_ids, name, state)
+        if progress:
+            progress(len(judged) + n, total_steps)
+    done_before = total_steps - len(variants)
+
+    for done, variant in enumerate(variants, start=1):
+        config = variant.config
         rankings = {}
-        ties = workbench.collection_tie_values(collection, config.tie_field, state) if config.tie_field else None
-        for qid in judged:
-            fused_config, plan = plans[crossing is not None and crosses_languages(queries[qid], language)]
-            by_source = {}
-            for source, how in plan:
-                entry = prepared.get((qid, how))
-                if entry is None:
-                    key, depth, minimum, _ = how
-                    entry = prepared[(qid, how)] = prepare_source(fetched[qid][key].hits[:depth], minimum,
-                                                                  normalization)
-                by_source[source] = entry
-            rankings[qid] = rank_ids(scores_from_prepared(by_source, fused_config), ties, limit=config.depth)
+        if config.rerank:
+            key = first_stage_key(config)
+            for qid in judged:
+                ids, scores = heads[(qid, key)]
+                head = ids[: config.rerank_top_n]
+                rerank_values = rerank_scores[(qid, config.reranker)]
+                order = interpolated_order([scores[d] for d in head], [rerank_values[d] for d in head],
+                                           config.rerank_lambda)[3]
+                rankings[qid] = ([head[i] for i in order] + ids[len(head):])[: config.depth]
+        else:
+            plans, ties = plans_of(config), ties_of(config)
+            for qid in judged:
+                rankings[qid] = first_stage(qid, plans, ties, config.depth)[0]
         mean, values = evaluator.evaluate_rankings(rankings, metrics)
         per_query[variant.label] = values
         rows.append({**describe(variant), **mean})
         if progress:
-            progress(len(judged) + done, total_steps)
+            progress(done_before + done, total_steps)
     order = {label: i for i, label in enumerate(labels)}
     rows.sort(key=lambda row: (*(-row[m] for m in metrics), order[row["label"]]))
     return SweepResult(metrics, len(judged), rows, {v.label: v for v in variants}, per_query,
@@ -260,8 +368,12 @@ def retrieval_plan(variants: Sequence[Variant]) -> list[SearchConfig]:
             for config, depths in groups]
 
 
+DESCRIPTION_COLUMNS = ("label", "fusion", "normalization", "combination", "weight", "rrf_k", "rerank_top_n",
+                       "rerank_lambda")
+
+
 def describe(variant: Variant) -> dict[str, Any]:
-    """A row's descriptive columns: label, fusion, normalization, combination, weight, rrf_k."""
+    """A row's descriptive columns (`DESCRIPTION_COLUMNS`)."""
     config = variant.config
     weighted = config.fusion == "weighted"
     weight = variant.weight
@@ -275,6 +387,8 @@ def describe(variant: Variant) -> dict[str, Any]:
         "combination": config.combination if weighted else None,
         "weight": weight,
         "rrf_k": None if weighted else config.rrf_k,
+        "rerank_top_n": config.rerank_top_n if config.rerank else None,
+        "rerank_lambda": config.rerank_lambda if config.rerank else None,
     }
 
 

@@ -25,7 +25,7 @@ from .fusion import fuse, fused_order
 from .names import labels
 from .sources import SOURCES, Source, run_source, run_source_batch, source_params, unknown_source
 from .store import CollectionInfo, CollectionStats, Progress, Store
-from .types import FusedResult, FusionOutcome, Hit, ParsedCorpus, RerankedResult, SourceResult
+from .types import FusedResult, FusionOutcome, Hit, ParsedCorpus, RerankedResult, RetrievalError, SourceResult
 
 if TYPE_CHECKING:
     from .ingest import DocumentStream
@@ -662,21 +662,45 @@ class Workbench:
 
     def apply_rerank(self, result: SearchResult) -> None:
         """Re-score the top-N fused results with the configured reranker (scores cached)."""
-        from .rerank import get_reranker, rerank, seed_passages
+        from .rerank import rerank
 
-        if self.model_check is not None:
-            self.model_check("reranker", result.config.reranker)
-        reranker = get_reranker(result.config.reranker)
         texts = {doc_id: embedding_text_of(row) for doc_id, row in result.documents.items()}
-        model = getattr(reranker, "passage_model", None)
-        if model is not None:  # E5 re-scoring: the collection may store these passage embeddings
-            head = [r.doc_id for r in result.eligible()[: result.config.rerank_top_n]]
-            seed_passages(self.caches.passage_vectors, reranker, texts, head,
-                          lambda ids: self.stored_vectors(result.candidates.collection, ids, model))
+        head = [r.doc_id for r in result.eligible()[: result.config.rerank_top_n]]
+        reranker = self._reranker_for(result.candidates.collection, result.config.reranker, texts, head)
         # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.
         result.reranked = rerank(result.query, result.eligible(), texts, reranker, result.config.rerank_top_n,
                                  self.caches.rerank, result.config.rerank_lambda, self.caches.passage_vectors)
         result.reranker_name, result.reranker_kind = reranker.name, reranker.kind
+
+    def rerank_scores(self, collection: str, query: str, doc_ids: list[str], reranker_name: str,
+                      state: tuple | None = None) -> dict[str, float]:
+        """The reranker's score of each of `doc_ids` for `query`, exactly as `apply_rerank` gets
+        them (same texts, same caches, stored passage vectors seeded): what the sweep's rerank
+        variants reorder with. `state` pins the collection state the rows are read at."""
+        from .rerank import rerank_scores
+
+        state = state if state is not None else self.store.state_key(collection)
+        rows = self._documents(collection, state, set(doc_ids))
+        missing = [d for d in doc_ids if d not in rows]
+        if missing:
+            raise RetrievalError(f"No text for document(s) to rerank: {', '.join(missing[:10])}")
+        texts = {doc_id: embedding_text_of(rows[doc_id]) for doc_id in doc_ids}
+        reranker = self._reranker_for(collection, reranker_name, texts, doc_ids)
+        return rerank_scores(query, texts, reranker, self.caches.rerank, self.caches.passage_vectors)
+
+    def _reranker_for(self, collection: str, name: str, texts: dict[str, str], head: list[str]):
+        """The reranker `name` (after the model check), with the passage embeddings the collection
+        stores for `head` put in its cache when it re-scores with embeddings (E5)."""
+        from .rerank import get_reranker, seed_passages
+
+        if self.model_check is not None:
+            self.model_check("reranker", name)
+        reranker = get_reranker(name)
+        model = getattr(reranker, "passage_model", None)
+        if model is not None:  # E5 re-scoring: the collection may store these passage embeddings
+            seed_passages(self.caches.passage_vectors, reranker, texts, head,
+                          lambda ids: self.stored_vectors(collection, ids, model))
+        return reranker
 
 
 def embedding_text_of(row: dict[str, Any]) -> str:

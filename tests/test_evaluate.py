@@ -255,6 +255,24 @@ def test_cli_sweep_json_and_table(small_beir, tmp_path, run_cli):
     assert bad.returncode == 2 and "two different sources" in bad.stderr
 
 
+def test_cli_sweep_rerank_grid(small_beir, tmp_path, run_cli):
+    db = tmp_path / "db"
+    out = run_cli("sweep", str(small_beir), "--json", "--max-queries", "6", "--depth", "20", "--rerank-grid",
+                  "--rerank-top-ns", "5,10", db=db)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert len(rows) == 121 + 2 * 11  # the default first stage is in the grid: no separate baseline
+    reranked = [row for row in rows if row["config"]["rerank"]]
+    assert sorted((r["config"]["rerank_top_n"], r["config"]["rerank_lambda"]) for r in reranked) == sorted(
+        (n, lam / 10) for n in (5, 10) for lam in range(11))
+    assert "rerank e5 top-5 λ=0.3 · weighted l2 arithmetic bm25=0.4 dense=0.6" in {r["label"] for r in rows}
+    assert "143 variants over 6 queries" in out.stderr
+    bad = run_cli("sweep", str(small_beir), "--rerank-grid", "--rerank-top-ns", "5,x", db=db)
+    assert bad.returncode == 2 and "--rerank-top-ns takes whole numbers ≥ 1, got 'x'" in bad.stderr
+    bad = run_cli("sweep", str(small_beir), "--rerank-top-ns", "5", db=db)
+    assert bad.returncode == 2 and "--rerank-top-ns needs --rerank-grid" in bad.stderr
+
+
 def test_cli_search_takes_the_combination_and_l2(small_beir, tmp_path, run_cli):
     db = tmp_path / "db"
     assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0

@@ -12,6 +12,7 @@ from retrieval.rerank import (
     E5Reranker,
     get_reranker,
     interpolate,
+    interpolated_order,
     rerank,
 )
 from retrieval.types import FusedResult, RetrievalError
@@ -299,3 +300,19 @@ def test_measured_effect_states_the_measured_deltas_and_whether_the_config_uses_
     monkeypatch.setattr(rerank_module, "MEASURED_RERANK", {"top_n": None, "lambda": None, "delta_ndcg10": {}})
     assert rerank_module.measured_effect(same) == (
         "The E5 reranker's effect has not been measured yet (docs/experiments/rerank.md).")
+
+
+def test_interpolated_order_hand_computed():
+    # a = [1, 0.5, 0], b = [0, 1, 0.5]; λ 0.5: final = [0.5, 0.75, 0.25] -> positions 1, 0, 2
+    a, b, final, order = interpolated_order([3.0, 2.0, 1.0], [0.1, 0.9, 0.5], 0.5)
+    assert (a, b) == ([1.0, 0.5, 0.0], [0.0, 1.0, 0.5]) and final == pytest.approx([0.5, 0.75, 0.25])
+    assert order == [1, 0, 2]
+    # λ 1 keeps the first stage; λ 0 is the reranker's order
+    assert interpolated_order([3.0, 2.0, 1.0], [0.1, 0.9, 0.5], 1.0)[3] == [0, 1, 2]
+    assert interpolated_order([3.0, 2.0, 1.0], [0.1, 0.9, 0.5], 0.0)[3] == [1, 2, 0]
+    # equal final scores (0.5 and 0.5): the higher rerank score first
+    assert interpolated_order([2.0, 1.0], [1.0, 2.0], 0.5)[3] == [1, 0]
+    # equal final and rerank scores: first-stage position
+    assert interpolated_order([1.0, 1.0, 1.0], [0.3, 0.3, 0.3], 0.5)[3] == [0, 1, 2]
+    # a NaN rerank score sorts last whatever its first-stage score
+    assert interpolated_order([3.0, 2.0, 1.0], [float("nan"), 0.2, 0.6], 0.9)[3] == [1, 2, 0]

@@ -11,7 +11,7 @@ from retrieval.fusion import fuse, fused_order
 from retrieval.ingest import parse_path
 from retrieval.pipeline import create_collection
 from retrieval.store import Store
-from retrieval.sweep import Variant, default_grid, retrieval_plan, run_sweep
+from retrieval.sweep import Variant, default_grid, rerank_grid, retrieval_plan, run_sweep, with_rerank_grid
 from retrieval.types import ParsedCorpus, RetrievalError
 from retrieval.workbench import Workbench
 
@@ -115,13 +115,15 @@ def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_sa
     assert result.best().label == result.rows[0]["label"]
     frame = result.frame()
     assert list(frame.columns) == ["label", "fusion", "normalization", "combination", "weight", "rrf_k",
-                                   "ndcg@10", "mrr@10", "recall@100", "precision@10", "map"]
+                                   "rerank_top_n", "rerank_lambda", "ndcg@10", "mrr@10", "recall@100",
+                                   "precision@10", "map"]
     assert len(result.per_query) == 121 and len(result.per_query[result.best().label]) == N_QUERIES
     rows = {row["label"]: row for row in result.rows}
     assert rows["rrf k=10 bm25=0.3 dense=0.7"]["rrf_k"] == 10.0
     assert rows["rrf k=10 bm25=0.3 dense=0.7"]["normalization"] is None
     assert rows["weighted l2 harmonic bm25=0.3 dense=0.7"]["combination"] == "harmonic"
     assert rows["weighted l2 harmonic bm25=0.3 dense=0.7"]["rrf_k"] is None
+    assert rows["weighted l2 harmonic bm25=0.3 dense=0.7"]["rerank_lambda"] is None
 
     # The same numbers through the explained path: workbench.search + fuse + evaluate_run.
     for label, system in (("rrf k=60 bm25=0.4 dense=0.6", "hybrid"),
@@ -175,3 +177,66 @@ def test_held_out_estimate_by_hand():
         held_out_estimate(result, folds=5)
     with pytest.raises(RetrievalError, match="was not measured"):
         held_out_estimate(result, "ndcg@10")
+
+
+def test_rerank_grid_labels_and_fields():
+    base = SearchConfig(depth=40, rerank_top_n=20, rerank_lambda=0.9)
+    grid = rerank_grid(base, lambdas=(0.0, 0.5, 1.0), top_ns=(10, 20, 10))
+    assert [v.label for v in grid] == [
+        f"rerank e5 top-{n} λ={lam} · weighted l2 arithmetic bm25=0.4 dense=0.6"
+        for n in (10, 20) for lam in ("0", "0.5", "1")]
+    assert all(v.config.rerank and v.config.depth == 40 for v in grid)
+    assert [(v.config.rerank_top_n, v.config.rerank_lambda) for v in grid] == [
+        (n, lam) for n in (10, 20) for lam in (0.0, 0.5, 1.0)]
+    assert [v.config.rerank_top_n for v in rerank_grid(base, lambdas=(0.3,))] == [20]  # base's top-N
+    # the baseline (no rerank) is added only when no variant has that config already
+    grid = default_grid(base)
+    extended = with_rerank_grid(grid, base, lambdas=(0.5,))
+    assert extended[:121] == grid and [v.label for v in extended[121:]] == [
+        "rerank e5 top-20 λ=0.5 · weighted l2 arithmetic bm25=0.4 dense=0.6"]
+    odd = SearchConfig(weights={"bm25": 0.45, "dense": 0.55})
+    assert [v.label for v in with_rerank_grid(grid, odd, lambdas=(0.5,))[121:]] == [
+        "weighted l2 arithmetic bm25=0.45 dense=0.55 · no rerank",
+        "rerank e5 top-50 λ=0.5 · weighted l2 arithmetic bm25=0.45 dense=0.55"]
+    with pytest.raises(RetrievalError, match="at least one λ"):
+        rerank_grid(base, lambdas=())
+
+
+def test_rerank_variants_score_once_per_query_and_match_evaluate_collection(small_sample):
+    """Rerank variants (E5 over the stored cross-lingual passage vectors) rank each query as
+    `evaluate_collection` does with that config: the same metrics, query by query."""
+    workbench, corpus = small_sample
+    base = SearchConfig(depth=30, fusion="rrf", weights={"bm25": 0.5, "dense": 0.5})
+    variants = with_rerank_grid([], base, lambdas=(0.0, 0.4, 0.9, 1.0), top_ns=(5, 20))
+    assert len(variants) == 1 + 8 and not variants[0].config.rerank
+    calls = []
+    original = workbench.rerank_scores
+
+    def counting(collection, query, doc_ids, name, state=None):
+        calls.append((query, tuple(doc_ids)))
+        return original(collection, query, doc_ids, name, state)
+
+    workbench.rerank_scores = counting
+    seen = []
+    try:
+        result = run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, variants,
+                           progress=lambda done, total: seen.append((done, total)))
+    finally:
+        del workbench.rerank_scores
+    # one reranker call per query, for the union of the heads: the top 20 (the top 5 are in it)
+    assert len(calls) == N_QUERIES and all(len(ids) == 20 for _, ids in calls)
+    assert seen[-1] == (2 * N_QUERIES + 9, 2 * N_QUERIES + 9) and len(seen) == 2 * N_QUERIES + 9
+    rows = {row["label"]: row for row in result.rows}
+    assert rows["rerank e5 top-5 λ=0.4 · rrf k=60 bm25=0.5 dense=0.5"]["rerank_lambda"] == 0.4
+    assert rows["rerank e5 top-5 λ=0.4 · rrf k=60 bm25=0.5 dense=0.5"]["rerank_top_n"] == 5
+    assert rows["rrf k=60 bm25=0.5 dense=0.5 · no rerank"]["rerank_top_n"] is None
+    # λ changes the ranking: replacing (λ 0) and keeping (λ 1) the first stage's order differ
+    assert result.per_query["rerank e5 top-20 λ=0 · rrf k=60 bm25=0.5 dense=0.5"] != \
+        result.per_query["rerank e5 top-20 λ=1 · rrf k=60 bm25=0.5 dense=0.5"]
+    for variant in variants:
+        # a fresh workbench: no cache shared with the sweep
+        report = evaluate_collection(Workbench(workbench.store), "xsmall", corpus.queries, corpus.qrels,
+                                     variant.config)
+        assert result.per_query[variant.label] == report.per_query["hybrid"], variant.label
+        for metric, value in report.metrics["hybrid"].items():
+            assert rows[variant.label][metric] == pytest.approx(value, abs=1e-12), (variant.label, metric)

@@ -126,7 +126,8 @@ def worst_queries(per_query: Mapping[str, Mapping[str, float]], metric: str = PR
 # ---- sweep -----------------------------------------------------------------------------------
 def sweep_frame(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> pd.DataFrame:
     """The ranked sweep table (rows as the core ranks them, best first) with a rank column."""
-    columns = ["rank", "label", "fusion", "normalization", "combination", "weight", "rrf_k"]
+    columns = ["rank", "label", "fusion", "normalization", "combination", "weight", "rrf_k", "rerank_top_n",
+               "rerank_lambda"]
     records = []
     for i, row in enumerate(rows, start=1):
         record = {"rank": i, **{c: row.get(c) for c in columns[1:]}}
@@ -139,7 +140,8 @@ def sweep_grid(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY
                ) -> tuple[list[float], list[float], list[list[float | None]]]:
     """The RRF variants as a grid: (weights, ks, z[weight][k]); where several variants share a
     weight and k (e.g. differing only in normalisation, which RRF ignores) the best value counts."""
-    rrf = [r for r in rows if r.get("fusion") == "rrf" and r.get("weight") is not None and r.get("rrf_k") is not None]
+    rrf = [r for r in rows if r.get("fusion") == "rrf" and r.get("weight") is not None and r.get("rrf_k") is not None
+           and r.get("rerank_lambda") is None]  # first-stage variants only
     weights = sorted({float(r["weight"]) for r in rrf})
     ks = sorted({float(r["rrf_k"]) for r in rrf})
     best: dict[tuple[float, float], float] = {}
@@ -176,6 +178,34 @@ def sweep_heatmap(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY,
     fig.update_yaxes(title_text=plot_text(weight_name), type="category")
     fig.update_layout(height=120 + 34 * max(1, len(weights)), margin=dict(l=10, r=10, t=30, b=10),
                       title=f"{metric_label(metric)} of the RRF variants")
+    return fig
+
+
+def rerank_lines(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY
+                 ) -> dict[int, list[tuple[float, float]]]:
+    """The rerank variants as lines: top-N -> [(λ, metric value)] by λ ascending."""
+    lines: dict[int, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r.get("rerank_lambda") is not None and r.get(metric) is not None:
+            lines.setdefault(int(r["rerank_top_n"]), []).append((float(r["rerank_lambda"]), r[metric]))
+    return {n: sorted(points) for n, points in sorted(lines.items())}
+
+
+def rerank_chart(rows: Sequence[Mapping[str, Any]], first_stage: float | None, metric: str = PRIMARY) -> go.Figure:
+    """`metric` of the rerank variants against λ (0: the reranker's order, 1: the first stage's),
+    one line per top-N, and the first stage without rerank as a dashed line."""
+    fig = go.Figure()
+    for top_n, points in rerank_lines(rows, metric).items():
+        fig.add_scatter(x=[lam for lam, _ in points], y=[v for _, v in points], mode="lines+markers",
+                        name=f"top-{top_n}",
+                        hovertemplate=f"top-{top_n}, λ %{{x}}: {metric_label(metric)} %{{y:.4f}}<extra></extra>")
+    if first_stage is not None:
+        fig.add_hline(y=first_stage, line_dash="dash", line_color="#6b7280",
+                      annotation_text=f"no rerank {first_stage:.4f}", annotation_position="bottom right")
+    fig.update_xaxes(title_text="λ (weight of the first stage)", range=[-0.02, 1.02])
+    fig.update_yaxes(title_text=metric_label(metric))
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), legend_title_text="reranked",
+                      title=f"{metric_label(metric)} of the rerank variants")
     return fig
 
 

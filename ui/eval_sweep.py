@@ -1,5 +1,6 @@
 """The Evaluate page's sweep section: a grid of fusion variants around config A, each scored on
-the judged queries from the same cached candidates; the best one can be applied to config A."""
+the judged queries from the same cached candidates, optionally with rerank variants (λ × top-N
+over config A's first stage); the best one can be applied to config A."""
 
 from __future__ import annotations
 
@@ -17,20 +18,39 @@ from . import eval_charts, state, views
 from .eval_common import config_label, results, stale_note
 from .progress import progress_bar
 
+RERANK_TOP_NS = (10, 20, 50)
+
 
 def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConfig) -> None:
-    from retrieval.sweep import default_grid
+    from retrieval.sweep import RERANK_LAMBDAS, default_grid, with_rerank_grid
 
     sources = tuple(s for s in state.UI_SOURCES if s in config.weights) or state.UI_SOURCES
+    with_rerank = st.checkbox(
+        "Add rerank variants", key="sweep.rerank",
+        help="Config A's first stage reranked with its reranker, for λ = 0, 0.1, …, 1 (final = λ·first stage + "
+             "(1 − λ)·rerank, both min-max normalised over the top-N) and each top-N chosen below, next to config "
+             "A's first stage without rerank. The reranker scores each query's top-N once.")
+    top_ns: list[int] = []
+    if with_rerank:
+        options = sorted({*RERANK_TOP_NS, config.rerank_top_n})
+        top_ns = st.multiselect("Rerank top-N", options, default=[config.rerank_top_n], key="sweep.rerank_top_ns",
+                                help="How many of the first stage's results the reranker reorders (one line each).")
     try:
         variants = default_grid(copy.deepcopy(config), sources=sources)
+        first_stage_count = len(variants)
+        if with_rerank and top_ns:
+            variants = with_rerank_grid(variants, copy.deepcopy(config), RERANK_LAMBDAS, top_ns)
     except Exception as exc:
         views.show_error(exc)
         return
-    key = (collection, qset.name, sweep_base_key(config), qset.fingerprint())
+    rerank_choice = (config.reranker, tuple(sorted(top_ns))) if with_rerank and top_ns else None
+    key = (collection, qset.name, sweep_base_key(config), qset.fingerprint(), rerank_choice)
+    reranked = len(variants) - first_stage_count
     st.caption(views.markdown_safe(
-        f"{len(variants)} variants around config A (fusion, normalisation, combination, BM25 weight, RRF k), "
+        f"{first_stage_count} variants around config A (fusion, normalisation, combination, BM25 weight, RRF k), "
         f"each scored on the judged queries from the same cached candidates: only fusion runs per variant."
+        + (f" Plus {reranked} with rerank ({config.reranker}): the reranker scores each query's top "
+           f"{max(top_ns)} once, then each λ and top-N only reorders them." if reranked else "")
         + _left_out_note(config, sources)))
     if st.button("Run the sweep", key="sweep.run", type="primary",
                  help="Evaluate every variant of the grid on this query set and rank them by nDCG@10. Retrieval "
@@ -63,9 +83,23 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
     if applied:
         st.success(views.markdown_safe(f"Config A is now {applied}."))
     st.plotly_chart(eval_charts.sweep_heatmap(rows), width="stretch")
-    st.dataframe(eval_charts.sweep_frame(rows, names), hide_index=True, width="stretch",
-                 column_config={eval_charts.metric_label(m): st.column_config.NumberColumn(format="%.4f")
-                                for m in names})
+    if eval_charts.rerank_lines(rows):
+        st.plotly_chart(eval_charts.rerank_chart(rows, _no_rerank_value(result)), width="stretch")
+    column_config = {eval_charts.metric_label(m): st.column_config.NumberColumn(format="%.4f") for m in names}
+    column_config.update(rerank_top_n=st.column_config.NumberColumn("rerank top-N"),
+                         rerank_lambda=st.column_config.NumberColumn("rerank λ", format="%.1f"))
+    st.dataframe(eval_charts.sweep_frame(rows, names), hide_index=True, width="stretch", column_config=column_config)
+
+
+def _no_rerank_value(result) -> float | None:
+    """nDCG@10 of the rerank variants' first stage without rerank (None when not in the sweep)."""
+    from retrieval.sweep import is_first_stage_of
+
+    reranked = next((v.config for v in result.variants.values() if v.config.rerank), None)
+    if reranked is None:
+        return None
+    row = next((r for r in result.rows if is_first_stage_of(result.variants[r["label"]].config, reranked)), None)
+    return None if row is None else row.get("ndcg@10")
 
 
 def _left_out_note(config: SearchConfig, sources: tuple[str, ...]) -> str:
@@ -80,7 +114,7 @@ def _left_out_note(config: SearchConfig, sources: tuple[str, ...]) -> str:
 def sweep_base_key(config: SearchConfig) -> str:
     """What a sweep result depends on in config A: everything but the fields the grid varies
     (so applying the best variant does not make the sweep it came from stale)."""
-    varied = ("fusion", "weights", "rrf_k", "normalization", "combination", "rerank")
+    varied = ("fusion", "weights", "rrf_k", "normalization", "combination", "rerank", "rerank_top_n", "rerank_lambda")
     return json.dumps({k: v for k, v in config.to_dict().items() if k not in varied}, sort_keys=True)
 
 

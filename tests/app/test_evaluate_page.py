@@ -6,6 +6,7 @@ Expected values come from the retrieval core on the very Workbench the app uses.
 """
 
 import copy
+import json
 
 import pytest
 
@@ -214,6 +215,37 @@ def test_applying_the_sweep_best_changes_config_a(small_set, workbench):
     assert at.query_params["fusion"] == best.config.fusion
     assert any("Config A is now" in s.value for s in at.success)
     assert not any("changed since" in i.value for i in at.info)  # the sweep is still the current one
+
+
+def test_the_sweep_with_rerank_variants_shows_them_beside_the_first_stage(small_set, workbench):
+    from retrieval.sweep import RERANK_LAMBDAS, default_grid, run_sweep, with_rerank_grid
+
+    queries, qrels = small_set
+    at = open_page(EVALUATE, set="small-eval")
+    at.checkbox(key="sweep.rerank").check().run()
+    assert at.multiselect(key="sweep.rerank_top_ns").value == [SearchConfig().rerank_top_n]
+    at.multiselect(key="sweep.rerank_top_ns").set_value([10, 20]).run()
+    assert any("Plus 22 with rerank (e5)" in plain(c.value) for c in at.caption)
+    at.button(key="sweep.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    expected = run_sweep(workbench, COLLECTION, queries, qrels,
+                         with_rerank_grid(default_grid(SearchConfig()), SearchConfig(), RERANK_LAMBDAS, [10, 20]))
+    assert len(expected.rows) == 121 + 22  # config A's first stage is in the grid: no extra baseline
+    table = next(d.value for d in at.dataframe if "label" in d.value.columns)
+    assert list(table["label"]) == [r["label"] for r in expected.rows]
+    assert list(table["nDCG@10"]) == [r["ndcg@10"] for r in expected.rows]
+    reranked = table[table["rerank_lambda"].notna()]
+    assert sorted(zip(reranked["rerank_top_n"], reranked["rerank_lambda"], strict=True)) == sorted(
+        (n, lam) for n in (10, 20) for lam in RERANK_LAMBDAS)
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    lines = next(c for c in charts if "rerank variants" in c["layout"]["title"]["text"])
+    assert [trace["name"] for trace in lines["data"]] == ["top-10", "top-20"]
+    assert lines["data"][0]["x"] == list(RERANK_LAMBDAS)
+    by_label = {r["label"]: r for r in expected.rows}
+    assert lines["data"][1]["y"] == [by_label[f"rerank e5 top-20 λ={lam:g} · weighted l2 arithmetic bm25=0.4 "
+                                              f"dense=0.6"]["ndcg@10"] for lam in RERANK_LAMBDAS]
+    first_stage = by_label["weighted l2 arithmetic bm25=0.4 dense=0.6"]["ndcg@10"]
+    assert lines["layout"]["shapes"][0]["y0"] == first_stage  # the dashed no-rerank line
 
 
 def test_an_invalid_upload_shows_an_error_and_changes_nothing(workbench):
