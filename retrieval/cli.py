@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import serve
+from . import limits, serve
 from .config import (
     BM25_BACKENDS,
     COMBINATIONS,
@@ -440,7 +440,7 @@ def cmd_collections(args) -> int:
             _log(f"note: {note}")
     elif args.action == "index":
         workbench.build_vector_index(name)
-        _log(f"built an IVF_PQ vector index on {shown} (searches refine to exact similarities)")
+        _log(f"built an {limits.ANN_INDEX} vector index on {shown} (searches refine to exact similarities)")
     elif args.action == "graph":
         started = time.perf_counter()
         with StageBars() as bars:

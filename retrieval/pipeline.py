@@ -238,11 +238,12 @@ def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str 
 
 
 def index_for_size(store: Store, info: CollectionInfo) -> CollectionInfo:
-    """From `limits.SCALE_DOCS` documents on, (re)build the vector columns' ANN indexes after a
-    write (IVF_PQ; the dense source re-scores its shortlist exactly, `refine_factor`), so vector
-    search stays in milliseconds, and a BTREE index on `id`, so reading the candidates' rows does
-    not scan the table; BM25 switches to the native index by itself ('auto' backend).
-    Searches go on meanwhile: they read the version before the index until it is committed."""
+    """From `limits.SCALE_DOCS` documents on, after a write: merge the write's data files
+    (`Store.compact`), (re)build the vector columns' ANN indexes (`limits.ANN_INDEX`; the dense
+    source re-scores its shortlist exactly), so vector search stays in milliseconds, and a BTREE
+    index on `id`, so reading the candidates' rows does not scan the table; BM25 switches to the
+    native index by itself ('auto' backend). Searches go on meanwhile: they read the version
+    before each step until it is committed."""
     from . import limits
 
     if info.doc_count >= limits.SCALE_DOCS:
@@ -250,6 +251,9 @@ def index_for_size(store: Store, info: CollectionInfo) -> CollectionInfo:
         if info.xl_model:
             store.build_vector_index(info.name, column=XL_COLUMN)
         store.build_id_index(info.name)
+        # Last: LanceDB merges only files that the same indexes cover, so a write's new files
+        # (not yet indexed) stay apart until every index covers them.
+        store.compact(info.name)
     return info
 
 

@@ -1,5 +1,5 @@
 """Backends chosen by collection size (`limits.SCALE_DOCS`): below it rank-bm25 and an exact
-vector scan, from it on LanceDB's native BM25 index and an IVF_PQ index re-scored exactly."""
+vector scan, from it on LanceDB's native BM25 index and an IVF_SQ index re-scored exactly."""
 
 import pytest
 from corpora import ANIMALS
@@ -44,10 +44,10 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
     indices = {i.columns[0]: i.index_type for i in wb.store.table("zoo").list_indices()}
     # the cross-lingual column is indexed like the own one; ids get a BTREE for reading rows
-    assert indices == {"tokens": "FTS", "vector": "IvfPq", "vector_xl": "IvfPq", "id": "BTree"}
+    assert indices == {"tokens": "FTS", "vector": "IvfSq", "vector_xl": "IvfSq", "id": "BTree"}
     assert wb.backends("zoo") == {
         "bm25": "LanceDB native BM25 index (k1 1.2, b 0.75 fixed) (auto: 6 documents ≥ 6)",
-        "dense": "LanceDB IvfPq ANN index, shortlist re-scored exactly (refine ×10)"}
+        "dense": "LanceDB IvfSq ANN index (40 partitions probed), shortlist re-scored exactly (refine ×1 at depth 100)"}
     query = "night hunters mice"
     result = wb.search("zoo", query, SearchConfig(depth=6))
     # BM25 from the native index: exactly what the explicit lancedb backend gives below the threshold
@@ -59,7 +59,7 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     indexed = result.candidates.sources["dense"].hits
     assert [h.doc_id for h in indexed] == sorted(exact, key=lambda d: -exact[d])
     assert [h.raw_score for h in indexed] == pytest.approx([exact[h.doc_id] for h in indexed], abs=1e-6)
-    assert result.candidates.sources["dense"].backend.startswith("LanceDB IvfPq ANN index")
+    assert result.candidates.sources["dense"].backend.startswith("LanceDB IvfSq ANN index")
 
     # An add rebuilds the index (a new one), and the new document is found
     def vector_index():
@@ -68,6 +68,8 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     before = vector_index().index_uuid
     add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))
     assert vector_index().index_uuid != before
+    # the add's data file was merged with the first write's (`Store.compact`)
+    assert wb.store.table("zoo").stats()["fragment_stats"]["num_fragments"] == 1
     found = wb.search("zoo", "hens lay eggs", SearchConfig(depth=3)).candidates.sources["dense"].hits
     assert found[0].doc_id == "hen"
 
@@ -84,3 +86,13 @@ def test_small_collection_vector_search_in_memory_equals_lancedb_exact_scan(tmp_
     assert [h.raw_score for h in memory] == pytest.approx([h.raw_score for h in lance], abs=1e-6)
     add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))  # a new state reads the vectors again
     assert wb.search("zoo", "hens lay eggs", SearchConfig(weights={"dense": 1.0})).outcome.results[0].doc_id == "hen"
+
+
+def test_refine_factor_by_index_type_and_depth():
+    from retrieval.sources.dense import refine_factor_for
+
+    # scalar-quantised (or unquantised) indexes: at least 100 candidates re-scored, ⌈100 / depth⌉ × depth
+    assert [refine_factor_for("IvfSq", d) for d in (1, 10, 30, 99, 100, 101, 500)] == [100, 10, 4, 2, 1, 1, 1]
+    assert refine_factor_for("IvfFlat", 50) == refine_factor_for("IvfHnswSq", 50) == 2
+    # product quantisation: ×10 at every depth
+    assert [refine_factor_for("IvfPq", d) for d in (1, 100, 500)] == [10, 10, 10]
