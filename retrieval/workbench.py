@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,18 +37,38 @@ METADATA_VALUES_KEPT = 50  # per field, for the filter controls
 
 @dataclass
 class CandidateSet:
-    """Per-source candidates for one query on one collection version, plus their documents."""
+    """Per-source candidates for one query on one collection version, plus the rows of those
+    candidates read so far.
+
+    Rows are read when something needs them (`rows`), not with the candidates: a search shows
+    top-K of up to depth × sources candidates, and at 1M documents reading 200 rows took 31 ms of
+    a 73 ms hybrid search (docs/experiments/scale.md). `Workbench.search` reads the rows of what
+    it shows (and of the rerank head); a view of more candidates asks for theirs.
+    """
 
     collection: str
     version: tuple[str, int]  # Store.state_key: handle id and table version
     query: str
     depth: int
     sources: dict[str, SourceResult]
-    documents: dict[str, dict[str, Any]]  # every candidate's row (no vector)
+    documents: dict[str, dict[str, Any]]  # rows (no vector) of the candidates read so far, by id
     seconds: dict[str, float] = field(default_factory=dict)  # retrieval time per source
     from_cache: bool = False
     filtered: tuple[int, int] | None = None  # (documents the filters left, documents in all)
     language: str | None = None  # the collection's language ('en', 'zh', 'mixed'): `retrieval.language`
+    # Reads rows by id at this set's collection state (the Workbench's row cache); None: `documents` is all there is.
+    reader: Callable[[set[str]], dict[str, dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
+
+    def rows(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """`documents`, after reading the rows of those of `ids` not read yet (one batch)."""
+        missing = {i for i in ids if i not in self.documents}
+        if missing and self.reader is not None:
+            self.documents.update(self.reader(missing))
+        return self.documents
+
+    def all_ids(self) -> set[str]:
+        """Every candidate's id (of every source)."""
+        return {h.doc_id for r in self.sources.values() for h in r.hits}
 
 
 @dataclass
@@ -400,14 +420,14 @@ class Workbench:
     def candidates(self, collection: str, query: str, config: SearchConfig) -> CandidateSet:
         """Each configured source's top `config.depth` hits, retrieved once and then cached (a
         smaller depth reuses a larger fetch, so moving the depth slider down never re-queries),
-        and the rows of every candidate."""
+        with the candidates' rows already cached; the rest are read on demand (`CandidateSet.rows`)."""
         state = self.store.state_key(collection)
         allowed, filtered = self._allowed(collection, config, state)
         [results], seconds, all_cached = self._retrieve(collection, [query], config, state, allowed)
         doc_ids = {h.doc_id for r in results.values() for h in r.hits}
-        documents = self._documents(collection, state, doc_ids)
-        return CandidateSet(collection, state, query, config.depth, results, documents, seconds, all_cached,
-                            filtered, self.language(collection, state))
+        cached = self._cached_rows(collection, state, doc_ids)
+        return CandidateSet(collection, state, query, config.depth, results, cached, seconds, all_cached, filtered,
+                            self.language(collection, state), reader=partial(self._documents, collection, state))
 
     def source_results(self, collection: str, queries: list[str], config: SearchConfig,
                        state: tuple | None = None) -> list[dict[str, SourceResult]]:
@@ -439,6 +459,7 @@ class Workbench:
         results: list[dict[str, SourceResult]] = [{} for _ in queries]
         seconds: dict[str, float] = {}
         all_cached = True
+        fetches: list[tuple[str, list[tuple], list[int]]] = []  # (source, cache keys, queries to fetch)
         for name in config.sources:
             keys = [(collection, state) + source_params(name, config) + (query,) for query in queries]
             missing = []
@@ -455,6 +476,9 @@ class Workbench:
                 for i in missing:
                     results[i][name] = SourceResult(name, (), error=unknown_source(name))
                 continue
+            fetches.append((name, keys, missing))
+
+        def fetch(name: str, keys: list[tuple], missing: list[int]) -> None:
             started = time.perf_counter()
             try:
                 source = self.source(collection, name, config, state)
@@ -462,7 +486,7 @@ class Workbench:
                 log.warning("source %s could not be built for %s", name, collection, exc_info=True)
                 for i in missing:
                     results[i][name] = SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
-                continue
+                return
             fetched = run_source_batch(source, [queries[i] for i in missing], config.depth, allowed)
             seconds[name] = time.perf_counter() - started
             keep = not getattr(source, "transient", False)
@@ -470,7 +494,18 @@ class Workbench:
                 if result.error is None and keep:
                     self.caches.candidates.put(keys[i], (config.depth, result))
                 results[i][name] = result
+
+        if len(fetches) > 1:
+            # The sources of one search run side by side: LanceDB's searches (and numpy's products)
+            # release the GIL, so at 1M documents a hybrid search waits for the slower source, not
+            # for both (docs/experiments/scale.md). Each writes only its own entries.
+            list(_source_pool().map(lambda job: fetch(*job), fetches))
+        else:
+            for job in fetches:
+                fetch(*job)
+        results = [{name: found[name] for name in config.sources if name in found} for found in results]
         return results, seconds, all_cached
+
 
     def language(self, collection: str, state: tuple | None = None) -> str:
         """The collection's language from its catalogue entry, read once per collection state."""
@@ -609,6 +644,11 @@ class Workbench:
             rows.update(self.store.documents(collection, missing))
         return {i: rows[i] for i in ids if i in rows}
 
+    def _cached_rows(self, collection: str, state: tuple, ids: set[str]) -> dict[str, dict[str, Any]]:
+        """The rows of `ids` already in the row cache (nothing read)."""
+        rows = self.caches.documents.get((collection, state)) or {}
+        return {i: rows[i] for i in ids if i in rows}
+
     # ---- fusion and rerank -----------------------------------------------------------------
     @staticmethod
     def fuse(candidates: CandidateSet, config: SearchConfig) -> FusionOutcome:
@@ -617,7 +657,8 @@ class Workbench:
         from .language import language_rule
 
         fused_config, language_note = language_rule(config, candidates.query, candidates.language)
-        outcome = fuse(candidates.sources, fused_config, tie_values(candidates.documents, config.tie_field))
+        documents = candidates.rows(candidates.all_ids()) if config.tie_field else candidates.documents
+        outcome = fuse(candidates.sources, fused_config, tie_values(documents, config.tie_field))
         if language_note:
             outcome.notes.insert(0, language_note)
         for source in candidates.sources.values():  # a large collection's graph not built yet: said with the results
@@ -647,6 +688,7 @@ class Workbench:
         result = SearchResult(query, config, candidates, outcome)
         if config.rerank:
             self.apply_rerank(result)
+        candidates.rows([r.doc_id for r in outcome.results] + [f.doc_id for f, _ in result.final_ranking()])
         return result
 
     def stored_vectors(self, collection: str, doc_ids: list[str], model: str) -> dict[str, np.ndarray]:
@@ -664,8 +706,9 @@ class Workbench:
         """Re-score the top-N fused results with the configured reranker (scores cached)."""
         from .rerank import rerank
 
-        texts = {doc_id: embedding_text_of(row) for doc_id, row in result.documents.items()}
         head = [r.doc_id for r in result.eligible()[: result.config.rerank_top_n]]
+        rows = result.candidates.rows(head)
+        texts = {doc_id: embedding_text_of(rows[doc_id]) for doc_id in head if doc_id in rows}
         reranker = self._reranker_for(result.candidates.collection, result.config.reranker, texts, head)
         # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.
         result.reranked = rerank(result.query, result.eligible(), texts, reranker, result.config.rerank_top_n,
@@ -701,6 +744,22 @@ class Workbench:
             seed_passages(self.caches.passage_vectors, reranker, texts, head,
                           lambda ids: self.stored_vectors(collection, ids, model))
         return reranker
+
+
+_pool_lock = threading.Lock()
+_pool = None
+
+
+def _source_pool():
+    """The threads sources of one search run on (shared by every Workbench of the process; a
+    source's fetch never waits on another, so a full pool only queues)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="source")
+        return _pool
 
 
 def embedding_text_of(row: dict[str, Any]) -> str:

@@ -196,3 +196,39 @@ def test_a_deleted_and_recreated_collection_never_hits_the_old_caches(tmp_path):
     second = wb.search("again", "milk", config)
     assert [r.doc_id for r in second.outcome.results] == ["new"]
     assert [h.doc_id for h in second.candidates.sources["keyword"].hits] == ["new"]
+
+
+def test_a_search_reads_only_the_rows_it_shows(tmp_path):
+    """Rows are read on demand: none with the candidates, the shown top-K's with a search (one
+    batch), the rest when a view asks, all of them when a tie field needs their metadata."""
+    wb = Workbench(Store(str(tmp_path / "db")))
+    create_collection(wb.store, "animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    read: list[set[str]] = []
+    original = wb.store.documents
+
+    def counting(name, ids):
+        ids = list(ids)
+        read.append(set(ids))
+        return original(name, ids)
+
+    wb.store.documents = counting
+    config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5}, depth=6, top_k=2)
+    candidates = wb.candidates("animals", "night hunters", config)
+    assert read == [] and candidates.documents == {}
+    assert len(candidates.all_ids()) == 6  # the dense source ranks every document
+    result = wb.search("animals", "night hunters", config)
+    shown = [r.doc_id for r in result.outcome.results]
+    assert read == [set(shown)] and set(result.documents) == set(shown)
+    assert result.documents[shown[0]]["title"] == {"cat": "Cats", "owl": "Owls", "fox": "Foxes"}[shown[0]]
+    # the same search again: every row it shows is cached for this collection state
+    read.clear()
+    assert set(wb.search("animals", "night hunters", config).documents) == set(shown) and read == []
+    # a view of every candidate reads the others, once
+    rows = result.candidates.rows(result.candidates.all_ids())
+    assert read == [result.candidates.all_ids() - set(shown)] and len(rows) == 6
+    # a tie field needs every candidate's metadata: read before fusing (a fresh workbench: no row cached)
+    fresh = Workbench(wb.store)
+    read.clear()
+    tied = fresh.search("animals", "night hunters", SearchConfig(weights={"bm25": 1.0}, depth=6, top_k=1,
+                                                                 tie_field="quality"))
+    assert len(tied.candidates.all_ids()) > 1 and read == [tied.candidates.all_ids()]

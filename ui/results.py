@@ -63,14 +63,16 @@ def final_rows(result: SearchResult) -> list[ResultRow]:
     Without rerank: the thresholded fused results. With rerank: the reranked top-N, then (when
     top-N < top-K) the next first-stage results, not reranked, in fused order.
     """
-    docs = result.documents
+    ranking = result.final_ranking()
+    docs = result.candidates.rows(fused.doc_id for fused, _ in ranking)  # read already by a search
     return [ResultRow(i, fused, reranked, docs.get(fused.doc_id, {}))
-            for i, (fused, reranked) in enumerate(result.final_ranking(), start=1)]
+            for i, (fused, reranked) in enumerate(ranking, start=1)]
 
 
 def first_stage_rows(result: SearchResult) -> list[ResultRow]:
     """The fused (first-stage) results, before any rerank."""
-    return [ResultRow(r.rank, r, None, result.documents.get(r.doc_id, {})) for r in result.outcome.results]
+    docs = result.candidates.rows(r.doc_id for r in result.outcome.results)
+    return [ResultRow(r.rank, r, None, docs.get(r.doc_id, {})) for r in result.outcome.results]
 
 
 def text_spans(row: ResultRow, terms: Iterable[str]) -> tuple[list[Span], list[Span]]:

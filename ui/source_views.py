@@ -61,6 +61,7 @@ def source_rankings(result: SearchResult, top_k: int) -> None:
     below them, full width, the explanation of each source that gives one (keyword points per field)."""
     sources = list(result.config.sources)
     found = {s: result.candidates.sources.get(s, SourceResult(s)) for s in sources}
+    result.candidates.rows(h.doc_id for s in sources for h in found[s].hits[:top_k])  # their titles, in one read
     st.caption(escape_markdown(
         f"Each source's own top {top_k}, before fusion (a source returns nothing when no document passes "
         f"its own rules, e.g. BM25 needs a whole indexed word, the keyword scorer its minimum relevance)."))

@@ -343,5 +343,6 @@ def rrf_explainer(ks: Sequence[int], config) -> None:
 
 
 def rank_scatter(result: SearchResult) -> None:
-    points = results.rank_points(result.outcome, result.documents)
+    documents = result.candidates.rows(r.doc_id for r in result.outcome.ranked)  # every point's title
+    points = results.rank_points(result.outcome, documents)
     st.plotly_chart(charts.rank_scatter(points, result.config.depth), width="stretch")
