@@ -66,6 +66,9 @@ class Hit:
     raw_score: float
     rank: int
     detail: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # LanceDB's row id of the document at the table version searched (sources searching the table
+    # give it): its row is then read by row id, not looked up by id (`Store.documents`).
+    row_id: int | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -426,8 +426,10 @@ class Workbench:
         [results], seconds, all_cached = self._retrieve(collection, [query], config, state, allowed)
         doc_ids = {h.doc_id for r in results.values() for h in r.hits}
         cached = self._cached_rows(collection, state, doc_ids)
+        row_ids = {h.doc_id: h.row_id for r in results.values() for h in r.hits if h.row_id is not None}
         return CandidateSet(collection, state, query, config.depth, results, cached, seconds, all_cached, filtered,
-                            self.language(collection, state), reader=partial(self._documents, collection, state))
+                            self.language(collection, state),
+                            reader=partial(self._documents, collection, state, row_ids=row_ids))
 
     def source_results(self, collection: str, queries: list[str], config: SearchConfig,
                        state: tuple | None = None) -> list[dict[str, SourceResult]]:
@@ -637,11 +639,12 @@ class Workbench:
         """Rows of the given documents (no vectors), from the cache kept per collection state."""
         return self._documents(collection, self.store.state_key(collection), set(ids))
 
-    def _documents(self, collection: str, state: tuple, ids: set[str]) -> dict[str, dict[str, Any]]:
+    def _documents(self, collection: str, state: tuple, ids: set[str],
+                   row_ids: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
         rows = self.caches.documents.get_or_create((collection, state), dict)
         missing = [i for i in ids if i not in rows]
         if missing:
-            rows.update(self.store.documents(collection, missing))
+            rows.update(self.store.documents(collection, missing, row_ids))
         return {i: rows[i] for i in ids if i in rows}
 
     def _cached_rows(self, collection: str, state: tuple, ids: set[str]) -> dict[str, dict[str, Any]]:

@@ -61,6 +61,19 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     assert [h.raw_score for h in indexed] == pytest.approx([exact[h.doc_id] for h in indexed], abs=1e-6)
     assert result.candidates.sources["dense"].backend.startswith("LanceDB IvfSq ANN index")
 
+    # Both scaled sources give LanceDB's row ids, and the shown rows are taken by them: the same
+    # rows as looked up by id, also when a row id is stale (another row's, or none at all)
+    hits = [h for s in ("bm25", "dense") for h in result.candidates.sources[s].hits]
+    assert hits and all(h.row_id is not None for h in hits)
+    row_ids = {h.doc_id: h.row_id for h in hits}
+    ids = sorted(row_ids)
+    by_id = wb.store.documents("zoo", ids)
+    assert wb.store.documents("zoo", ids, row_ids) == by_id and len(by_id) == len(ids)
+    swapped = dict(zip(ids, [row_ids[i] for i in ids[1:] + ids[:1]], strict=True))
+    assert wb.store.documents("zoo", ids[:2], swapped) == {i: by_id[i] for i in ids[:2]}
+    assert wb.store.documents("zoo", ids[:2], dict.fromkeys(ids, 10**12)) == {i: by_id[i] for i in ids[:2]}
+    assert result.documents == {i: by_id[i] for i in result.documents}
+
     # An add rebuilds the index (a new one), and the new document is found
     def vector_index():
         return next(i for i in wb.store.table("zoo").list_indices() if i.columns == ["vector"])

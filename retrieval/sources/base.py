@@ -152,7 +152,7 @@ def checked_result(source: Source, query: str, hits: Sequence[Hit]) -> SourceRes
     notes: tuple[str, ...] = ()
     if len(finite) != len(hits):
         notes = (f"{len(hits) - len(finite)} hit(s) with NaN or infinite scores dropped",)
-        finite = [Hit(h.doc_id, h.raw_score, rank, h.detail) for rank, h in enumerate(finite, start=1)]
+        finite = [Hit(h.doc_id, h.raw_score, rank, h.detail, h.row_id) for rank, h in enumerate(finite, start=1)]
     if not hits:
         reason = empty_reason(source, query)
         notes += (reason,) if reason else ()
@@ -180,9 +180,11 @@ def ids_in(ids: frozenset[str]) -> str:
     return "id IN (" + ", ".join("'" + i.replace("'", "''") + "'" for i in sorted(ids)) + ")"
 
 
-def top_hits(ids: list[str], scores, depth: int, keep_zero: bool = False, mask=None) -> list[Hit]:
+def top_hits(ids: list[str], scores, depth: int, keep_zero: bool = False, mask=None,
+             row_ids: list[int] | None = None) -> list[Hit]:
     """Best `depth` (id, score) pairs, best first; ties by id so the order is deterministic.
-    `mask` (booleans per id) keeps only the allowed ones, before the cut."""
+    `mask` (booleans per id) keeps only the allowed ones, before the cut; `row_ids` (per id)
+    go on the hits."""
     import numpy as np
 
     scores = np.asarray(scores, dtype=np.float64)
@@ -197,4 +199,8 @@ def top_hits(ids: list[str], scores, depth: int, keep_zero: bool = False, mask=N
     # (−score, id) pairs compared as tuples (in C, not through a key function): score
     # descending, ties by id; negating a float is exact, so −(−score) is the score.
     picked = sorted(zip([-s for s in scores[candidates].tolist()], [ids[i] for i in candidates.tolist()], strict=True))
-    return [Hit(doc_id, -negated, rank) for rank, (negated, doc_id) in enumerate(picked[:depth], start=1)]
+    if row_ids is None:
+        return [Hit(doc_id, -negated, rank) for rank, (negated, doc_id) in enumerate(picked[:depth], start=1)]
+    row_of = {ids[i]: row_ids[i] for i in candidates.tolist()}
+    return [Hit(doc_id, -negated, rank, row_id=row_of[doc_id])
+            for rank, (negated, doc_id) in enumerate(picked[:depth], start=1)]

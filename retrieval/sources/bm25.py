@@ -226,7 +226,7 @@ class LanceFTSSource:
         search = self.table.search(" ".join(terms), query_type="fts", fts_columns="tokens")
         if allowed is not None:
             search = search.where(ids_in(allowed), prefilter=True)
-        rows = search.limit(depth).select(["id"]).to_arrow()
+        rows = search.limit(depth).select(["id"]).with_row_id(True).to_arrow()
         ids = rows.column("id").to_pylist()
         scores = rows.column("_score").to_pylist()
-        return top_hits(ids, scores, depth)
+        return top_hits(ids, scores, depth, row_ids=rows.column("_rowid").to_pylist())

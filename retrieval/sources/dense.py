@@ -257,10 +257,10 @@ class DenseSource:
             q = q.where(ids_in(allowed), prefilter=True)
         if self.has_index:
             q = q.nprobes(self.nprobes).refine_factor(refine_factor_for(self.index_type, depth))
-        rows = q.limit(depth).select(["id"]).to_arrow()
+        rows = q.limit(depth).select(["id"]).with_row_id(True).to_arrow()
         ids = rows.column("id").to_pylist()
         similarities = [1.0 - d for d in rows.column("_distance").to_pylist()]
-        return top_hits(ids, similarities, depth, keep_zero=True)
+        return top_hits(ids, similarities, depth, keep_zero=True, row_ids=rows.column("_rowid").to_pylist())
 
 
 class InMemoryDenseSource:
