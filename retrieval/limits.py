@@ -64,11 +64,12 @@ SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 # The vector index of a scaled collection (`Store.build_vector_index`) and how it is searched
 # (`sources.dense.DenseSource`): IVF_SQ keeps 8-bit scalar-quantised vectors per partition, so
 # its approximate order is close to the exact one and re-scoring the top `depth` exactly (refine
-# ×1) is enough; IVF_PQ's coarser codes needed ×10. At 1M documents (384-d) on this machine,
-# 40 partitions probed: IVF_SQ 15 ms p50 at recall@10 0.997 against exact (built in 17 s);
-# IVF_PQ ×10 24 ms at 0.979 (docs/experiments/scale.md).
+# ×1) is enough; IVF_PQ's coarser codes needed ×10. At 1M documents (384-d) on this machine
+# (bench_scale.py, the vector source's p50 and recall@10 against exact): IVF_SQ with 30
+# partitions probed 16.2 ms at 0.986, with 40 21.8 ms at 0.994; IVF_PQ ×10 with 20 probes 116 ms
+# at 0.960 before compaction (docs/experiments/scale.md). 30 meets both targets (≤ 20 ms, ≥ 0.98).
 ANN_INDEX = "IVF_SQ"
-ANN_NPROBES = _env_int("WORKBENCH_ANN_NPROBES", 40, 1, 1_000_000)
+ANN_NPROBES = _env_int("WORKBENCH_ANN_NPROBES", 30, 1, 1_000_000)
 # Collections of at least this many documents (after the ingest) get their entity graph tables
 # built after the ingest, in batches (`graph_build.build_graph`: in the background on the graph
 # source's first use, or `collections graph NAME`), so entity extraction never blocks a large
