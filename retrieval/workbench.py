@@ -508,7 +508,6 @@ class Workbench:
         results = [{name: found[name] for name in config.sources if name in found} for found in results]
         return results, seconds, all_cached
 
-
     def language(self, collection: str, state: tuple | None = None) -> str:
         """The collection's language from its catalogue entry, read once per collection state."""
         state = state if state is not None else self.store.state_key(collection)
@@ -709,6 +708,7 @@ class Workbench:
         """Re-score the top-N fused results with the configured reranker (scores cached)."""
         from .rerank import rerank
 
+        self._check_reranker(result.config.reranker)  # before anything is read or loaded
         head = [r.doc_id for r in result.eligible()[: result.config.rerank_top_n]]
         rows = result.candidates.rows(head)
         texts = {doc_id: embedding_text_of(rows[doc_id]) for doc_id in head if doc_id in rows}
@@ -725,6 +725,7 @@ class Workbench:
         variants reorder with. `state` pins the collection state the rows are read at."""
         from .rerank import rerank_scores
 
+        self._check_reranker(reranker_name)
         state = state if state is not None else self.store.state_key(collection)
         rows = self._documents(collection, state, set(doc_ids))
         missing = [d for d in doc_ids if d not in rows]
@@ -734,13 +735,16 @@ class Workbench:
         reranker = self._reranker_for(collection, reranker_name, texts, doc_ids)
         return rerank_scores(query, texts, reranker, self.caches.rerank, self.caches.passage_vectors)
 
-    def _reranker_for(self, collection: str, name: str, texts: dict[str, str], head: list[str]):
-        """The reranker `name` (after the model check), with the passage embeddings the collection
-        stores for `head` put in its cache when it re-scores with embeddings (E5)."""
-        from .rerank import get_reranker, seed_passages
-
+    def _check_reranker(self, name: str) -> None:
+        """Refuse a reranker the front end does not allow (`model_check`), before loading it."""
         if self.model_check is not None:
             self.model_check("reranker", name)
+
+    def _reranker_for(self, collection: str, name: str, texts: dict[str, str], head: list[str]):
+        """The reranker `name` (checked by `_check_reranker` first), with the passage embeddings
+        the collection stores for `head` put in its cache when it re-scores with embeddings (E5)."""
+        from .rerank import get_reranker, seed_passages
+
         reranker = get_reranker(name)
         model = getattr(reranker, "passage_model", None)
         if model is not None:  # E5 re-scoring: the collection may store these passage embeddings

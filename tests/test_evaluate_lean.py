@@ -63,9 +63,9 @@ class RowCountingWorkbench(Workbench):
     rows_read = 0
     searches = 0
 
-    def _documents(self, collection, state, ids):
+    def _documents(self, collection, state, ids, row_ids=None):
         self.rows_read += len(ids)
-        return super()._documents(collection, state, ids)
+        return super()._documents(collection, state, ids, row_ids)
 
     def search(self, collection, query, config):
         self.searches += 1

@@ -35,9 +35,9 @@ class CountingWorkbench(Workbench):
         self.calls += len(queries)
         return super().source_results(collection, queries, config, state)
 
-    def _documents(self, collection, state, ids):
+    def _documents(self, collection, state, ids, row_ids=None):
         self.rows_read += len(ids)
-        return super()._documents(collection, state, ids)
+        return super()._documents(collection, state, ids, row_ids)
 
 
 @pytest.fixture(scope="module")
