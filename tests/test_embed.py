@@ -220,3 +220,16 @@ def test_minilm_on_torch_is_a_torch_encoder(minilm, monkeypatch):
     from sentence_transformers import SentenceTransformer
 
     assert isinstance(embed.open_encoder(MINILM, backend=embed.TORCH).model, SentenceTransformer)
+
+
+def test_the_default_backends_give_a_text_the_same_vector_in_any_batch():
+    """Evaluation embeds queries in batches and a search one at a time, so a default backend must
+    give a text the same vector whatever it is encoded beside (torch does; a dynamically quantised
+    int8 export does not: docs/experiments/encoder.md)."""
+    text = "How many points did the Panthers defense surrender?"
+    others = ["A very long passage about the history of the league " * 12, "short", "黑豹队的防守丢了多少分？"]
+    for model in embed.BUILTIN_MODELS:
+        encoder = embed.load_encoder(model)
+        alone = encoder.encode_queries([text])[0]
+        beside = encoder.encode_queries([*others[:1], text, *others[1:]])[1]
+        assert np.abs(alone - beside).max() < 1e-5, (model, embed.backend_for(model))
