@@ -133,13 +133,15 @@ def prepare_upload(page, url: str, filename: str, data: bytes, collection: str, 
     harness.wait_idle(page)
     if existing:
         page.get_by_text("existing collection", exact=True).click()
-        picker = page.locator('[data-testid="stMain"] input[role="combobox"][aria-label="Collection"]').first
+        # The ingest form's picker (key corpus.add_to, class st-key-corpus-add_to), not the "Delete
+        # or clear" section's: same label, and on the page before the radio's rerun draws this one.
+        selector = '[data-testid="stMain"] [class~="st-key-corpus-add_to"] input[role="combobox"]'
+        picker = page.locator(selector)
         picker.wait_for()
         harness.wait_idle(page)
         harness.choose_option(page, picker, page.get_by_role("option", name=collection, exact=True))
         page.wait_for_function("([sel, name]) => document.querySelector(sel)?.value === name",
-                               arg=['[data-testid="stMain"] input[role="combobox"][aria-label="Collection"]',
-                                    collection])
+                               arg=[selector, collection])
     else:
         name = page.get_by_role("textbox", name="New collection name", exact=True)
         name.fill(collection)
