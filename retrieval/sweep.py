@@ -308,7 +308,8 @@ def run_sweep(
         for variant in reranking:
             config = variant.config
             head = heads[(qid, first_stage_key(config))][0][: config.rerank_top_n]
-            wanted[config.reranker].extend(d for d in head if d not in wanted[config.reranker])
+            seen = set(wanted[config.reranker])
+            wanted[config.reranker].extend(d for d in head if d not in seen)
         for name, doc_ids in wanted.items():
             if doc_ids:
                 rerank_scores[(qid, name)] = workbench.rerank_scores(collection, queries[qid], doc_ids, name, state)
@@ -324,10 +325,12 @@ def run_sweep(
             for qid in judged:
                 ids, scores = heads[(qid, key)]
                 head = ids[: config.rerank_top_n]
-                rerank_values = rerank_scores[(qid, config.reranker)]
-                order = interpolated_order([scores[d] for d in head], [rerank_values[d] for d in head],
-                                           config.rerank_lambda)[3]
-                rankings[qid] = ([head[i] for i in order] + ids[len(head):])[: config.depth]
+                if head:  # a query without candidates has nothing to rerank (and no scores taken)
+                    rerank_values = rerank_scores[(qid, config.reranker)]
+                    order = interpolated_order([scores[d] for d in head], [rerank_values[d] for d in head],
+                                               config.rerank_lambda)[3]
+                    head = [head[i] for i in order]
+                rankings[qid] = (head + ids[config.rerank_top_n:])[: config.depth]
         else:
             plans, ties = plans_of(config), ties_of(config)
             for qid in judged:

@@ -240,3 +240,14 @@ def test_rerank_variants_score_once_per_query_and_match_evaluate_collection(smal
         assert result.per_query[variant.label] == report.per_query["hybrid"], variant.label
         for metric, value in report.metrics["hybrid"].items():
             assert rows[variant.label][metric] == pytest.approx(value, abs=1e-12), (variant.label, metric)
+
+
+def test_a_rerank_variant_takes_a_query_without_candidates(small_sample):
+    workbench, corpus = small_sample
+    qid = next(iter(corpus.qrels))
+    queries = {qid: corpus.queries[qid], "nothing": "qqqzzx vvwwk"}  # no indexed word: BM25 returns nothing
+    qrels = {qid: corpus.qrels[qid], "nothing": dict(corpus.qrels[qid])}
+    variants = rerank_grid(SearchConfig(weights={"bm25": 1.0}, depth=10), lambdas=(0.5,), top_ns=(5,))
+    result = run_sweep(workbench, "xsmall", queries, qrels, variants, metrics=("ndcg@10",))
+    values = result.per_query[variants[0].label]
+    assert values["nothing"]["ndcg@10"] == 0.0 and values[qid]["ndcg@10"] > 0.0
