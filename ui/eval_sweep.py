@@ -45,7 +45,7 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
         return
     rerank_choice = (config.reranker, tuple(sorted(top_ns))) if with_rerank and top_ns else None
     key = (collection, qset.name, sweep_base_key(config), qset.fingerprint(), rerank_choice)
-    reranked = len(variants) - first_stage_count
+    reranked = sum(v.config.rerank for v in variants)  # (the added no-rerank baseline is not one)
     st.caption(views.markdown_safe(
         f"{first_stage_count} variants around config A (fusion, normalisation, combination, BM25 weight, RRF k), "
         f"each scored on the judged queries from the same cached candidates: only fusion runs per variant."
