@@ -9,10 +9,10 @@ descriptions of the data-source catalogue (sample_data/catalogue, written for th
 Each document is 2–5 of those sentences drawn with replacement (seeded), joined by spaces.
 
 Size: 50,000 documents, the shipped `limits.SCALE_DOCS`, the smallest collection the scaled
-backends serve. Building it took 58–71 CPU s in three runs (the model's load included; 41 of them
-LanceDB's IVF_PQ index in a run timed by stage); 100,000 documents took 95 CPU s plus the load
-(IVF_PQ 68): past the ~60 CPU s this test may cost in CI (measured on the shared 2-core machine,
-load average 6–10; docs/experiments/scale.md).
+backends serve. Building it took 58–71 CPU s in three runs with the IVF_PQ index (41 of them the
+index, in a run timed by stage; 100,000 documents took 95 CPU s plus the load, IVF_PQ 68), and
+17.7 CPU s with today's IVF_SQ index and compaction (the model's load included; measured on the
+shared 2-core machine; docs/experiments/scale.md).
 
 Its vectors are made from cached ones, since embedding 50k documents with the real model takes
 about an hour of CPU here (786 CPU s per 10k, docs/experiments/scale.md): each distinct sentence
