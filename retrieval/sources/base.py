@@ -199,8 +199,6 @@ def top_hits(ids: list[str], scores, depth: int, keep_zero: bool = False, mask=N
     # (−score, id) pairs compared as tuples (in C, not through a key function): score
     # descending, ties by id; negating a float is exact, so −(−score) is the score.
     picked = sorted(zip([-s for s in scores[candidates].tolist()], [ids[i] for i in candidates.tolist()], strict=True))
-    if row_ids is None:
-        return [Hit(doc_id, -negated, rank) for rank, (negated, doc_id) in enumerate(picked[:depth], start=1)]
-    row_of = {ids[i]: row_ids[i] for i in candidates.tolist()}
-    return [Hit(doc_id, -negated, rank, row_id=row_of[doc_id])
+    row_of = {ids[i]: row_ids[i] for i in candidates.tolist()} if row_ids is not None else {}
+    return [Hit(doc_id, -negated, rank, row_id=row_of.get(doc_id))
             for rank, (negated, doc_id) in enumerate(picked[:depth], start=1)]
