@@ -21,8 +21,8 @@ sys.path.insert(0, str(REPO))
 from retrieval.config import SearchConfig  # noqa: E402
 from retrieval.embed import load_encoder  # noqa: E402
 from retrieval.evaluate import ensure_beir_collection  # noqa: E402
-from retrieval.fusion import fuse  # noqa: E402
 from retrieval.pipeline import create_collection, embedding_text  # noqa: E402
+from retrieval.plan import RankingPlan, fuse  # noqa: E402
 from retrieval.sources.base import run_source  # noqa: E402
 from retrieval.sources.bm25 import LanceFTSSource  # noqa: E402
 from retrieval.store import Store  # noqa: E402
@@ -59,7 +59,8 @@ def main() -> None:
         cached.append(time.perf_counter() - started)
         moved = SearchConfig.from_dict({**config.to_dict(), "rrf_k": 10.0})
         started = time.perf_counter()
-        wb.fuse(wb.candidates(name, query, moved), moved)
+        moved_candidates = wb.candidates(name, query, moved)
+        RankingPlan(moved).explain(moved_candidates.sources, query, moved_candidates.language)
         slider.append(time.perf_counter() - started)
         lists = {**candidates.sources, "fts": run_source(fts, query, 100)}
         if min(len(r.hits) for r in lists.values()) < 100:

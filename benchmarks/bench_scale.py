@@ -31,7 +31,7 @@ before (p50 of per-query wall time, after one warm-up search):
   "incl. rows" is the whole call, which read every candidate's row until rows became on-demand
   in session 6 and now reads none);
 - vector: the same with the vector source only; queries embedded first in one batch
-  (`Workbench.embed_queries`, as evaluation does), so this is retrieval; `query_embed` is one
+  (`Retriever.embed_queries`, as evaluation does), so this is retrieval; `query_embed` is one
   query's embedding on its own;
 - vector_recall_at_10: served vector top 10 ∩ exact top 10 (numpy dot products over every
   stored vector) / 10, averaged;
@@ -341,13 +341,13 @@ def measure(db: Path, folder: Path, n_latency: int, log, profile: Path | None = 
         return walls, results
 
     bm25_wall, bm25_sets = timed(lambda q: wb.candidates(COLLECTION, q, bm25_cfg), bm25_q)
-    wb.embed_queries(COLLECTION, vector_q, vector_cfg)
+    wb.retriever.embed_queries(COLLECTION, vector_q, vector_cfg)
     vector_wall, vector_sets = timed(lambda q: wb.candidates(COLLECTION, q, vector_cfg), vector_q)
     encoder = load_encoder(info.model)
     embed_wall, _ = timed(lambda q: encoder.encode_queries([q]), hybrid_q)
     hybrid_wall, hybrid_results = timed(lambda q: wb.search(COLLECTION, q, hybrid_cfg), hybrid_q)
-    refuse_wall, _ = timed(lambda r: wb.fuse(r.candidates, moved_cfg), hybrid_results)
-    slider_wall, _ = timed(lambda q: wb.fuse(wb.candidates(COLLECTION, q, moved_cfg), moved_cfg), hybrid_q)
+    refuse_wall, _ = timed(lambda r: wb.rank(r.candidates, moved_cfg), hybrid_results)
+    slider_wall, _ = timed(lambda q: wb.rank(wb.candidates(COLLECTION, q, moved_cfg), moved_cfg), hybrid_q)
     hybrid_depths = [min(len(r.candidates.sources[s].hits) for s in ("bm25", "dense")) for r in hybrid_results]
 
     log("exact vector top 10 (numpy over every stored vector) …")
@@ -356,7 +356,7 @@ def measure(db: Path, folder: Path, n_latency: int, log, profile: Path | None = 
     matrix = np.asarray(columns.column("vector").combine_chunks().flatten().to_numpy(), np.float32)
     matrix = matrix.reshape(len(ids), -1)
     recalls = [recall_at([h.doc_id for h in cs.sources["dense"].hits],
-                         exact_top(matrix, ids, wb.query_vector(info.model, q)))
+                         exact_top(matrix, ids, wb.retriever.query_vector(info.model, q)))
                for q, cs in zip(vector_q, vector_sets, strict=True)]
     del matrix, columns
 

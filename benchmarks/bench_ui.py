@@ -2,7 +2,7 @@
 Prints a table. Run: .venv/bin/python benchmarks/bench_ui.py [--moves 10]
 
 Rows (each after a warm-up: sample ingested, query's candidates cached, one move already made):
-- core: `Workbench.fuse` alone for the same move (what a move must cost at the least);
+- core: the ranking plan explained (`RankingPlan.explain`) alone for the same move (what a move must cost at the least);
 - AppTest: `at.slider("a.rrf_k").set_value(k).run()` on the Search page, i.e. one full script
   run in-process, without a browser or websocket;
 - browser: `streamlit run Home.py` + Debian's chromium (Playwright). A key press on the RRF k
@@ -66,6 +66,7 @@ def row(name: str, samples_ms: list[float], note: str = "") -> tuple[str, str, s
 
 def bench_core(db: Path, moves: int) -> list[float]:
     from retrieval.config import SearchConfig
+    from retrieval.plan import RankingPlan
     from retrieval.store import Store
     from retrieval.workbench import Workbench
 
@@ -75,7 +76,7 @@ def bench_core(db: Path, moves: int) -> list[float]:
     for i in range(moves + 1):
         config = SearchConfig(rrf_k=float(KS[i % 2]))
         started = time.perf_counter()
-        Workbench.fuse(candidates, config)
+        RankingPlan(config).explain(candidates.sources, QUERY, candidates.language)
         times.append((time.perf_counter() - started) * 1000)
     return times[1:]
 
@@ -89,8 +90,7 @@ def expected_orders(db: Path) -> dict[int, list[str]]:
     orders = {}
     for k in (60, *KS):
         config = SearchConfig(rrf_k=float(k))
-        orders[k] = [r.doc_id for r in Workbench.fuse(workbench.candidates(harness.SAMPLE_COLLECTION, QUERY, config),
-                                                      config).results]
+        orders[k] = [r.doc_id for r in workbench.search(harness.SAMPLE_COLLECTION, QUERY, config).outcome.results]
     return orders
 
 
@@ -168,7 +168,7 @@ def main() -> None:
     cards, tables = bench_browser(db, sample, orders, args.moves)
 
     rows = [
-        ("core: Workbench.fuse (one move)", *row("", core)[1:4], ""),
+        ("core: RankingPlan.explain (one move)", *row("", core)[1:4], ""),
         ("AppTest: Search page rerun after RRF k move", *row("", apptest)[1:4], ""),
         ("browser: key on slider → cards reordered + idle", *row("", cards)[1:4],
          f"target ≤ {TARGET_MS} ms: {'met' if statistics.median(cards) <= TARGET_MS else 'NOT met'}"),

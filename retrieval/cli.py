@@ -23,6 +23,8 @@ from .config import (
     SearchConfig,
     parse_weights,
 )
+from .fusion_methods import COMBINATIONS as COMBINATION_REGISTRY
+from .fusion_methods import FUSION_METHODS as METHOD_REGISTRY
 from .ingest import STREAM_BATCH
 from .result_json import search_json
 from .sources import SOURCES
@@ -41,12 +43,13 @@ def _progress(stage: str, done: int, total: int) -> None:
 def add_config_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("search config")
     g.add_argument("--config", type=Path, help="a saved SearchConfig JSON; options below override it")
-    g.add_argument("--fusion", choices=FUSION_METHODS)
+    g.add_argument("--fusion", choices=FUSION_METHODS,
+                   help=" ".join(f"{m.name}: {m.help}" for m in METHOD_REGISTRY.values()))
     g.add_argument("--k", type=float, dest="rrf_k", help="RRF k (≥ 1)")
     g.add_argument("--weights", help="per-source weights, e.g. bm25=0.4,dense=0.6")
     g.add_argument("--norm", choices=NORMALIZATIONS, dest="normalization")
     g.add_argument("--combination", choices=COMBINATIONS,
-                   help="weighted fusion: arithmetic Σw·x, harmonic Σw/Σ(w/x) or geometric exp(Σw·ln x/Σw)")
+                   help="weighted fusion: " + " ".join(c.help for c in COMBINATION_REGISTRY.values()))
     g.add_argument("--depth", type=int, help="candidates per source")
     g.add_argument("--top-k", type=int, dest="top_k")
     g.add_argument("--min-score", type=float, dest="min_score")
@@ -138,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     add_config_options(p)
 
-    p = sub.add_parser("sweep", help="judge the 121-variant fusion grid on a BEIR folder (retrieval once per query)")
+    p = sub.add_parser("sweep", help="judge the fusion grid (every method × 11 weight splits) on a BEIR folder "
+                                         "(retrieval once per query)")
     p.add_argument("beir_dir", type=Path)
     p.add_argument("--model", help="embedding model (default: by corpus language)")
     p.add_argument("--max-queries", type=int, help="use only the first N judged queries")
@@ -444,7 +448,7 @@ def cmd_collections(args) -> int:
     elif args.action == "graph":
         started = time.perf_counter()
         with StageBars() as bars:
-            info = workbench.build_graph(name, progress=bars)
+            info = workbench.graph.build(name, progress=bars)
         _log(f"built the entity graph of {shown}: {ingest_rate(info.doc_count, time.perf_counter() - started)}")
     elif args.action == "delete":
         workbench.delete(name)

@@ -9,13 +9,16 @@ cached candidates. The seed sources' parameter defaults come from their descript
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import numbers
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .filters import parse_filters
+from .fusion_methods import COMBINATIONS as COMBINATION_REGISTRY
+from .fusion_methods import FUSION_METHODS as METHOD_REGISTRY
 from .limits import (
     BM25_K1_MAX,
     DEPTH_MAX,
@@ -29,13 +32,15 @@ from .limits import (
     WEIGHT_MAX,
     WEIGHT_MIN,
 )
+from .normalize import NORMALIZERS
 from .sources import SOURCES
 from .types import RetrievalError
 
-FUSION_METHODS = ("rrf", "weighted")
-NORMALIZATIONS = ("minmax", "zscore", "l2", "none")
+# The names of the registries' entries (`fusion_methods`, `normalize`): what a config may name.
+FUSION_METHODS = tuple(METHOD_REGISTRY)
+NORMALIZATIONS = tuple(NORMALIZERS)
 # Weighted fusion: how the weighted, normalised scores combine (OpenSearch's three techniques).
-COMBINATIONS = ("arithmetic", "harmonic", "geometric")
+COMBINATIONS = tuple(COMBINATION_REGISTRY)
 # "auto": rank_bm25 below `limits.SCALE_DOCS` documents, lancedb from there on (sources/bm25.py).
 BM25_BACKENDS = ("auto", "rank_bm25", "lancedb")
 # Sources whose parameters live in a dict field of the same name (`config.keyword`, `config.graph`).
@@ -82,9 +87,10 @@ def _number_dict_problem(name: str, value: Any) -> str | None:
     return f"{name}: {'; '.join(bad)}" if bad else None
 
 
-@dataclass
+@dataclass(frozen=True)
 class SearchConfig:
-    """Everything that turns a query into a ranked, explained list."""
+    """Everything that turns a query into a ranked, explained list. Frozen: a change is a new
+    config (`replace`, validated; or, for a UI holding what a user is typing, `edited`)."""
 
     # The shipped default fusion (weighted sum, l2, arithmetic, BM25 0.4 / vector 0.6) was chosen by
     # leave-one-set-out over the five evaluation sets among the sweep's 121 variants: held out it
@@ -130,8 +136,24 @@ class SearchConfig:
         for group in PARAM_GROUPS:
             given = getattr(self, group)
             if _number_dict_problem(group, given) is None:
-                setattr(self, group, {**_defaults(group), **{k: float(v) for k, v in given.items()}})
+                object.__setattr__(self, group, {**_defaults(group), **{k: float(v) for k, v in given.items()}})
         self.validate()
+
+    def replace(self, **changes: Any) -> SearchConfig:
+        """A new config with `changes`, validated (RetrievalError naming every bad field)."""
+        return replace(self, **changes)
+
+    def edited(self, **changes: Any) -> SearchConfig:
+        """A new config with `changes`, NOT validated: what a UI holds while a user edits it (all
+        weights at 0 on the way to another split). Whoever ranks with it validates it first
+        (`Workbench.rank`), so the page says what is wrong instead of a control refusing a move."""
+        unknown = sorted(set(changes) - {f.name for f in fields(self)})
+        if unknown:
+            raise RetrievalError(f"Unknown config field(s): {', '.join(unknown)}")
+        new = copy.copy(self)
+        for name, value in changes.items():
+            object.__setattr__(new, name, value)
+        return new
 
     def validate(self) -> None:
         """Raise RetrievalError naming every bad field; see `retrieval.limits` for the bounds.

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import SearchConfig
+from .plan import RankingPlan, evaluation_config
 from .store import Store
 from .types import ParsedCorpus, RetrievalError, SourceResult
 
@@ -61,13 +62,13 @@ def map_queries(fn: Callable, items: Sequence, threads: int | None = None):
 def embedded_blocks(workbench, collection: str, texts: Sequence[str], configs: Sequence[SearchConfig],
                     size: int = EMBED_BLOCK) -> Iterator[range]:
     """The positions of `texts` in consecutive blocks of `size`, each given once its queries are
-    embedded in batches (`Workbench.embed_queries`) for every config that embeds them. Embedding
+    embedded in batches (`Retriever.embed_queries`) for every config that embeds them. Embedding
     a whole large query set first would push the first queries' vectors out of the cache before
     they are searched, and each would then be embedded again on its own."""
     for start in range(0, len(texts), size):
         block = range(start, min(start + size, len(texts)))
         for config in configs:
-            workbench.embed_queries(collection, [texts[i] for i in block], config)
+            workbench.retriever.embed_queries(collection, [texts[i] for i in block], config)
         yield block
 
 
@@ -258,8 +259,7 @@ def evaluate_collection(
     judged = [q for q in qrels if qrels[q] and q in queries]
     if not judged:
         raise RetrievalError("None of the judged queries has a query text")
-    eval_config = SearchConfig.from_dict({**config.to_dict(), "top_k": config.depth, "min_score": None,
-                                          "min_display_score": None})
+    eval_config = evaluation_config(config)
     rankings: dict[str, dict[str, list[str]]] = {s: {} for s in (*config.sources, "hybrid")}
     texts = [queries[q] for q in judged]
     if explained or eval_config.rerank:
@@ -287,18 +287,19 @@ Ranked = tuple[dict[str, SourceResult], list[str]]  # each source's result, the 
 def ranked_lean(workbench, collection: str, texts: Sequence[str], config: SearchConfig,
                 threads: int | None = None) -> Iterator[Ranked]:
     """For each query in order: each source's result and the fused ranking cut at `config.depth`,
-    as `Workbench.search(...).final_ranking()` gives them without rerank and without score
-    thresholds, from ids and scores alone. Queries go in batches of `QUERY_BATCH`
-    (`Workbench.source_results`: no rows read, a batched source searches a batch at once),
-    `threads` batches at a time (None: `QUERY_THREADS`); the fusion is `Workbench.fused_order`
-    (no explanation); the collection state is pinned once for the whole run."""
+    as `Workbench.search(...).final_ranking()` gives them for a config without rerank, from ids
+    and scores alone. Queries go in batches of `QUERY_BATCH` (`Workbench.source_results`: no rows
+    read, a batched source searches a batch at once), `threads` batches at a time (None:
+    `QUERY_THREADS`); each is ranked by the config's plan (`RankingPlan.final_ids`, no
+    explanation); the collection state is pinned once for the whole run."""
     state = workbench.state(collection)
-    language = workbench.language(collection, state)
-    ties = workbench.collection_tie_values(collection, config.tie_field, state)
+    language = workbench.reads.language(collection, state)
+    ties = workbench.reads.tie_values(collection, config.tie_field, state)
+    plan = RankingPlan(config)
 
     def rank(batch: Sequence[str]) -> list[Ranked]:
         results = workbench.source_results(collection, list(batch), config, state)
-        return [(sources, workbench.fused_order(sources, config, text, language, ties, config.depth))
+        return [(sources, plan.final_ids(sources, text, language, ties))
                 for text, sources in zip(batch, results, strict=True)]
 
     for block in embedded_blocks(workbench, collection, texts, [config]):

@@ -49,6 +49,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .config import SearchConfig
+from .fusion_methods import method_of
 from .records import (
     is_catalogue_record,
     record_descriptions,
@@ -228,9 +229,9 @@ class KnowledgeService:
             "weights": dict(config.weights),
             "bm25_weight": config.weights.get("bm25"),  # seed 003's two fields
             "vector_weight": config.weights.get("dense"),
-            "rrf_k": config.rrf_k if config.fusion == "rrf" else None,
-            "normalization": None if config.fusion == "rrf" else config.normalization,
-            "combination": None if config.fusion == "rrf" else config.combination,
+            # The method's own parameters (`fusion_methods`): null where the method reads none.
+            **{name: getattr(config, name) if method_of(config).uses(name) else None
+               for name in ("rrf_k", "normalization", "combination")},
             "filters": list(config.filters),  # the served config's own (applied inside each source)
             "depth": config.depth,
             "top_k": config.top_k,

@@ -1,34 +1,33 @@
 """Parameter sweeps: many fusion configs judged on one query set, retrieval done once.
 
 `default_grid(base)` is OpenSearch-hybrid-optimizer-style: for two sources s₁, s₂ and the weight
-w ∈ {0.0, 0.1, …, 1.0} of s₁ (s₂ gets 1 − w),
+w ∈ {0.0, 0.1, …, 1.0} of s₁ (s₂ gets 1 − w), every fusion method's grid points
+(`FusionMethod.sweep_points` in `fusion_methods.FUSION_METHODS`) × 11 weights:
 
 - weighted fusion: normalisation ∈ {minmax, l2} × combination ∈ {arithmetic, harmonic,
   geometric} × 11 weights = 66 variants;
 - RRF: k ∈ {1, 5, 10, 20, 60} × 11 weights = 55 variants;
+- DBSF: 11 variants;
 
-121 in all. A variant with weight 0 on a source leaves that source out of its config (weights
+132 in all. A variant with weight 0 on a source leaves that source out of its config (weights
 {s₂: 1.0}): it is the other source alone, not a fusion with a silent partner whose candidates
 would still be ranked behind, tied at 0.
 
 `run_sweep` fetches each query's candidates once per (source, source parameters) at the largest
 depth any variant asks for (`Workbench.source_results`, in batches of `evaluate.QUERY_BATCH`
 through the workbench's candidate cache: ids and scores, no rows; a tie field's values come from
-`Workbench.collection_tie_values`), then, for every variant,
-ranks each query's candidates in memory (`fusion.prepare_source` once per query and source, then
-`scores_from_prepared` and `rank_ids` per variant: the same formulas and tie-breaks as
-`fusion.fuse`, without explanation objects), cuts at the variant's depth and scores the run with
-`evaluate.QrelsEvaluator` (ranx's metric functions on prebuilt arrays). A query whose language
-differs from the collection's is fused under the language rule, as `Workbench.fuse` does. As in
-`evaluate.evaluate_collection`: the per-source minimum raw scores apply, and the fused-score
-thresholds and top-K do not cut evaluation runs.
+`CollectionReads.tie_values`), then, for every variant, runs its ranking plan
+(`plan.RankingPlan` of `plan.evaluation_config(config)`, what `evaluate.evaluate_collection`
+judges: the language rule, per-source minimums, fusion, top-K = depth, no fused-score
+thresholds) lean on each query's cached candidates, a source's preparation shared between the
+variants that prepare it alike (the plan's `memo`), and scores the runs with
+`evaluate.QrelsEvaluator` (ranx's metric functions on prebuilt arrays).
 
 Rerank variants (`rerank_grid`: one first-stage config × top-N × λ ∈ {0.0, 0.1, …, 1.0}) are
 first-stage variants with `rerank` on. Their reranker scores are taken once per query, for the
 union of their heads (`Workbench.rerank_scores`: the texts, caches and stored passage vectors of
-`Workbench.apply_rerank`), before any variant is ranked; each variant then reorders its first
-stage's top-N by `rerank.interpolated_order`, the order `rerank.rerank` gives in a search, and
-keeps the first stage's order below it: the ranking `evaluate_collection` judges for that config.
+`Workbench.apply_rerank`), before any variant is ranked; each variant's plan then reorders its
+top-N with them (`RankingPlan.reranked`, the order a reranked search shows).
 """
 
 from __future__ import annotations
@@ -41,16 +40,13 @@ from typing import Any
 
 from .config import SearchConfig
 from .evaluate import DEFAULT_METRICS, QUERY_BATCH, QrelsEvaluator, embedded_blocks, map_queries
-from .fusion import PreparedSource, prepare_source, rank_ids, scores_from_prepared
-from .language import crosses_languages, language_rule
-from .rerank import interpolated_order
+from .fusion import PreparedSource
+from .fusion_methods import FUSION_METHODS, method_of
+from .plan import RankingPlan, evaluation_config
 from .sources import source_params
 from .types import RetrievalError, SourceResult
 
 WEIGHT_STEPS = tuple(round(i / 10, 1) for i in range(11))  # 0.0, 0.1, …, 1.0
-SWEEP_NORMALIZATIONS = ("minmax", "l2")
-SWEEP_COMBINATIONS = ("arithmetic", "harmonic", "geometric")
-SWEEP_RRF_KS = (1.0, 5.0, 10.0, 20.0, 60.0)
 RERANK_LAMBDAS = WEIGHT_STEPS  # λ of the rerank variants: 0 replaces the first stage's order, 1 keeps it
 RERANK_FIELDS = ("rerank", "reranker", "rerank_top_n", "rerank_lambda")
 
@@ -75,15 +71,12 @@ def pair_weights(sources: Sequence[str], weight: float) -> dict[str, float]:
 def variant_label(config: SearchConfig, sources: Sequence[str], weight: float) -> str:
     """e.g. 'rrf k=60 bm25=0.3 dense=0.7' or 'weighted l2 harmonic bm25=0.3 dense=0.7'."""
     first, second = sources
-    split = f"{first}={weight:g} {second}={round(1.0 - weight, 10):g}"
-    if config.fusion == "rrf":
-        return f"rrf k={config.rrf_k:g} {split}"
-    return f"weighted {config.normalization} {config.combination} {split}"
+    return f"{method_of(config).describe(config)} {first}={weight:g} {second}={round(1.0 - weight, 10):g}"
 
 
 def default_grid(base: SearchConfig, sources: Sequence[str] = ("bm25", "dense")) -> list[Variant]:
-    """The 121-variant grid of the module docstring, every other field taken from `base`
-    (depth, BM25 parameters, per-source minimums, tie field …; rerank turned off)."""
+    """The grid of the module docstring (every method's sweep points × 11 weights), every other
+    field taken from `base` (depth, BM25 parameters, per-source minimums, tie field …; rerank off)."""
     sources = tuple(sources)
     if len(sources) != 2 or sources[0] == sources[1]:
         raise RetrievalError(f"The sweep grid splits weight between two different sources; got {list(sources)}")
@@ -94,13 +87,10 @@ def default_grid(base: SearchConfig, sources: Sequence[str] = ("bm25", "dense"))
         config = SearchConfig.from_dict({**common, **fields, "weights": pair_weights(sources, weight)})
         variants.append(Variant(variant_label(config, sources, weight), config, weight))
 
-    for normalization in SWEEP_NORMALIZATIONS:
-        for combination in SWEEP_COMBINATIONS:
+    for method in FUSION_METHODS.values():
+        for point in method.sweep_points:
             for weight in WEIGHT_STEPS:
-                add(weight, fusion="weighted", normalization=normalization, combination=combination)
-    for k in SWEEP_RRF_KS:
-        for weight in WEIGHT_STEPS:
-            add(weight, fusion="rrf", rrf_k=k)
+                add(weight, fusion=method.name, **point)
     return variants
 
 
@@ -108,9 +98,7 @@ def first_stage_label(config: SearchConfig) -> str:
     """A config's fusion as a label: 'rrf k=60 bm25=0.5 dense=0.5' or 'weighted l2 arithmetic
     bm25=0.4 dense=0.6' (every weighted source, in the config's order)."""
     split = " ".join(f"{name}={weight:g}" for name, weight in config.weights.items())
-    if config.fusion == "rrf":
-        return f"rrf k={config.rrf_k:g} {split}"
-    return f"weighted {config.normalization} {config.combination} {split}"
+    return f"{method_of(config).describe(config)} {split}"
 
 
 def rerank_label(config: SearchConfig) -> str:
@@ -256,58 +244,29 @@ def run_sweep(
     started = time.perf_counter()
     evaluator = QrelsEvaluator({q: qrels[q] for q in judged})
     # A source's candidates prepared (cut at depth, minimum raw score applied, normalised) once
-    # per query and reused by every variant that prepares them the same way.
-    prepared: dict[tuple, PreparedSource] = {}
+    # per query and reused by every variant whose plan prepares them the same way.
+    memo: dict[tuple, PreparedSource] = {}
     rows: list[dict[str, Any]] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}
-    # The language rule (`retrieval.language`) as `Workbench.fuse` applies it: a query crossing
-    # languages is fused with the config the rule gives for it.
-    language = workbench.language(collection, state)
-    crossing = next((queries[q] for q in judged if crosses_languages(queries[q], language)), None)
-
-    def plans_of(config: SearchConfig) -> dict[bool, tuple[SearchConfig, list[tuple[str, tuple]]]]:
-        """Per "crosses languages": the config fused and, per source, how it is prepared."""
-        normalization = None if config.fusion == "rrf" else config.normalization
-        across = language_rule(config, crossing, language)[0] if crossing is not None else config
-        return {crosses: (fused_config, [(source, (source_params(source, fused_config), fused_config.depth,
-                                                   fused_config.min_raw.get(source), normalization))
-                                         for source in fused_config.weights])
-                for crosses, fused_config in ((False, config), (True, across))}
-
-    def first_stage(qid: str, plans, ties, limit: int) -> tuple[list[str], dict[str, float]]:
-        """The fused ids of `qid` best first (at most `limit`) and every candidate's fused score."""
-        fused_config, plan = plans[crossing is not None and crosses_languages(queries[qid], language)]
-        by_source = {}
-        for source, how in plan:
-            entry = prepared.get((qid, how))
-            if entry is None:
-                key, depth, minimum, normalization = how
-                entry = prepared[(qid, how)] = prepare_source(fetched[qid][key].hits[:depth], minimum, normalization)
-            by_source[source] = entry
-        scores = scores_from_prepared(by_source, fused_config)
-        return rank_ids(scores, ties, limit=limit), scores
+    language = workbench.reads.language(collection, state)
+    plans = {v.label: RankingPlan(evaluation_config(v.config)) for v in variants}
 
     def ties_of(config: SearchConfig):
-        return workbench.collection_tie_values(collection, config.tie_field, state) if config.tie_field else None
+        return workbench.reads.tie_values(collection, config.tie_field, state) if config.tie_field else None
 
-    # Rerank variants: their first stages ranked once, and the reranker's scores of the union of
-    # their heads taken once per query (the slow part: a model runs), before any variant is ranked.
-    heads: dict[tuple[str, str], tuple[list[str], dict[str, float]]] = {}
+    def sources_of(qid: str, plan: RankingPlan) -> dict[str, SourceResult]:
+        return {s: fetched[qid][source_params(s, plan.config)] for s in plan.config.weights}
+
+    # Rerank variants: the reranker's scores of the union of their heads taken once per query
+    # (the slow part: a model runs), before any variant is ranked.
     rerank_scores: dict[tuple[str, str], dict[str, float]] = {}
-    stages = {}
-    for variant in reranking:
-        config = variant.config
-        key = first_stage_key(config)
-        plans, ties, limit = stages.get(key, (None, None, 0))
-        stages[key] = (plans or plans_of(config), ties_of(config), max(limit, config.depth, config.rerank_top_n))
-    rerankers = {v.config.reranker for v in reranking}
     for n, qid in enumerate(judged if reranking else [], start=1):
-        wanted: dict[str, list[str]] = {name: [] for name in rerankers}
-        for key, (plans, ties, limit) in stages.items():
-            heads[(qid, key)] = first_stage(qid, plans, ties, limit)
+        wanted: dict[str, list[str]] = {v.config.reranker: [] for v in reranking}
         for variant in reranking:
             config = variant.config
-            head = heads[(qid, first_stage_key(config))][0][: config.rerank_top_n]
+            plan = plans[variant.label]
+            head = plan.first_stage(sources_of(qid, plan), queries[qid], language, ties_of(config),
+                                    config.rerank_top_n, memo, qid)[0]
             seen = set(wanted[config.reranker])
             wanted[config.reranker].extend(d for d in head if d not in seen)
         for name, doc_ids in wanted.items():
@@ -318,23 +277,13 @@ def run_sweep(
     done_before = total_steps - len(variants)
 
     for done, variant in enumerate(variants, start=1):
-        config = variant.config
+        plan = plans[variant.label]
+        reranker = variant.config.reranker
         rankings = {}
-        if config.rerank:
-            key = first_stage_key(config)
-            for qid in judged:
-                ids, scores = heads[(qid, key)]
-                head = ids[: config.rerank_top_n]
-                if head:  # a query without candidates has nothing to rerank (and no scores taken)
-                    rerank_values = rerank_scores[(qid, config.reranker)]
-                    order = interpolated_order([scores[d] for d in head], [rerank_values[d] for d in head],
-                                               config.rerank_lambda)[3]
-                    head = [head[i] for i in order]
-                rankings[qid] = (head + ids[config.rerank_top_n:])[: config.depth]
-        else:
-            plans, ties = plans_of(config), ties_of(config)
-            for qid in judged:
-                rankings[qid] = first_stage(qid, plans, ties, config.depth)[0]
+        for qid in judged:
+            scored = rerank_scores.get((qid, reranker), {})
+            rankings[qid] = plan.final_ids(sources_of(qid, plan), queries[qid], language, ties_of(plan.config),
+                                           lambda head, scored=scored: scored, memo, qid)
         mean, values = evaluator.evaluate_rankings(rankings, metrics)
         per_query[variant.label] = values
         rows.append({**describe(variant), **mean})
@@ -378,7 +327,7 @@ DESCRIPTION_COLUMNS = ("label", "fusion", "normalization", "combination", "weigh
 def describe(variant: Variant) -> dict[str, Any]:
     """A row's descriptive columns (`DESCRIPTION_COLUMNS`)."""
     config = variant.config
-    weighted = config.fusion == "weighted"
+    method = method_of(config)
     weight = variant.weight
     if weight is None:
         first = next(iter(config.weights))
@@ -386,10 +335,10 @@ def describe(variant: Variant) -> dict[str, Any]:
     return {
         "label": variant.label,
         "fusion": config.fusion,
-        "normalization": config.normalization if weighted else None,
-        "combination": config.combination if weighted else None,
+        "normalization": config.normalization if method.uses("normalization") else None,
+        "combination": config.combination if method.uses("combination") else None,
         "weight": weight,
-        "rrf_k": None if weighted else config.rrf_k,
+        "rrf_k": config.rrf_k if method.uses("rrf_k") else None,
         "rerank_top_n": config.rerank_top_n if config.rerank else None,
         "rerank_lambda": config.rerank_lambda if config.rerank else None,
     }

@@ -22,9 +22,10 @@ it below its minimum) → fused minimum (min_score, then min_display_score) → 
 was in the top-K before rerank and is not after). A document in the final top-K is "shown".
 
 The smallest change (`trial_changes`, then `best_change`): one knob at a time, each trial a real
-`Workbench.search`-path run (`Workbench.fuse` on the cached candidates, and the rerank when the
-config has it; a depth or filter trial retrieves once, then it is cached). Tried: each source's
-weight over `WEIGHT_GRID`, RRF k over `RRF_K_GRID` (RRF only), each threshold lowered to the
+run of the config's ranking plan (`Workbench.rank` on the cached candidates, the rerank included
+when the config has it; a depth or filter trial searches once, then it is cached). Tried: each source's
+weight over `WEIGHT_GRID`, the fusion method's own parameters over their trial grids (RRF k:
+`fusion_methods.RRF_K_GRID`), each threshold lowered to the
 largest value on its step grid that the document's score passes (or removed), rerank off, the
 rerank λ over `LAMBDA_GRID`, language-aware fusion off (a query crossing languages), the depth
 raised to the document's position in each source, the filters removed, top-K raised to the
@@ -46,15 +47,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .config import SearchConfig
+from .fusion_methods import FUSION_METHODS, method_of
 from .language import crosses_languages
+from .retriever import SearchResult
 from .sources import SOURCES, candidate_key, label
-from .types import Hit, SourceResult
-
-if TYPE_CHECKING:
-    from .workbench import SearchResult
+from .types import Hit, RetrievalError, SourceResult
 
 # Stages, in pipeline order; SHOWN: it is in the final top-K.
 FILTER, DEPTH, MIN_RAW, MIN_FUSED, MIN_DISPLAY, TOP_K, RERANK, SHOWN = (
@@ -64,7 +64,6 @@ STAGES = (FILTER, DEPTH, MIN_RAW, MIN_FUSED, MIN_DISPLAY, TOP_K, RERANK)
 # The search space of the trials: the Search page's slider ranges and steps (ui/controls.py), so
 # that a suggested change can be applied there without a slider clamping or rounding it.
 WEIGHT_GRID = tuple(round(0.05 * i, 2) for i in range(21))  # 0, 0.05, …, 1
-RRF_K_GRID = (1, 2, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 100, 120, 150, 200)
 LAMBDA_GRID = tuple(round(0.05 * i, 2) for i in range(21))  # rerank λ: the slider's 0, 0.05, …, 1
 DEPTH_TRIAL_MAX = 500
 TOP_K_TRIAL_MAX = 100
@@ -264,8 +263,6 @@ class Trial:
 
 def _with(config: SearchConfig, **changes: Any) -> SearchConfig | None:
     """A copy of `config` with `changes`, or None when that is not a valid config."""
-    from .types import RetrievalError
-
     try:
         return replace(config, **changes)
     except RetrievalError:
@@ -287,10 +284,11 @@ def trial_changes(config: SearchConfig, standings: Sequence[SourceStanding], bas
             if any(w > 0 for w in weights.values()):
                 add(f"weights.{source}", weight, value, relative_change(weight, value), FUSION_ONLY,
                     _with(config, weights=weights))
-    if config.fusion == "rrf":
-        for k in RRF_K_GRID:
-            add("rrf_k", config.rrf_k, float(k), relative_change(config.rrf_k, k), FUSION_ONLY,
-                _with(config, rrf_k=float(k)))
+    for param in method_of(config).params:  # the fusion method's own parameters, on their trial grids
+        old = getattr(config, param.field)
+        for value in param.trial_grid:
+            add(param.field, old, value, relative_change(old, value), FUSION_ONLY,
+                _with(config, **{param.field: value}))
     for s in standings:
         if s.minimum is not None and s.score is not None and s.score < s.minimum:
             spec = SOURCES.get(s.source)
@@ -350,7 +348,10 @@ def knob_label(knob: str) -> str:
         return f"{label(source)} weight"
     if name == "min_raw":
         return f"minimum {label(source)} raw score"
-    return {"rrf_k": "RRF k", "min_score": "minimum fused score", "min_display_score": "minimum display score",
+    params = {p.field: p.label for method in FUSION_METHODS.values() for p in method.params}
+    if knob in params:
+        return params[knob]
+    return {"min_score": "minimum fused score", "min_display_score": "minimum display score",
             "rerank": "rerank", "depth": "candidate depth", "filters": "filters", "top_k": "top-K"}.get(knob, knob)
 
 
@@ -369,8 +370,6 @@ def _value(value: Any) -> str:
 # ---- the walk, over a Workbench ----------------------------------------------------------------
 def explain(workbench, collection: str, query: str, config: SearchConfig, doc_id: str) -> Explanation:
     """`Workbench.explain_document`: the standings, the dropping stage and the changes that work."""
-    from .types import RetrievalError
-
     config.validate()
     doc_id = (doc_id or "").strip()
     if not doc_id:
@@ -378,11 +377,11 @@ def explain(workbench, collection: str, query: str, config: SearchConfig, doc_id
     row = workbench.documents(collection, [doc_id]).get(doc_id)
     if row is None:
         raise RetrievalError(f"Unknown document id {doc_id!r} in collection {collection!r}")
-    allowed = workbench.filtered_ids(collection, config.filters)[0] if config.filters else None
+    allowed = workbench.reads.filtered_ids(collection, config.filters)[0] if config.filters else None
     filtered_out = allowed is not None and doc_id not in allowed
     base = workbench.search(collection, query, config)
     ranking_config = replace(config, filters=[]) if filtered_out else config
-    rankings = workbench.source_rankings(collection, query, ranking_config)
+    rankings = workbench.retriever.source_rankings(collection, query, ranking_config)
     standings = [standing(name, doc_id, scored, returned, base.candidates.sources.get(name),
                           config.min_raw.get(name), unscored)
                  for name, (returned, scored, unscored) in rankings.items()]
@@ -407,15 +406,11 @@ def explain(workbench, collection: str, query: str, config: SearchConfig, doc_id
 
 
 def run_trial(workbench, base: SearchResult, config: SearchConfig) -> SearchResult:
-    """The search under `config`: on `base`'s candidates when they are the same (a fusion-only
-    change: `Workbench.fuse`, then the rerank when on), else through `Workbench.search`."""
+    """The search under `config`: its ranking plan on `base`'s candidates when they are the same
+    (a fusion-only change: `Workbench.rank`, what a search runs after retrieval), else a search."""
     if candidate_key(config) != candidate_key(base.config):
         return workbench.search(base.candidates.collection, base.query, config)
-    result = replace(base, config=config, outcome=workbench.fuse(base.candidates, config), reranked=None,
-                     reranker_name=None, reranker_kind=None)
-    if config.rerank:
-        workbench.apply_rerank(result)
-    return result
+    return workbench.rank(base.candidates, config)
 
 
 def standing_cells(s: SourceStanding, depth: int) -> dict[str, str]:

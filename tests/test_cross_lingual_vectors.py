@@ -113,13 +113,13 @@ def test_a_collection_without_them_says_why(tmp_path):
 def test_batch_query_embedding_uses_each_querys_model(zoo):
     wb = Workbench(zoo.store)  # fresh caches
     english = "dogs that like walks"
-    assert wb.embed_queries("zoo", [english, CHINESE_QUERY, english], DENSE) == 2
+    assert wb.retriever.embed_queries("zoo", [english, CHINESE_QUERY, english], DENSE) == 2
     assert wb.caches.query_vectors.get((MINILM, english)) is not None
     assert wb.caches.query_vectors.get((E5, CHINESE_QUERY)) is not None
     assert wb.caches.query_vectors.get((MINILM, CHINESE_QUERY)) is None  # not needed by the vector source
     # the graph source embeds with the collection's model: that one is needed too
     graph = SearchConfig(weights={"dense": 1.0, "graph": 1.0})
-    assert wb.embed_queries("zoo", [CHINESE_QUERY], graph) == 1
+    assert wb.retriever.embed_queries("zoo", [CHINESE_QUERY], graph) == 1
     assert wb.caches.query_vectors.get((MINILM, CHINESE_QUERY)) is not None
 
 

@@ -236,20 +236,21 @@ def test_cli_sweep_json_and_table(small_beir, tmp_path, run_cli):
     out = run_cli("sweep", str(small_beir), "--json", "--max-queries", "12", "--depth", "20", db=db)
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)  # stdout is exactly one JSON list
-    assert len(rows) == 121
+    assert len(rows) == 132
     assert {"label", "config", "metrics"} == set(rows[0])
     assert set(rows[0]["metrics"]) == {"ndcg@10", "mrr@10", "recall@100", "precision@10", "map"}
     firsts = [row["metrics"]["ndcg@10"] for row in rows]
     assert firsts == sorted(firsts, reverse=True)
     assert all(row["config"]["depth"] == 20 for row in rows)
-    assert "121 variants over 12 queries" in out.stderr
+    assert "132 variants over 12 queries" in out.stderr
     table = run_cli("sweep", str(small_beir), "--max-queries", "12", "--top", "5", db=db)
     assert table.returncode == 0, table.stderr
     assert "reusing cached collection" in table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].startswith("121 variants, 12 queries") and len(lines) == 2 + 5 + 1 + 7 + 1
-    assert lines[7] == "best of each family:"  # rrf, then weighted × {minmax, l2} × 3 combinations
-    assert sum(line.startswith("    rrf k=") for line in lines[8:15]) == 1
+    assert lines[0].startswith("132 variants, 12 queries") and len(lines) == 2 + 5 + 1 + 8 + 1
+    assert lines[7] == "best of each family:"  # rrf, dbsf, weighted × {minmax, l2} × 3 combinations
+    assert sum(line.startswith("    rrf k=") for line in lines[8:16]) == 1
+    assert sum(line.startswith("    dbsf ") for line in lines[8:16]) == 1
     assert lines[-1].startswith("held-out ndcg@10 of taking the best variant (5-fold over queries)")
     bad = run_cli("sweep", str(small_beir), "--sources", "bm25", db=db)
     assert bad.returncode == 2 and "two different sources" in bad.stderr
@@ -261,7 +262,7 @@ def test_cli_sweep_rerank_grid(small_beir, tmp_path, run_cli):
                   "--rerank-top-ns", "5,10", db=db)
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
-    assert len(rows) == 121 + 2 * 11  # the default first stage is in the grid: no separate baseline
+    assert len(rows) == 132 + 2 * 11  # the default first stage is in the grid: no separate baseline
     reranked = [row for row in rows if row["config"]["rerank"]]
     assert sorted((r["config"]["rerank_top_n"], r["config"]["rerank_lambda"]) for r in reranked) == sorted(
         (n, lam / 10) for n in (5, 10) for lam in range(11))

@@ -1,5 +1,5 @@
 """The lean evaluation path (ids and scores only: `evaluate.ranked_lean`, `Workbench.source_results`,
-the vector source's `search_batch`, `Workbench.fused_order`) gives exactly the explained path's
+the vector source's `search_batch`, `RankingPlan.first_stage`) gives exactly the explained path's
 rankings and metrics (`Workbench.search` per query: rows read, fusion explained)."""
 
 from pathlib import Path
@@ -11,6 +11,7 @@ from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
 from retrieval.ingest import parse_bytes, parse_path
 from retrieval.pipeline import create_collection
+from retrieval.plan import RankingPlan
 from retrieval.sources.base import top_hits
 from retrieval.sources.dense import InMemoryDenseSource, exact_similarities, unit
 from retrieval.store import Store
@@ -210,13 +211,15 @@ def test_top_hits_orders_by_score_then_id_with_ties():
                 assert top_hits(ids, scores, depth, keep_zero=keep_zero, mask=m) == want
 
 
-def test_fused_order_is_fuse_s_ranking_with_the_language_rule(sample_store):
+def test_the_plan_s_first_stage_is_the_explained_ranking_with_the_language_rule(sample_store):
     store, queries, _ = sample_store
     workbench = Workbench(store)
-    language = workbench.language("xsmall")
-    for config in (SearchConfig(depth=10), SearchConfig(fusion="weighted", normalization="l2", depth=10)):
+    language = workbench.reads.language("xsmall")
+    for config in (SearchConfig(depth=10), SearchConfig(fusion="weighted", normalization="l2", depth=10),
+                   SearchConfig(fusion="dbsf", depth=10)):
+        plan = RankingPlan(config)
         for qid in list(queries)[15:25]:  # English and crossing (Chinese) queries
             candidates = workbench.candidates("xsmall", queries[qid], config)
-            explained = [r.doc_id for r in workbench.fuse(candidates, config).ranked]
-            assert workbench.fused_order(candidates.sources, config, queries[qid], language) == explained
-            assert workbench.fused_order(candidates.sources, config, queries[qid], language, limit=4) == explained[:4]
+            explained = [r.doc_id for r in workbench.rank(candidates, config).outcome.ranked]
+            assert plan.first_stage(candidates.sources, queries[qid], language)[0] == explained
+            assert plan.first_stage(candidates.sources, queries[qid], language, limit=4)[0] == explained[:4]

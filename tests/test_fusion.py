@@ -5,7 +5,8 @@ import math
 import pytest
 
 from retrieval.config import SearchConfig
-from retrieval.fusion import fuse, rrf_display_factor, rrf_term
+from retrieval.fusion import rrf_display_factor, rrf_term
+from retrieval.plan import fuse
 from retrieval.types import Hit, SourceResult
 
 
@@ -264,7 +265,7 @@ def test_zero_weights_in_a_mean_give_zero_not_a_division_error():
 
 
 def test_fused_order_equals_fuse_order_including_ties_and_thresholds():
-    from retrieval.fusion import fused_order, fused_scores
+    from retrieval.plan import fused_order, fused_scores
 
     # many ties: equal raw scores, equal ranks across sources, a quality field on some docs
     candidates = {

@@ -55,7 +55,7 @@ def test_below_the_limit_every_ingest_writes_the_graph(inline, documents):
         assert inline.info(name).graph == "" and inline.has_graph_tables(name)
         assert len(graph(inline, name)["event_times"]) == len(documents)
     wb = Workbench(inline)
-    assert wb.graph_status("whole").note == "graph index: built"
+    assert wb.graph.status("whole").note == "graph index: built"
     assert wb.search("whole", QUERY, CONFIG).candidates.sources["graph"].hits
 
 
@@ -67,7 +67,7 @@ def test_a_large_create_defers_the_graph_and_the_build_writes_the_inline_tables(
     assert store.info("big").graph == "pending" and graph(store, "big") is None
     assert not any(t.endswith("__big") for t in store._table_names())
     wb = Workbench(store)
-    wb.graph_in_background = False
+    wb.graph.in_background = False
     result = wb.search("big", QUERY, CONFIG)
     assert result.candidates.sources["bm25"].hits  # the other sources search as always
     pending = result.candidates.sources["graph"]
@@ -75,18 +75,18 @@ def test_a_large_create_defers_the_graph_and_the_build_writes_the_inline_tables(
     assert pending.notes == (f"graph index: pending ({len(documents):,} documents; entity extraction runs after "
                              "an ingest of 5 documents or more, in the background from the graph source's first "
                              "search, or `collections graph NAME`); the graph source joins when it is built",)
-    assert wb.graph_status("big").state == "pending"
+    assert wb.graph.status("big").state == "pending"
     assert result.outcome.results  # fused from BM25 alone
 
     reports = []
     state = store.state_key("big")
-    info = wb.build_graph("big", progress=lambda *r: reports.append(r))
+    info = wb.graph.build("big", progress=lambda *r: reports.append(r))
     assert info.graph == "" and store.info("big").graph == ""
     assert reports[0] == ("finding entities", 0, len(documents))
     assert reports[-1] == ("finding entities", len(documents), len(documents))
     assert graph(store, "big") == graph(inline, "whole")
     assert store.state_key("big") != state  # caches keyed on the state read the built graph
-    status = wb.graph_status("big")
+    status = wb.graph.status("big")
     assert (status.state, status.done, status.total) == ("current", len(documents), len(documents))
     built = wb.search("big", QUERY, CONFIG).candidates.sources["graph"]
     assert built.hits == inline_hits(inline, "whole") and built.notes == ()
@@ -113,15 +113,15 @@ def test_an_add_marks_the_graph_pending_and_a_rebuild_includes_the_new_documents
     monkeypatch.setattr(limits, "GRAPH_INLINE_MAX", 5)
     store = Store(str(tmp_path))
     create_collection(store, "big", ParsedCorpus(documents[:-3]))
-    Workbench(store).build_graph("big")
+    Workbench(store).graph.build("big")
     before = graph(store, "big")
     add_documents(store, "big", ParsedCorpus(documents[-3:]))
     assert store.info("big").graph == "pending" and store.info("big").doc_count == len(documents)
     assert graph(store, "big") == before  # the old tables stay, out of date, until the rebuild
     wb = Workbench(store)
-    wb.graph_in_background = False
+    wb.graph.in_background = False
     assert wb.search("big", QUERY, CONFIG).candidates.sources["graph"].hits == ()
-    wb.build_graph("big")
+    wb.graph.build("big")
     assert graph(store, "big") == graph(inline, "first") == graph(inline, "whole")
     # An add below the limit to a pending graph leaves it pending (its rows alone would be incomplete).
     monkeypatch.setattr(limits, "GRAPH_INLINE_MAX", 1000)
@@ -156,12 +156,12 @@ def test_a_failed_build_leaves_the_collection_as_before(tmp_path, monkeypatch, d
     monkeypatch.setattr(store_module, "crash_point", crash)
     wb = Workbench(store)
     with pytest.raises(RuntimeError, match="killed at graph:catalogue"):
-        wb.build_graph("big")
+        wb.graph.build("big")
     assert graph(store, "big") is None and store.info("big") == info
     assert store.table("big").version > version  # restored: a new version equal to the old one
     assert store.table("big").count_rows() == len(documents)
     assert not list(store.lock_dir.glob("*.journal.json"))
-    status = wb.graph_status("big")
+    status = wb.graph.status("big")
     assert status.state == "failed" and status.note == ("graph index: the build failed (RuntimeError: killed at "
                                                         "graph:catalogue); it is tried again on the next search")
 
@@ -174,8 +174,8 @@ def test_the_first_search_builds_the_graph_in_the_background(tmp_path, monkeypat
     first = wb.search("big", QUERY, CONFIG).candidates.sources["graph"]
     assert first.hits == () and first.notes[0].startswith("graph index: ")
     assert first.notes[0].endswith("the graph source joins when it is built")
-    wb.wait_graph("big")
-    assert wb.graph_status("big").state == "current" and store.info("big").graph == ""
+    wb.graph.wait("big")
+    assert wb.graph.status("big").state == "current" and store.info("big").graph == ""
     assert wb.search("big", QUERY, CONFIG).candidates.sources["graph"].hits == inline_hits(inline, "whole")
 
 

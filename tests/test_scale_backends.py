@@ -94,7 +94,8 @@ def test_small_collection_vector_search_in_memory_equals_lancedb_exact_scan(tmp_
     create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
     query = "animals awake at night"
     memory = wb.search("zoo", query, SearchConfig(weights={"dense": 1.0})).candidates.sources["dense"].hits
-    lance = DenseSource(wb.store.table("zoo"), lambda q: wb.query_vector(wb.info("zoo").model, q)).search(query, 10)
+    embed = lambda q: wb.retriever.query_vector(wb.info("zoo").model, q)  # noqa: E731
+    lance = DenseSource(wb.store.table("zoo"), embed).search(query, 10)
     assert [h.doc_id for h in memory] == [h.doc_id for h in lance]
     assert [h.raw_score for h in memory] == pytest.approx([h.raw_score for h in lance], abs=1e-6)
     add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))  # a new state reads the vectors again

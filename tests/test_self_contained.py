@@ -30,7 +30,7 @@ SUBSET = [
     "tests/test_ingest.py::test_beir_bundled_xquad_sample",
     "tests/test_ingest.py::test_beir_large_corpus_parses_whole",
     "tests/test_abtest.py::test_t_test_p_value_equals_scipy_on_the_per_query_values",
-    "tests/test_sweep.py::test_default_grid_has_121_variants_split_as_documented",
+    "tests/test_sweep.py::test_default_grid_has_132_variants_split_as_documented",
     "tests/test_fusion.py",
 ]
 

@@ -7,9 +7,9 @@ import pytest
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
-from retrieval.fusion import fuse, fused_order
 from retrieval.ingest import parse_path
 from retrieval.pipeline import create_collection
+from retrieval.plan import fuse, fused_order
 from retrieval.store import Store
 from retrieval.sweep import Variant, default_grid, rerank_grid, retrieval_plan, run_sweep, with_rerank_grid
 from retrieval.types import ParsedCorpus, RetrievalError
@@ -35,9 +35,16 @@ class CountingWorkbench(Workbench):
         self.calls += len(queries)
         return super().source_results(collection, queries, config, state)
 
-    def _documents(self, collection, state, ids, row_ids=None):
-        self.rows_read += len(ids)
-        return super()._documents(collection, state, ids, row_ids)
+    def __init__(self, store):
+        super().__init__(store)
+        read = self.reads.documents
+
+        def counted(collection, ids, state=None, row_ids=None):
+            ids = set(ids)
+            self.rows_read += len(ids)
+            return read(collection, ids, state, row_ids)
+
+        self.reads.documents = counted
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +65,16 @@ def small_sample(tmp_path_factory):
     return workbench, corpus
 
 
-def test_default_grid_has_121_variants_split_as_documented():
+def test_default_grid_has_132_variants_split_as_documented():
     base = SearchConfig(depth=50, bm25_k1=1.2, rerank=True, top_k=7)
     grid = default_grid(base)
-    assert len(grid) == 121
-    assert len({v.label for v in grid}) == 121
+    assert len(grid) == 132
+    assert len({v.label for v in grid}) == 132
     weighted = [v for v in grid if v.config.fusion == "weighted"]
     rrf = [v for v in grid if v.config.fusion == "rrf"]
-    assert len(weighted) == 66 and len(rrf) == 55
+    dbsf = [v for v in grid if v.config.fusion == "dbsf"]
+    assert len(weighted) == 66 and len(rrf) == 55 and len(dbsf) == 11
+    assert [v.config.fusion for v in grid] == ["weighted"] * 66 + ["rrf"] * 55 + ["dbsf"] * 11  # the rows' tie order
     assert {(v.config.normalization, v.config.combination) for v in weighted} == {
         (n, c) for n in ("minmax", "l2") for c in ("arithmetic", "harmonic", "geometric")}
     assert sorted({v.config.rrf_k for v in rrf}) == [1.0, 5.0, 10.0, 20.0, 60.0]
@@ -94,7 +103,7 @@ def test_fused_order_equals_fuse_for_every_grid_variant_on_real_candidates(small
             expected = [r.doc_id for r in fuse(candidates.sources, variant.config).ranked]
             assert fused_order(candidates.sources, variant.config) == expected, (qid, variant.label)
             compared += 1
-    assert compared == 12 * 121
+    assert compared == 12 * 132
 
 
 def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_sample):
@@ -107,8 +116,8 @@ def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_sa
     result = run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, grid,
                        progress=lambda done, total: seen.append((done, total)))
     assert workbench.calls == N_QUERIES and workbench.rows_read == 0
-    assert seen[-1] == (N_QUERIES + 121, N_QUERIES + 121) and len(seen) == N_QUERIES + 121
-    assert result.n_queries == N_QUERIES and len(result.rows) == 121
+    assert seen[-1] == (N_QUERIES + 132, N_QUERIES + 132) and len(seen) == N_QUERIES + 132
+    assert result.n_queries == N_QUERIES and len(result.rows) == 132
     # rows best first by the first metric
     firsts = [row["ndcg@10"] for row in result.rows]
     assert firsts == sorted(firsts, reverse=True)
@@ -117,7 +126,7 @@ def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_sa
     assert list(frame.columns) == ["label", "fusion", "normalization", "combination", "weight", "rrf_k",
                                    "rerank_top_n", "rerank_lambda", "ndcg@10", "mrr@10", "recall@100",
                                    "precision@10", "map"]
-    assert len(result.per_query) == 121 and len(result.per_query[result.best().label]) == N_QUERIES
+    assert len(result.per_query) == 132 and len(result.per_query[result.best().label]) == N_QUERIES
     rows = {row["label"]: row for row in result.rows}
     assert rows["rrf k=10 bm25=0.3 dense=0.7"]["rrf_k"] == 10.0
     assert rows["rrf k=10 bm25=0.3 dense=0.7"]["normalization"] is None
@@ -192,10 +201,10 @@ def test_rerank_grid_labels_and_fields():
     # the baseline (no rerank) is added only when no variant has that config already
     grid = default_grid(base)
     extended = with_rerank_grid(grid, base, lambdas=(0.5,))
-    assert extended[:121] == grid and [v.label for v in extended[121:]] == [
+    assert extended[:132] == grid and [v.label for v in extended[132:]] == [
         "rerank e5 top-20 λ=0.5 · weighted l2 arithmetic bm25=0.4 dense=0.6"]
     odd = SearchConfig(weights={"bm25": 0.45, "dense": 0.55})
-    assert [v.label for v in with_rerank_grid(grid, odd, lambdas=(0.5,))[121:]] == [
+    assert [v.label for v in with_rerank_grid(grid, odd, lambdas=(0.5,))[132:]] == [
         "weighted l2 arithmetic bm25=0.45 dense=0.55 · no rerank",
         "rerank e5 top-50 λ=0.5 · weighted l2 arithmetic bm25=0.45 dense=0.55"]
     with pytest.raises(RetrievalError, match="at least one λ"):

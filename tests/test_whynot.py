@@ -224,8 +224,8 @@ def test_unknown_or_empty_document_id_is_a_clear_error(workbench):
 
 
 def test_title_or_id_search_finds_documents(workbench):
-    assert workbench.find_documents("fruit", "A") == [("a", "")]
-    assert workbench.find_documents("fruit", "") == []
+    assert workbench.reads.find_documents("fruit", "A") == [("a", "")]
+    assert workbench.reads.find_documents("fruit", "") == []
 
 
 def test_cli_explain_doc_prints_the_table_the_stage_and_the_smallest_change(workbench, db, capsys):

@@ -155,9 +155,9 @@ def test_rerank_top_n_then_first_stage_tail_cut_at_top_k(workbench):
     assert [fused.doc_id for fused, reranked in final[2:]] == fused_order[2:4]
     assert all(reranked is None for _, reranked in final[2:])
     # scores are cached per (model, query, doc): a slider move reranks nothing new
-    cached = len(workbench.rerank_cache)
+    cached = len(workbench.caches.rerank)
     workbench.search("animals", "which animal makes honey", SearchConfig.from_dict({**config.to_dict(), "rrf_k": 5.0}))
-    assert len(workbench.rerank_cache) == cached
+    assert len(workbench.caches.rerank) == cached
 
 
 def test_vector_index_keeps_similarities_exact(tmp_path):
@@ -166,7 +166,7 @@ def test_vector_index_keeps_similarities_exact(tmp_path):
     config = SearchConfig(weights={"dense": 1.0}, depth=6)
     exact = [(h.doc_id, h.raw_score) for h in wb.candidates("zoo", "night hunters", config).sources["dense"].hits]
     wb.store.build_vector_index("zoo", index_type="IVF_FLAT", num_partitions=2)
-    source = wb.source("zoo", "dense", config)
+    source = wb.retriever.source("zoo", "dense", config)
     assert source.has_index
     indexed = [(h.doc_id, h.raw_score) for h in wb.candidates("zoo", "night hunters", config).sources["dense"].hits]
     assert [d for d, _ in indexed] == [d for d, _ in exact]
@@ -175,13 +175,13 @@ def test_vector_index_keeps_similarities_exact(tmp_path):
 
 def test_parameter_slides_of_one_source_never_evict_another_built_source(workbench):
     config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0, "keyword": 1.0})
-    dense = workbench.source("animals", "dense", config)
-    bm25 = workbench.source("animals", "bm25", config)
+    dense = workbench.retriever.source("animals", "dense", config)
+    bm25 = workbench.retriever.source("animals", "bm25", config)
     for points in range(40):  # more keyword parameter sets than any per-source cache holds
         moved = SearchConfig(weights=config.weights, keyword={"description": float(points)})
         workbench.search("animals", "milk", moved)
-    assert workbench.source("animals", "dense", config) is dense
-    assert workbench.source("animals", "bm25", config) is bm25
+    assert workbench.retriever.source("animals", "dense", config) is dense
+    assert workbench.retriever.source("animals", "bm25", config) is bm25
 
 
 def test_a_deleted_and_recreated_collection_never_hits_the_old_caches(tmp_path):

@@ -13,7 +13,8 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.config import BM25_BACKENDS, COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
+from retrieval.config import BM25_BACKENDS, NORMALIZATIONS, SearchConfig
+from retrieval.fusion_methods import COMBINATIONS, FUSION_METHODS, display_help, method_of, method_params, methods_help
 from retrieval.highlight import escape_markdown
 from retrieval.rerank import measured_effect
 from retrieval.sources import SOURCES, Param, label
@@ -23,9 +24,11 @@ from retrieval.workbench import Workbench
 from . import corpus, resources, state
 from .views import markdown_safe
 
-FUSION_LABELS = {"rrf": "RRF (reciprocal rank fusion)", "weighted": "Weighted sum of normalised scores"}
+FUSION_LABELS = {name: method.label for name, method in FUSION_METHODS.items()}
 NORMALIZATION_LABELS = {"minmax": "min-max", "zscore": "z-score", "l2": "l2 (x / ‖x‖)", "none": "none (raw scores)"}
-COMBINATION_LABELS = {"arithmetic": "arithmetic mean", "harmonic": "harmonic mean", "geometric": "geometric mean"}
+COMBINATION_LABELS = {name: combination.label for name, combination in COMBINATIONS.items()}
+# Config fields some fusion method reads: a control of one the current method does not read is greyed out.
+METHOD_PARAMS = method_params()
 
 
 def _clamp(value: float, low: float, high: float) -> float:
@@ -34,24 +37,25 @@ def _clamp(value: float, low: float, high: float) -> float:
 
 @dataclass(frozen=True)
 class Knob:
-    """One config control: a widget, how to read its value from a config and write it back."""
+    """One config control: a widget, how to read its value from a config, and the config with a
+    new value written (configs are frozen: `write` returns the edited copy)."""
 
     key: str
     label: str
     help: str
     widget: Callable[..., Any]
     read: Callable[[SearchConfig], Any]
-    write: Callable[[SearchConfig, Any], None]
+    write: Callable[[SearchConfig, Any], SearchConfig]
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def _set(name: str, cast: Callable[[Any], Any] = lambda v: v) -> Callable[[SearchConfig, Any], None]:
-    return lambda config, value: setattr(config, name, cast(value))
+def _set(name: str, cast: Callable[[Any], Any] = lambda v: v) -> Callable[[SearchConfig, Any], SearchConfig]:
+    return lambda config, value: config.edited(**{name: cast(value)})
 
 
 def _weight_knob(source: str) -> Knob:
-    def write(config: SearchConfig, value: float) -> None:
-        config.weights = {**config.weights, source: float(value)}
+    def write(config: SearchConfig, value: float) -> SearchConfig:
+        return config.edited(weights={**config.weights, source: float(value)})
 
     return Knob(f"w_{source}", f"{label(source)} weight", SOURCES[source].weight_help, st.slider,
                 lambda c: _clamp(float(c.weights.get(source, 0.0)), 0.0, 1.0), write,
@@ -62,9 +66,9 @@ def _min_raw_knob(source: str) -> Knob:
     param = SOURCES[source].min_raw
     low, high, step = param.low, param.high, param.step
 
-    def write(config: SearchConfig, value: float) -> None:
+    def write(config: SearchConfig, value: float) -> SearchConfig:
         rest = {k: v for k, v in config.min_raw.items() if k != source}
-        config.min_raw = {**rest, source: float(value)} if value > low else rest
+        return config.edited(min_raw={**rest, source: float(value)} if value > low else rest)
 
     return Knob(f"min_raw_{source}", param.label, param.help, st.slider,
                 lambda c: _clamp(float(c.min_raw.get(source, low)), low, high), write,
@@ -82,11 +86,10 @@ def _param_knob(param: Param) -> Knob:
         value = getattr(config, group)[key] if group else getattr(config, key)
         return cast(_clamp(value, param.low, param.high))
 
-    def write(config: SearchConfig, value: Any) -> None:
+    def write(config: SearchConfig, value: Any) -> SearchConfig:
         if group:
-            setattr(config, group, {**getattr(config, group), key: float(value)})
-        else:
-            setattr(config, key, float(value))
+            return config.edited(**{group: {**getattr(config, group), key: float(value)}})
+        return config.edited(**{key: float(value)})
 
     return Knob(param.path, param.label, param.help, st.slider, read, write,
                 dict(min_value=cast(param.low), max_value=cast(param.high), step=cast(param.step)))
@@ -101,35 +104,34 @@ EXTRA_SOURCE_DEFAULT_WEIGHT = 0.5
 
 MAIN_KNOBS: tuple[Knob, ...] = (
     Knob("fusion", "Fusion method",
-         "How the two ranked lists become one score. RRF adds w/(k + rank) per source: only ranks count, "
-         "raw score values are ignored. Weighted sum adds w × normalised score: the score values count, "
-         "so the normalisation below matters.",
+         "How the ranked lists become one score. " + methods_help(),
          st.selectbox, lambda c: c.fusion, _set("fusion"),
          dict(options=list(FUSION_METHODS), format_func=FUSION_LABELS.get)),
     *(_weight_knob(source) for source in CORE_SOURCES),
     Knob("rrf_k", "RRF k",
          "RRF only: each source adds w/(k + rank). A small k makes rank 1 worth far more than rank 10 "
          "(k=1: 1/2 vs 1/11); a large k flattens the curve (k=60: 1/61 vs 1/70), which squeezes raw "
-         "fused scores into 0.014–0.016. The display score rescales by (k + 1)/Σw so rank 1 everywhere reads 1.0.",
+         "fused scores into 0.014–0.016. The display score rescales by (k + 1)/Σw so rank 1 everywhere reads 1.0. "
+         "Greyed out for a method that does not use k.",
          st.slider, lambda c: round(_clamp(c.rrf_k, 1, 200)), _set("rrf_k", float),
          dict(min_value=1, max_value=200, step=1)),
     Knob("normalization", "Score normalisation",
          "Weighted sum: puts each source's raw scores on one scale before weighting, over this query's "
          "candidates. min-max: (x − min)/(max − min) in [0, 1]; z-score: (x − mean)/std; none: raw values "
-         "(BM25's 0–30 would swamp cosine's 0–1). RRF ignores it; the normalised values are still shown.",
+         "(BM25's 0–30 would swamp cosine's 0–1). Greyed out for a method that does not use it (RRF ranks; DBSF "
+         "normalises by mean ± 3σ of its own).",
          st.selectbox, lambda c: c.normalization, _set("normalization"),
          dict(options=list(NORMALIZATIONS), format_func=NORMALIZATION_LABELS.get)),
     Knob("combination", "Combination",
-         "Weighted sum only: how the weighted, normalised scores combine. Arithmetic: Σ w·x (a source "
-         "that did not return the document adds 0). Harmonic: Σw / Σ(w/x), pulled down by the weakest "
-         "source. Geometric: exp(Σ w·ln x / Σw), rewards agreement. Harmonic and geometric leave out a "
-         "source whose normalised score is 0 or missing for that document.",
+         "Weighted sum only: how the weighted, normalised scores combine. "
+         + " ".join(c.help for c in COMBINATIONS.values())
+         + " Harmonic and geometric leave out a source whose normalised score is 0 or missing for that document.",
          st.selectbox, lambda c: c.combination, _set("combination"),
          dict(options=list(COMBINATIONS), format_func=COMBINATION_LABELS.get)),
     Knob("min_display", "Minimum fused score (display scale)",
          "Cuts results whose display score is below this (0 = off); ranks above the cut do not change. "
-         "The display score is the fused score rescaled so 1.0 is the best possible: RRF × (k + 1)/Σw, "
-         "weighted sum ÷ Σw. So 0.5 keeps results with at least half the best possible fused score.",
+         "The display score is the fused score rescaled so 1.0 is the best possible: " + display_help() + ". "
+         "So 0.5 keeps results with at least half the best possible fused score.",
          st.slider, lambda c: _clamp(c.min_display_score or 0.0, 0.0, 1.0),
          _set("min_display_score", lambda v: float(v) if v > 0 else None),
          dict(min_value=0.0, max_value=1.0, step=0.01)),
@@ -185,10 +187,10 @@ ADVANCED_KNOBS: tuple[Knob, ...] = (
 )
 
 
-def _pick_sources(config: SearchConfig, picked: list[str]) -> None:
+def _pick_sources(config: SearchConfig, picked: list[str]) -> SearchConfig:
     kept = {name: w for name, w in config.weights.items() if name not in EXTRA_SOURCES or name in picked}
     kept.update({name: EXTRA_SOURCE_DEFAULT_WEIGHT for name in picked if name not in kept})
-    config.weights = kept
+    return config.edited(weights=kept)
 
 
 SOURCES_KNOB = Knob(
@@ -212,11 +214,16 @@ SOURCE_KNOBS["graph"] += (
 GRAPH_KNOBS = SOURCE_KNOBS["graph"]
 
 
+def _method(config: SearchConfig):
+    """The config's fusion method; an unknown name (a config being edited) reads as the default's."""
+    return method_of(config) if config.fusion in FUSION_METHODS else method_of(SearchConfig())
+
+
 def _draw(knob: Knob, which: str, **extra: Any) -> Any:
     key = f"{which}.{knob.key}"
     return state.bound(knob.widget, knob.label, key,
                        lambda: knob.read(state.view().config(which)),
-                       lambda value: knob.write(state.view().config(which), value),
+                       lambda value: state.view().set_config(which, knob.write(state.view().config(which), value)),
                        help=knob.help, **knob.kwargs, **extra)
 
 
@@ -242,9 +249,8 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
         if title:
             st.subheader(title)
         for knob in MAIN_KNOBS:
-            disabled = ((knob.key == "rrf_k" and config.fusion != "rrf")
-                        or (knob.key in ("rerank_top_n", "rerank_lambda") and not (config.rerank or rerank_always))
-                        or (knob.key == "combination" and config.fusion != "weighted"))
+            disabled = ((knob.key in METHOD_PARAMS and not _method(config).uses(knob.key))
+                        or (knob.key in ("rerank_top_n", "rerank_lambda") and not (config.rerank or rerank_always)))
             _draw(knob, which, **({"disabled": True} if disabled else {}))
             if knob.key == "rerank":  # what reranking did where it was measured, beside its switch
                 st.caption(markdown_safe(measured_effect(state.view().config(which))))
@@ -292,7 +298,7 @@ def filter_controls(which: str) -> None:
     value with how many documents have it); ranges typed as text. Applied before ranking."""
     collection = state.view().collection
     try:
-        fields = resources.workbench().metadata_fields(collection) if collection else {}
+        fields = resources.workbench().reads.metadata_fields(collection) if collection else {}
     except Exception:  # no collection yet, or it cannot be read: the page says why elsewhere
         fields = {}
     config = state.view().config(which)
@@ -304,12 +310,12 @@ def filter_controls(which: str) -> None:
 
         def write_picked(values: list[str]) -> None:
             cfg = state.view().config(which)
-            cfg.filters = _join_filters(values, _split_filters(cfg.filters)[1])
+            state.view().set_config(which, cfg.edited(filters=_join_filters(values, _split_filters(cfg.filters)[1])))
 
         def write_other(text: str) -> None:
             cfg = state.view().config(which)
             typed = [line.strip() for line in (text or "").splitlines() if line.strip()]
-            cfg.filters = _join_filters(_split_filters(cfg.filters)[0], typed)
+            state.view().set_config(which, cfg.edited(filters=_join_filters(_split_filters(cfg.filters)[0], typed)))
 
         state.bound(st.multiselect, "Metadata values", f"{which}.filter_values",
                     lambda: _split_filters(state.view().config(which).filters)[0], write_picked,

@@ -182,7 +182,7 @@ def collections_frame(workbench: Workbench) -> pd.DataFrame:
             "table": info.name,
             "documents": stats.doc_count,
             "truncated": info.truncated,
-            "graph index": graph_state(workbench.graph_status(info.name)),
+            "graph index": graph_state(workbench.graph.status(info.name)),
             "avg tokens": round(stats.avg_tokens, 1),
             "avg chars": round(stats.avg_chars, 1),
             "language mix": mix or "—",
@@ -213,7 +213,7 @@ def graph_notes(workbench: Workbench) -> list[str]:
     """Per collection whose entity graph is not built: "<name>: graph index: building 40 % …"."""
     labels = workbench.labels()
     return [f"{labels.get(info.name, info.label)}: {status.note}" for info in workbench.collections()
-            if not is_eval_cache(info.name) and (status := workbench.graph_status(info.name)).state != "current"]
+            if not is_eval_cache(info.name) and (status := workbench.graph.status(info.name)).state != "current"]
 
 
 def truncation_notes(workbench: Workbench) -> list[str]:

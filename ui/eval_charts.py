@@ -85,7 +85,7 @@ def search_url(view: state.View, query: str, config: SearchConfig, base: str = S
     page would put in its own address bar. `why`: a document its "Why not?" section opens on."""
     linked = copy.copy(view)
     linked.query = query
-    linked.config_a = copy.deepcopy(config)
+    linked.config_a = config
     linked.why = why
     return f"{base}?{urlencode(state.params_for(linked, 'search'))}"
 
@@ -140,7 +140,7 @@ def sweep_grid(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY
                ) -> tuple[list[float], list[float], list[list[float | None]]]:
     """The RRF variants as a grid: (weights, ks, z[weight][k]); where several variants share a
     weight and k (e.g. differing only in normalisation, which RRF ignores) the best value counts."""
-    rrf = [r for r in rows if r.get("fusion") == "rrf" and r.get("weight") is not None and r.get("rrf_k") is not None
+    rrf = [r for r in rows if r.get("weight") is not None and r.get("rrf_k") is not None
            and r.get("rerank_lambda") is None]  # first-stage variants only
     weights = sorted({float(r["weight"]) for r in rrf})
     ks = sorted({float(r["rrf_k"]) for r in rrf})

@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 
 from retrieval.config import SearchConfig
+from retrieval.fusion_methods import method_of
 
 from . import views
 
@@ -55,8 +56,5 @@ def config_label(config: SearchConfig) -> str:
     from .results import label
 
     weights = ", ".join(f"{label(s)} {w:g}" for s, w in config.weights.items())
-    if config.fusion == "rrf":
-        head = f"RRF k={config.rrf_k:g}"
-    else:
-        head = f"weighted sum ({config.normalization}, {config.combination})"
+    head = method_of(config).title(config)
     return f"{head}, {weights}, depth {config.depth}" + (", rerank" if config.rerank else "")

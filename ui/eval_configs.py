@@ -3,7 +3,6 @@ and load, export or delete a saved config (`Workbench.configs`)."""
 
 from __future__ import annotations
 
-import copy
 import json
 
 import streamlit as st
@@ -32,7 +31,7 @@ def configs_section(workbench) -> None:
                                 help="Replace a saved config with this name.")
         if st.button("Save", key="configs.save", help="Save config A as it is now under the name above."):
             try:
-                configs.save((name or "").strip(), copy.deepcopy(view.config_a), overwrite=overwrite)
+                configs.save((name or "").strip(), view.config_a, overwrite=overwrite)
             except Exception as exc:  # bad name or a failing database: readable, the page stays up
                 views.show_error(exc)
             else:  # st.rerun raises: outside the try
@@ -77,7 +76,7 @@ def configs_section(workbench) -> None:
         st.caption(views.markdown_safe(config_label(config)))
         if st.button("Load into config A", key="configs.load",
                      help="Replace config A (the sidebar, shared by every page) with this saved config."):
-            view.config_a = state.with_ui_sources(copy.deepcopy(config))
+            view.config_a = state.with_ui_sources(config)
             st.session_state["configs.flash"] = f"Config A is now '{chosen}': {config_label(config)}."
             st.rerun()
         st.download_button("Export (JSON)", config.to_json(), file_name=f"{chosen}.json", mime="application/json",

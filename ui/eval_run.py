@@ -3,7 +3,6 @@ ranking and the fused one), the report (metrics, worst queries, per query) and i
 
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
@@ -33,7 +32,7 @@ def evaluate_section(workbench, collection: str, qset: QuerySet, config: SearchC
 
         try:
             with progress_bar("Evaluating…", "Evaluating: query {done} of {total}") as progress:
-                report = evaluate_collection(workbench, collection, qset.queries, qset.qrels, copy.deepcopy(config),
+                report = evaluate_collection(workbench, collection, qset.queries, qset.qrels, config,
                                              DEFAULT_METRICS, progress)
         except Exception as exc:
             views.show_error(exc)

@@ -4,7 +4,6 @@ over config A's first stage); the best one can be applied to config A."""
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 
@@ -36,10 +35,10 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
         top_ns = st.multiselect("Rerank top-N", options, default=[config.rerank_top_n], key="sweep.rerank_top_ns",
                                 help="How many of the first stage's results the reranker reorders (one line each).")
     try:
-        variants = default_grid(copy.deepcopy(config), sources=sources)
+        variants = default_grid(config, sources=sources)
         first_stage_count = len(variants)
         if with_rerank and top_ns:
-            variants = with_rerank_grid(variants, copy.deepcopy(config), RERANK_LAMBDAS, top_ns)
+            variants = with_rerank_grid(variants, config, RERANK_LAMBDAS, top_ns)
     except Exception as exc:
         views.show_error(exc)
         return
@@ -122,7 +121,7 @@ def _apply_best(config: SearchConfig) -> None:
     """on_click: config A becomes (a copy of) the best variant's config, before the next run
     draws the sidebar, so every control shows it."""
     view = state.view()
-    view.config_a = state.with_ui_sources(copy.deepcopy(config))
+    view.config_a = state.with_ui_sources(config)
     stored = results().get("sweep")
     if stored is not None:
         stored["applied"] = f"{stored['best'].label} ({config_label(view.config_a)})"

@@ -31,7 +31,7 @@ def graph_source(workbench: Workbench, collection: str, config: SearchConfig) ->
     """The built graph source for the collection's version and these parameters (cached)."""
     try:
         config.validate()
-        return workbench.source(collection, "graph", config)
+        return workbench.retriever.source(collection, "graph", config)
     except Exception as exc:  # bad parameters, a missing model: readable, and the page stays up
         show_error(exc)
         return None

@@ -17,7 +17,6 @@ It is the single source of truth:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -61,14 +60,20 @@ class View:
     def config(self, which: str) -> SearchConfig:
         return self.config_b if which == "b" else self.config_a
 
+    def set_config(self, which: str, config: SearchConfig) -> None:
+        """Config `which` becomes `config` (configs are frozen: a control's change is a new one)."""
+        if which == "b":
+            self.config_b = config
+        else:
+            self.config_a = config
+
 
 # ---- URL <-> View (pure) ---------------------------------------------------------------------
 def with_ui_sources(config: SearchConfig) -> SearchConfig:
     """Both UI sources present in the weights (a missing one gets weight 0), BM25 first."""
     weights = {name: config.weights.get(name, 0.0) for name in UI_SOURCES}
     weights.update({k: v for k, v in config.weights.items() if k not in weights})
-    config.weights = weights
-    return config
+    return config.edited(weights=weights)
 
 
 def browser_model_check(kind: str, name: str) -> None:
@@ -96,7 +101,7 @@ def config_from_params(params: Mapping[str, str], default: SearchConfig) -> tupl
         config = SearchConfig.from_dict(data)
     except RetrievalError as exc:
         problems.append(str(exc))
-        config = copy.deepcopy(default)
+        config = default
     return with_ui_sources(config), problems
 
 

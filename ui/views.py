@@ -16,6 +16,7 @@ import streamlit as st
 from retrieval.compare import RankChange
 from retrieval.highlight import escape_markdown, query_terms, snippet, to_html
 from retrieval.limits import EXCERPT_CHARS
+from retrieval.plan import RankingPlan
 from retrieval.sources import label
 from retrieval.workbench import SearchResult
 
@@ -311,18 +312,18 @@ def distributions(result: SearchResult) -> None:
     st.plotly_chart(charts.score_histograms(raw, normalized, thresholds, config.normalization), width="stretch")
     display = [r.display_score for r in result.outcome.ranked]
     thresholds = {"min display": config.min_display_score,
-                  "min fused": None if config.min_score is None else config.min_score * display_factor(config)}
+                  "min fused": None if config.min_score is None else config.min_score * min_fused_factor(result)}
     st.plotly_chart(charts.fused_histogram(display, thresholds), width="stretch")
     st.caption(markdown_safe(results.removed_summary(result.candidates, result.outcome,
                                                      len(result.outcome.results))))
 
 
-def display_factor(config) -> float:
-    """display score = fused score × this (see retrieval.fusion)."""
-    from retrieval.fusion import rrf_display_factor
 
-    total = sum(config.weights.values())
-    return rrf_display_factor(config.rrf_k, total) if config.fusion == "rrf" else 1.0 / total
+
+def min_fused_factor(result: SearchResult) -> float:
+    """display score = fused score × this for `result`'s results: the plan's own factor, so the
+    minimum fused score's line sits where the core's cut is (tests/ui/test_charts.py)."""
+    return RankingPlan(result.config).display_factor_for(result.query, result.candidates.language)
 
 
 def rrf_explainer(ks: Sequence[int], config) -> None:

@@ -11,7 +11,6 @@ page's recall gaps link straight to it.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 
 import pandas as pd
@@ -63,7 +62,7 @@ def _picker(workbench, collection: str, query: str) -> str | None:
     elif mode == "title":
         text = st.text_input("Title contains", key="why.title", placeholder="a word of the title",
                              help="Part of a title or id (case ignored); pick one of the matches below.")
-        matches = workbench.find_documents(collection, text, TITLE_MATCHES) if text.strip() else []
+        matches = workbench.reads.find_documents(collection, text, TITLE_MATCHES) if text.strip() else []
         if text.strip() and not matches:
             st.caption(views.markdown_safe(f"No title or id contains “{text.strip()}”."))
         _choose("why.title_pick", [i for i, _ in matches], dict(matches))
@@ -113,7 +112,7 @@ def _explain(workbench, collection: str, query: str, config: SearchConfig, doc_i
         return memo[1]
     try:
         with st.spinner("Trying single changes…"):
-            explanation = workbench.explain_document(collection, query, copy.deepcopy(config), doc_id)
+            explanation = workbench.explain_document(collection, query, config, doc_id)
     except Exception as exc:  # an unknown id, a failing source: said, the page stays up
         views.show_error(exc)
         return None
@@ -156,7 +155,7 @@ def draw(e: Explanation) -> None:
 
 def apply_change(config: SearchConfig) -> None:
     """on_click: config A becomes the changed config before the next run draws the controls."""
-    state.view().config_a = state.with_ui_sources(copy.deepcopy(config))
+    state.view().config_a = state.with_ui_sources(config)
 
 
 # ---- Evaluate: recall gaps -----------------------------------------------------------------------

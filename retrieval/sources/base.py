@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # only for annotations: sources never import the config at ru
     import numpy as np
 
     from ..config import SearchConfig
+    from ..graph_builds import GraphBuilds
     from ..store import Store
 
 
@@ -56,10 +57,11 @@ class Source(Protocol):
 
 
 class LoadContext(Protocol):
-    """What `SourceSpec.load` may use: the store, and query embeddings cached per (model, query)
-    (the Workbench provides both)."""
+    """What `SourceSpec.load` may use: the store, query embeddings cached per (model, query), and
+    the entity graph builds of this process (the Workbench's `Retriever` provides them)."""
 
     store: Store
+    graph: GraphBuilds
 
     def query_vector(self, model: str, query: str) -> np.ndarray: ...
 
@@ -106,7 +108,7 @@ class SourceSpec:
     # (`retrieval.language`: its weight drops to 0 there when the config is language-aware).
     lexical: bool = False
     # Embeds the query with the collection's model (`LoadContext.query_vector`): evaluation and
-    # sweeps embed all their queries in batches first (`Workbench.embed_queries`).
+    # sweeps embed all their queries in batches first (`Retriever.embed_queries`).
     embeds_query: bool = False
 
     def defaults(self, group: str) -> dict[str, float]:

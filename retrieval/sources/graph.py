@@ -172,7 +172,7 @@ def build(loaded: LoadedGraph, config: SearchConfig) -> GraphSource | PendingGra
 class PendingGraph:
     """The graph source of a collection whose graph tables are pending (`graph_build`): no hits,
     and a note saying how far the build is; searching starts the build in the background when
-    the Workbench can (`start_graph_build`). Its results are not cached (`transient`): the note
+    the Workbench can (`GraphBuilds.start`). Its results are not cached (`transient`): the note
     changes as the build runs, and the built graph joins on the next search."""
 
     name = "graph"
@@ -186,16 +186,11 @@ class PendingGraph:
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         if depth < 1:
             raise RetrievalError(f"depth must be ≥ 1, got {depth}")
-        start = getattr(self.context, "start_graph_build", None)
-        if start is not None:
-            start(self.collection)
+        self.context.graph.start(self.collection)
         return []
 
     def why_empty(self, query: str) -> str:
-        status = getattr(self.context, "graph_status", None)
-        if status is None:
-            return "graph index: pending; the graph source joins when it is built (collections graph NAME)"
-        return status(self.collection).note
+        return self.context.graph.status(self.collection).note
 
 
 _TYPE_HELP = ("Weight of this entity type in relevance(A, B) = Σ w_t·Jaccard_t / Σ w_t over the types both "

@@ -98,7 +98,7 @@ def test_search_page_fuses_the_graph_with_bm25_and_vectors(graph_collection, wor
     assert at.slider(key="a.graph.threshold").value == 0.08  # the same slider as on the Graph page
     frame = at.dataframe[0].value
     config = SearchConfig(fusion="rrf", weights={"bm25": 0.5, "dense": 0.5, "graph": 0.5}, graph={"threshold": 0.08})
-    outcome = workbench.fuse(workbench.candidates(COLLECTION, "袁绍", config), config)
+    outcome = workbench.rank(workbench.candidates(COLLECTION, "袁绍", config), config).outcome
     assert list(frame["id"]) == [r.doc_id for r in outcome.results]
     graph_rank = {r.doc_id: r.sources["graph"].rank for r in outcome.results}
     assert nullable(frame["entity graph rank"]) == [graph_rank[i] for i in frame["id"]]

@@ -176,7 +176,7 @@ def scale_app(scale_db, tmp_path_factory):
 def scale_workbench(scale_db) -> Workbench:
     """The retrieval API on the app's database."""
     workbench = Workbench(Store(str(scale_db)))
-    workbench.graph_in_background = False
+    workbench.graph.in_background = False
     return workbench
 
 

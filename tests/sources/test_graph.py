@@ -192,7 +192,7 @@ def test_source_scores_and_details_by_hand(mini):
     config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5, "graph": 1.0}, graph={"threshold": 0.08},
                           graph_focus="")
     wb = Workbench(mini)
-    source = wb.source("mini", "graph", config)
+    source = wb.retriever.source("mini", "graph", config)
     hits = source.search("袁绍", 10)
     assert [(h.doc_id, h.detail["hop"]) for h in hits] == [("mini#0", 0), ("mini#1", 1), ("mini#2", 2)]
     encoder = load_encoder(mini.info("mini").model)
@@ -211,7 +211,7 @@ def test_source_scores_and_details_by_hand(mini):
     assert hits[0].detail["matched"] == {"person": ["袁绍"]} and hits[1].detail["via"] == "mini#0"
     # focus raises the preference of chunks whose topics or tags hold it (here none: 0.5 stays)
     assert all(h.detail["preference"] == 0.5 for h in
-               wb.source("mini", "graph",
+               wb.retriever.source("mini", "graph",
                          SearchConfig(graph={"threshold": 0.08}, graph_focus="战役")).search("袁绍", 10))
 
 
@@ -233,10 +233,10 @@ def test_three_sources_fused_by_rrf_with_contributions(mini):
     top = result.outcome.ranked[0]
     assert top.doc_id == "mini#0" and top.sources["graph"].detail["hop"] == 0
     # a graph slider move re-activates without re-reading tables or re-embedding
-    index = wb.source("mini", "graph", config).index
+    index = wb.retriever.source("mini", "graph", config).index
     moved = SearchConfig(weights=config.weights, rrf_k=10, graph={"threshold": 0.08, "depth": 1})
     again = wb.search("mini", "袁绍", moved)
-    assert wb.source("mini", "graph", moved).index is index
+    assert wb.retriever.source("mini", "graph", moved).index is index
     assert [h.doc_id for h in again.candidates.sources["graph"].hits] == ["mini#0", "mini#1"]
 
 

@@ -221,8 +221,8 @@ def test_job_finds_employment_records_only_through_vectors(workbench):
 
 
 def test_a_points_change_rescores_from_the_records_loaded_once(workbench):
-    first = workbench.source("catalogue", "keyword", SearchConfig())
-    moved = workbench.source("catalogue", "keyword", SearchConfig(keyword={"tag": 6}))
+    first = workbench.retriever.source("catalogue", "keyword", SearchConfig())
+    moved = workbench.retriever.source("catalogue", "keyword", SearchConfig(keyword={"tag": 6}))
     assert moved.records is first.records  # the same loaded records: only the points differ
     scores = {}
     for tag in (2, 6):

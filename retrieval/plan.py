@@ -1,0 +1,178 @@
+"""The ranking plan: a `SearchConfig` compiled into the stages every ranking runs.
+
+    candidates (per source, `depth` each) ──► language rule ──► per-source minimum raw score and
+    normalisation (`prepare`) ──► fused scores (`scores`) ──► order (score, tie field, id) ──►
+    minimum fused score, minimum display score (`eligible`) ──► rerank of the top-N (`reranked`)
+    ──► top-K
+
+A search runs it explained (`explain`: every result's per-source parts, what each threshold
+removed), evaluation, the sweep and "why not?" run it lean (`first_stage`, `final_ids`: ids and
+scores only); both are these same methods, so the four can only differ in what they are asked,
+never in how they rank (tests/test_plan.py). An evaluation run is the plan of
+`evaluation_config(config)`: no fused-score thresholds, top-K = depth.
+
+The formulas come from the fusion method's registry entry (`fusion_methods.FUSION_METHODS`); the
+fusion engine (`fusion.py`) computes them; this module decides their order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import Any
+
+from .config import SearchConfig
+from .fusion import PreparedSource, explain, passes_thresholds, prepare_source, rank_ids, scores_from_prepared
+from .fusion_methods import FusionMethod, method_of
+from .language import language_rule
+from .rerank import interpolated_order
+from .sources import source_params
+from .types import FusionOutcome, SourceResult
+
+_NO_HITS = PreparedSource((), (), (), (), ())
+
+
+def evaluation_config(config: SearchConfig) -> SearchConfig:
+    """The config an evaluation judges: `config` with top-K = depth and no fused-score thresholds
+    (a run is judged on a list as long as each source's), per-source minimums kept."""
+    return dataclasses.replace(config, top_k=config.depth, min_score=None, min_display_score=None)
+
+
+class RankingPlan:
+    """`config` compiled once: its fusion method, and per query the config the fusion uses (the
+    language rule's). Cheap to build; holds no candidates."""
+
+    __slots__ = ("config", "method")
+
+    def __init__(self, config: SearchConfig):
+        self.config = config
+        self.method: FusionMethod = method_of(config)
+
+    # ---- per query ------------------------------------------------------------------------
+    def fused_config(self, query: str, language: str | None) -> tuple[SearchConfig, str | None]:
+        """The config the fusion uses for `query` on a collection in `language`, and the language
+        rule's note (`language.language_rule`: lexical sources weigh 0 across languages)."""
+        return language_rule(self.config, query, language)
+
+    def prepare(self, sources: Mapping[str, SourceResult], fused: SearchConfig, explained: bool = False,
+                memo: MutableMapping[tuple, PreparedSource] | None = None, memo_key: Any = None
+                ) -> dict[str, PreparedSource]:
+        """Each fused source's hits cut at `depth`, under its minimum raw score dropped, and
+        normalised as the method prepares them (`explained`: normalised for every method, as a
+        result shows them). `memo` keeps a preparation per (`memo_key`, source parameters,
+        depth, minimum, normalisation) for a caller that fuses the same candidates many ways."""
+        normalization = self.method.preparation(fused)
+        normalizer = None if normalization is None and not explained else (
+            lambda scores: self.method.normalize(scores, fused))
+        how = normalization if normalizer is None or not explained else (normalization, "explained")
+        prepared = {}
+        for source in fused.weights:
+            result = sources.get(source)
+            if result is None:
+                prepared[source] = _NO_HITS
+                continue
+            minimum = fused.min_raw.get(source)
+            if memo is None:
+                prepared[source] = prepare_source(result.hits[: fused.depth], minimum, normalizer)
+                continue
+            key = (memo_key, source_params(source, fused), fused.depth, minimum, how)
+            entry = memo.get(key)
+            if entry is None:
+                entry = memo[key] = prepare_source(result.hits[: fused.depth], minimum, normalizer)
+            prepared[source] = entry
+        return prepared
+
+    def scores(self, prepared: Mapping[str, PreparedSource], fused: SearchConfig) -> dict[str, float]:
+        """Every kept candidate's fused score (`fusion.scores_from_prepared` with this method)."""
+        return scores_from_prepared(prepared, fused, self.method)
+
+    def display_factor(self, fused: SearchConfig) -> float:
+        """display score = fused score × this (Σw over the fused config's weights)."""
+        return self.method.display_factor(fused)
+
+    def display_factor_for(self, query: str, language: str | None) -> float:
+        """The display factor `explain` gives `query`'s results (after the language rule): the
+        Distributions page draws the minimum fused score on the display scale with it."""
+        return self.display_factor(self.fused_config(query, language)[0])
+
+    def first_stage(self, sources: Mapping[str, SourceResult], query: str, language: str | None,
+                    tie_values: Mapping[str, float] | None = None, limit: int | None = None,
+                    memo: MutableMapping[tuple, PreparedSource] | None = None, memo_key: Any = None
+                    ) -> tuple[list[str], dict[str, float]]:
+        """The fused ranking's ids best first (every kept candidate, before the fused-score
+        thresholds; at most `limit`) and every kept candidate's fused score."""
+        fused, _ = self.fused_config(query, language)
+        scores = self.scores(self.prepare(sources, fused, memo=memo, memo_key=memo_key), fused)
+        return rank_ids(scores, tie_values, limit), scores
+
+    def eligible(self, ranked_ids: Sequence[str], scores: Mapping[str, float], factor: float) -> list[str]:
+        """The prefix of `ranked_ids` (best first) that passes the fused-score thresholds."""
+        config = self.config
+        if config.min_score is None and config.min_display_score is None:
+            return list(ranked_ids)
+        n = 0
+        while n < len(ranked_ids) and passes_thresholds(scores[ranked_ids[n]], scores[ranked_ids[n]] * factor, config):
+            n += 1
+        return list(ranked_ids[:n])
+
+    def reranked(self, eligible: Sequence[str], scores: Mapping[str, float], rerank_scores: Mapping[str, float]
+                 ) -> list[str]:
+        """`eligible` with its top-N reordered by `rerank.interpolated_order` (λ·minmax(fused) +
+        (1 − λ)·minmax(rerank)) and the rest in fused order: the order a reranked search shows."""
+        top_n = self.config.rerank_top_n
+        head = list(eligible[:top_n])
+        if head:  # a query without candidates has nothing to rerank
+            order = interpolated_order([scores[d] for d in head], [rerank_scores[d] for d in head],
+                                       self.config.rerank_lambda)[3]
+            head = [head[i] for i in order]
+        return head + list(eligible[top_n:])
+
+    def final_ids(self, sources: Mapping[str, SourceResult], query: str, language: str | None,
+                  tie_values: Mapping[str, float] | None = None,
+                  rerank_scores: Callable[[list[str]], Mapping[str, float]] | None = None,
+                  memo: MutableMapping[tuple, PreparedSource] | None = None, memo_key: Any = None) -> list[str]:
+        """What the search shows, as ids: the first stage, the thresholds, the rerank of the top-N
+        when the config reranks (`rerank_scores(head ids)` gives the reranker's scores), top-K."""
+        config = self.config
+        limit = None if config.min_score is not None or config.min_display_score is not None else (
+            max(config.top_k, config.rerank_top_n) if config.rerank else config.top_k)
+        ids, scores = self.first_stage(sources, query, language, tie_values, limit, memo, memo_key)
+        if config.min_score is not None or config.min_display_score is not None:
+            ids = self.eligible(ids, scores, self.display_factor(self.fused_config(query, language)[0]))
+        if config.rerank:
+            head = ids[: config.rerank_top_n]
+            ids = self.reranked(ids, scores, rerank_scores(head) if head else {})
+        return ids[: config.top_k]
+
+    def explain(self, sources: Mapping[str, SourceResult], query: str, language: str | None,
+                tie_values: Mapping[str, float] | None = None) -> FusionOutcome:
+        """The fusion explained (`fusion.explain`): the same preparation, scores and order as
+        `first_stage`, with every result's per-source parts; the language rule's note first."""
+        tie_values = tie_values or {}
+        fused, note = self.fused_config(query, language)
+        prepared = self.prepare(sources, fused, explained=True)
+        scores = self.scores(prepared, fused)
+        outcome = explain(sources, fused, prepared, scores, rank_ids(scores, tie_values), tie_values,
+                          self.display_factor(fused))
+        if note:
+            outcome.notes.insert(0, note)
+        return outcome
+
+
+def fuse(candidates: Mapping[str, SourceResult], config: SearchConfig,
+         tie_values: Mapping[str, float] | None = None) -> FusionOutcome:
+    """`config`'s fusion of `candidates`, explained, with no language rule (no query): the plan's
+    `explain`."""
+    return RankingPlan(config).explain(candidates, "", None, tie_values)
+
+
+def fused_order(candidates: Mapping[str, SourceResult], config: SearchConfig,
+                tie_values: Mapping[str, float] | None = None, limit: int | None = None) -> list[str]:
+    """The ids of `fuse(candidates, config, tie_values).ranked`, at most `limit`: the plan's
+    `first_stage`, no explanation built."""
+    return RankingPlan(config).first_stage(candidates, "", None, tie_values, limit)[0]
+
+
+def fused_scores(candidates: Mapping[str, SourceResult], config: SearchConfig) -> dict[str, float]:
+    """Every kept candidate's fused score, as `fuse` computes it."""
+    return RankingPlan(config).first_stage(candidates, "", None)[1]

@@ -1,0 +1,94 @@
+"""The fusion-method registry: DBSF against hand-computed values, every method's display factor,
+and that every front end reads the methods from the one registry."""
+
+import math
+
+import pytest
+
+from retrieval.config import COMBINATIONS, FUSION_METHODS, SearchConfig
+from retrieval.fusion_methods import COMBINATIONS as COMBINATION_REGISTRY
+from retrieval.fusion_methods import FUSION_METHODS as METHOD_REGISTRY
+from retrieval.fusion_methods import dbsf_normalize, display_factor, method_of, method_params
+from retrieval.plan import fuse
+from retrieval.sweep import default_grid
+from retrieval.types import Hit, SourceResult
+
+
+def ranked(source, *pairs):
+    return SourceResult(source, tuple(Hit(d, s, r) for r, (d, s) in enumerate(pairs, start=1)))
+
+
+CANDIDATES = {
+    "bm25": ranked("bm25", ("d1", 3.0), ("d2", 2.0), ("d3", 1.0)),
+    "dense": ranked("dense", ("d2", 0.9), ("d1", 0.5)),
+}
+
+
+def test_dbsf_normalisation_is_mean_plus_minus_three_sigma():
+    # bm25: mean 2, population σ = √(2/3); (x − (μ − 3σ)) / 6σ = 0.5 + (x − μ)/(6σ)
+    sigma = math.sqrt(2 / 3)
+    assert dbsf_normalize([3.0, 2.0, 1.0]) == pytest.approx([0.5 + 1 / (6 * sigma), 0.5, 0.5 - 1 / (6 * sigma)],
+                                                            abs=1e-15)
+    assert dbsf_normalize([0.9, 0.5]) == pytest.approx([0.5 + 0.2 / 1.2, 0.5 - 0.2 / 1.2], abs=1e-15)
+    assert dbsf_normalize([4.0, 4.0]) == [0.5, 0.5]  # no spread: every score sits at the mean
+    assert dbsf_normalize([7.0]) == [0.5]
+    assert dbsf_normalize([]) == []
+
+
+def test_dbsf_fuses_the_weighted_sum_of_its_normalised_scores():
+    config = SearchConfig(fusion="dbsf", weights={"bm25": 0.4, "dense": 0.6}, top_k=10)
+    outcome = fuse(CANDIDATES, config)
+    sigma = math.sqrt(2 / 3)
+    bm25 = {"d1": 0.5 + 1 / (6 * sigma), "d2": 0.5, "d3": 0.5 - 1 / (6 * sigma)}
+    dense = {"d2": 0.5 + 1 / 6, "d1": 0.5 - 1 / 6}
+    expected = {d: 0.4 * bm25[d] + 0.6 * dense.get(d, 0.0) for d in bm25}
+    assert [r.doc_id for r in outcome.ranked] == ["d2", "d1", "d3"]
+    for result in outcome.ranked:
+        assert result.score == pytest.approx(expected[result.doc_id], abs=1e-15)
+        assert result.display_score == pytest.approx(expected[result.doc_id] / 1.0, abs=1e-15)  # ÷ Σw = 1
+        assert sum(c.contribution for c in result.sources.values()) == pytest.approx(result.score, abs=1e-15)
+        assert result.sources["bm25"].normalized == pytest.approx(bm25[result.doc_id], abs=1e-15)
+    assert outcome.ranked[0].score == pytest.approx(0.4 * 0.5 + 0.6 * (0.5 + 1 / 6), abs=1e-15)
+
+
+def test_display_factor_of_every_method_and_combination():
+    weights = {"bm25": 0.5, "dense": 1.5}  # Σw = 2
+    assert display_factor(SearchConfig(fusion="rrf", rrf_k=60, weights=weights)) == 61 / 2
+    assert display_factor(SearchConfig(fusion="weighted", combination="arithmetic", weights=weights)) == 1 / 2
+    # The harmonic and geometric means already are weighted means: shown as they are (the
+    # Distributions page once drew them at 1/Σw).
+    assert display_factor(SearchConfig(fusion="weighted", combination="harmonic", weights=weights)) == 1.0
+    assert display_factor(SearchConfig(fusion="weighted", combination="geometric", weights=weights)) == 1.0
+    assert display_factor(SearchConfig(fusion="dbsf", weights=weights)) == 1 / 2
+
+
+def test_the_config_the_cli_and_the_sweep_read_the_registry():
+    assert FUSION_METHODS == tuple(METHOD_REGISTRY) == ("weighted", "rrf", "dbsf")
+    assert tuple(COMBINATION_REGISTRY) == COMBINATIONS
+    grid = default_grid(SearchConfig())
+    # 6 weighted points + 5 RRF ks + 1 DBSF point, each × 11 weight splits
+    assert len(grid) == 11 * sum(len(m.sweep_points) for m in METHOD_REGISTRY.values()) == 132
+    assert sum(v.config.fusion == "dbsf" for v in grid) == 11
+    assert "dbsf bm25=0.3 dense=0.7" in {v.label for v in grid}
+    assert method_params() == ("normalization", "combination", "rrf_k")
+
+
+def test_labels_and_parameters_come_from_each_method():
+    rrf, weighted, dbsf = (SearchConfig(fusion=f) for f in ("rrf", "weighted", "dbsf"))
+    assert method_of(rrf).describe(rrf) == "rrf k=60"
+    assert method_of(weighted).describe(weighted) == "weighted l2 arithmetic"
+    assert method_of(dbsf).describe(dbsf) == "dbsf"
+    assert method_of(rrf).title(rrf) == "RRF k=60"
+    assert method_of(weighted).title(weighted) == "weighted sum (l2, arithmetic)"
+    assert method_of(dbsf).title(dbsf) == "DBSF"
+    assert method_of(dbsf).uses("normalization") is False and method_of(rrf).uses("rrf_k") is True
+    assert method_of(rrf).preparation(rrf) is None  # ranks only
+    assert method_of(weighted).preparation(weighted) == "l2"
+    assert method_of(dbsf).preparation(dbsf) == "dbsf"
+
+
+def test_an_unknown_method_is_a_clear_config_error():
+    from retrieval.types import RetrievalError
+
+    with pytest.raises(RetrievalError, match="fusion must be one of"):
+        SearchConfig(fusion="combsum")
