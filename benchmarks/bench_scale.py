@@ -38,7 +38,8 @@ before (p50 of per-query wall time, after one warm-up search):
 - hybrid: `Workbench.search` with both sources (weights 1 and 1), depth 100, fused and explained
   with the default fusion (weighted l2 arithmetic since the shipped default changed; RRF before),
   the query embedded on the way, as a first search in the app;
-- refuse: `Workbench.fuse` on those cached candidates with rrf_k 60 → 10 (a slider move's core;
+- refuse: `Workbench.rank` (the ranking plan, explained) on those cached candidates with rrf_k
+  60 → 10 (a slider move's core;
   under weighted fusion rrf_k changes nothing, but the fusion runs in full);
 - evaluate: `evaluate.evaluate_collection` over every query (batched query embedding, hybrid
   config, metrics by ranx) on a fresh Workbench whose sources are loaded, after ranx's first use
@@ -452,7 +453,7 @@ def table(result: dict) -> str:
         ("hybrid search, p50", f"{result['hybrid_p50_ms']:.1f} ms",
          f"p95 {result['hybrid_p95_ms']:.1f} ms, both depth 100 in {result['hybrid_full_depth_share']:.0%}; "
          "target ≤ 50 ms", ""),
-        ("re-fuse (Workbench.fuse), p50", f"{result['refuse_p50_ms']:.2f} ms",
+        ("re-fuse (Workbench.rank), p50", f"{result['refuse_p50_ms']:.2f} ms",
          f"slider move incl. cache lookup {result['slider_p50_ms']:.2f} ms; target ≤ 5 ms", ""),
         ("metrics library loaded (first use)", f"{result.get('ranx_first_use_s', 0):.1f} s",
          f"ranx and numba, {result.get('ranx_first_use_cpu_s', 0):.1f} CPU s; once per process, before evaluate", ""),

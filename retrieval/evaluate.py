@@ -16,6 +16,7 @@ including our deterministic tie-breaks.
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -252,9 +253,9 @@ def evaluate_collection(
     lists of the same length. `config.top_k` and thresholds other than the per-source minimums
     do not cut evaluation runs.
 
-    Without rerank the rankings come from `ranked_lean` (ids and scores only: no row read, no
-    explanation); with rerank, or `explained`, from `Workbench.search` per query, the path a
-    search in the UI takes (the tests hold the two equal).
+    The rankings come from the config's ranking plan run lean (`ranked_lean`: ids and scores, no
+    explanation; rows read only for a reranked head); with `explained`, from `Workbench.search`
+    per query, the plan run explained as a search in the UI runs it (tests/test_plan.py).
     """
     judged = [q for q in qrels if qrels[q] and q in queries]
     if not judged:
@@ -262,7 +263,7 @@ def evaluate_collection(
     eval_config = evaluation_config(config)
     rankings: dict[str, dict[str, list[str]]] = {s: {} for s in (*config.sources, "hybrid")}
     texts = [queries[q] for q in judged]
-    if explained or eval_config.rerank:
+    if explained:
         ranked = ranked_explained(workbench, collection, texts, eval_config)
     else:
         ranked = ranked_lean(workbench, collection, texts, eval_config)
@@ -287,11 +288,13 @@ Ranked = tuple[dict[str, SourceResult], list[str]]  # each source's result, the 
 def ranked_lean(workbench, collection: str, texts: Sequence[str], config: SearchConfig,
                 threads: int | None = None) -> Iterator[Ranked]:
     """For each query in order: each source's result and the fused ranking cut at `config.depth`,
-    as `Workbench.search(...).final_ranking()` gives them for a config without rerank, from ids
-    and scores alone. Queries go in batches of `QUERY_BATCH` (`Workbench.source_results`: no rows
+    as `Workbench.search(...).final_ranking()` gives them, from ids and scores alone (rows are
+    read only for a reranked head: `Workbench.rerank_scores`, the texts and caches a reranked
+    search uses). Queries go in batches of `QUERY_BATCH` (`Workbench.source_results`: no rows
     read, a batched source searches a batch at once), `threads` batches at a time (None:
-    `QUERY_THREADS`); each is ranked by the config's plan (`RankingPlan.final_ids`, no
-    explanation); the collection state is pinned once for the whole run."""
+    `QUERY_THREADS`; 1 with rerank: a reranker model is not shared between threads); each is
+    ranked by the config's plan (`RankingPlan.final_ids`, no explanation); the collection state
+    is pinned once for the whole run."""
     state = workbench.state(collection)
     language = workbench.reads.language(collection, state)
     ties = workbench.reads.tie_values(collection, config.tie_field, state)
@@ -299,8 +302,14 @@ def ranked_lean(workbench, collection: str, texts: Sequence[str], config: Search
 
     def rank(batch: Sequence[str]) -> list[Ranked]:
         results = workbench.source_results(collection, list(batch), config, state)
-        return [(sources, plan.final_ids(sources, text, language, ties))
+        return [(sources, plan.final_ids(sources, text, language, ties, partial(rerank, text)))
                 for text, sources in zip(batch, results, strict=True)]
+
+    def rerank(text: str, head: list[str]) -> dict[str, float]:
+        return workbench.rerank_scores(collection, text, head, config.reranker, state)
+
+    if config.rerank:
+        threads = 1
 
     for block in embedded_blocks(workbench, collection, texts, [config]):
         batches = [texts[i:min(i + QUERY_BATCH, block.stop)] for i in range(block.start, block.stop, QUERY_BATCH)]

@@ -127,7 +127,7 @@ class Workbench:
         """What serves BM25 and vector search on this collection under the default config, in words
         (the Corpus page and `collections` say it; each search's own are in `SourceResult.backend`)."""
         config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0})
-        return {name: self.source(collection, name, config).backend for name in ("bm25", "dense")}
+        return {name: self.retriever.source(collection, name, config).backend for name in ("bm25", "dense")}
 
     def build_vector_index(self, collection: str) -> None:
         """An approximate vector index for a large collection (similarities stay exact: refine)."""

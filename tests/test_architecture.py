@@ -137,3 +137,25 @@ def test_pages_import_nothing_from_the_store():
     for path in [REPO / "Home.py", *sorted((REPO / "pages").glob("*.py"))]:
         targets = {target for target, _ in imports_of(path.stem, path)}
         assert not targets & {"retrieval.store", "retrieval.pipeline"}, path.name
+
+
+def test_fusion_methods_are_decided_only_in_their_registry():
+    """A fusion method is one entry of `retrieval/fusion_methods.py` (formula, display factor,
+    parameters, help, sweep points): no other module compares a config's method or combination
+    with a name, so a new method needs no edit elsewhere (DBSF was added so)."""
+    import re
+
+    compares = re.compile(r"\.(fusion|combination)\s*(==|!=)|(==|!=)\s*[\w.]*\.(fusion|combination)\b"
+                          r"|\[\"fusion\"\]\s*(==|!=)|get\(\"fusion\"\)\s*(==|!=)")
+    paths = {**project_modules(), "Home": REPO / "Home.py",
+             **{f"pages.{p.stem}": p for p in (REPO / "pages").glob("*.py")}}
+    for name, path in paths.items():
+        if name == "retrieval.fusion_methods":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            where = f"{path.relative_to(REPO)}:{number}"
+            assert not compares.search(line), f"{where} decides by method name: {line.strip()}"
+    method_names = re.compile(r"""["'](rrf|weighted|dbsf)["']\s*(==|!=)|(==|!=)\s*["'](rrf|weighted|dbsf)["']""")
+    for name, path in paths.items():
+        if name != "retrieval.fusion_methods":
+            assert not method_names.search(path.read_text(encoding="utf-8")), path

@@ -180,7 +180,7 @@ def test_the_first_search_builds_the_graph_in_the_background(tmp_path, monkeypat
 
 
 def test_the_building_note_says_how_far(tmp_path):
-    from retrieval.workbench import GraphStatus
+    from retrieval.graph_builds import GraphStatus
 
     assert GraphStatus("building", 12_000, 30_000).note == (
         "graph index: building 40 % (12,000 of 30,000 documents); the graph source joins when it is built")

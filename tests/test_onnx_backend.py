@@ -174,3 +174,10 @@ def test_only_mean_pooled_normalised_models_are_exported(minilm_path, tmp_path):
     SentenceTransformer(modules=[transformer, Pooling(384, "cls"), Normalize()], device="cpu").save(str(cls))
     with pytest.raises(RetrievalError, match="mean Pooling"):
         onnx_backend.build_export(cls, tmp_path / "out", ONNX_FP32)
+
+
+def test_vnni_is_read_from_the_cpu_flags():
+    assert onnx_backend.cpu_has_vnni("processor : 0\nflags : fpu avx2 avx512f avx512_vnni\n")
+    assert onnx_backend.cpu_has_vnni("flags\t\t: sse avx_vnni avx2\n")
+    assert not onnx_backend.cpu_has_vnni("flags : fpu sse avx2 fma\nbugs : avx512_vnni_is_not_a_flag_here\n")
+    assert not onnx_backend.cpu_has_vnni("")

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from retrieval import limits
 from retrieval.config import COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
 from retrieval.normalize import l2, min_max, normalize, z_score
+from retrieval.fusion_methods import method_of
 from retrieval.plan import fuse, fused_order
 from retrieval.types import Hit, RetrievalError, SourceResult
 
@@ -111,7 +112,7 @@ def test_fusion_is_finite_and_explained_by_its_contributions(case):
         assert all(math.isfinite(p) for p in parts)
         total = math.fsum(parts)
         assert math.isclose(total, result.score, rel_tol=1e-9, abs_tol=1e-300), (total, result.score, parts)
-        if config.fusion == "rrf" or config.combination == "arithmetic":
+        if method_of(config).additive(config):  # RRF, arithmetic and DBSF: the terms themselves
             assert sum(parts) == pytest.approx(result.score, rel=1e-12, abs=1e-300)
     # The sweep's path ranks the same documents in the same order.
     assert fused_order(candidates, config) == [r.doc_id for r in outcome.ranked]
@@ -124,6 +125,9 @@ def test_display_scores_stay_in_their_documented_range(case):
     for result in fuse(candidates, config).ranked:
         if config.fusion == "rrf":  # rank 1 in every source reads 1.0
             assert 0 <= result.display_score <= 1 + 1e-9
+        elif config.fusion == "dbsf":  # a weighted mean of 0.5 + z/6, and |z| ≤ √(n − 1) over n candidates
+            n = max(len(r.hits) for r in candidates.values())
+            assert abs(result.display_score) <= 0.5 + math.sqrt(max(n - 1, 0)) / 6 + 1e-9
         elif config.normalization == "minmax":  # a weighted mean of values in [0, 1]
             assert -1e-12 <= result.display_score <= 1 + 1e-9
 

@@ -80,7 +80,7 @@ def fused(workbench: Workbench, query: str = QUERY, **config):
     """What the core computes for `config` on the test collection: (config, FusionOutcome)."""
     config = SearchConfig(**config)
     candidates = workbench.candidates(COLLECTION, query, config)
-    return config, Workbench.fuse(candidates, config)
+    return config, workbench.rank(candidates, config).outcome
 
 
 def nullable(values) -> list:

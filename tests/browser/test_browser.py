@@ -31,7 +31,7 @@ def core(browser_db, ready_app):
 
     def ids(query: str, collection: str = harness.SAMPLE_COLLECTION, **config) -> list[str]:
         cfg = SearchConfig(**config)
-        return [r.doc_id for r in Workbench.fuse(workbench.candidates(collection, query, cfg), cfg).results]
+        return [r.doc_id for r in workbench.rank(workbench.candidates(collection, query, cfg), cfg).outcome.results]
 
     return ids
 

@@ -56,7 +56,7 @@ RECORD_DRAWN_TEXT = """(() => {
 def test_a_rank_a_source_did_not_give_reads_a_dash(page, ready_app, browser_db):
     config = SearchConfig()
     workbench = Workbench(Store(str(browser_db)))
-    outcome = Workbench.fuse(workbench.candidates(harness.SAMPLE_COLLECTION, SPARSE_QUERY, config), config)
+    outcome = workbench.rank(workbench.candidates(harness.SAMPLE_COLLECTION, SPARSE_QUERY, config), config).outcome
 
     def ranks(source: str) -> list[str]:  # as the accessibility table holds them: "" when missing
         return ["" if r.sources[source].rank is None else str(r.sources[source].rank) for r in outcome.results]

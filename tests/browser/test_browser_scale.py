@@ -183,7 +183,7 @@ def scale_workbench(scale_db) -> Workbench:
 def fused_ids(workbench: Workbench, query: str, **config) -> list[str]:
     """The ids the core ranks for `query` on SCALE_COLLECTION under `SearchConfig(**config)`."""
     cfg = SearchConfig(**config)
-    return [r.doc_id for r in Workbench.fuse(workbench.candidates(SCALE_COLLECTION, query, cfg), cfg).results]
+    return [r.doc_id for r in workbench.rank(workbench.candidates(SCALE_COLLECTION, query, cfg), cfg).outcome.results]
 
 
 @pytest.fixture

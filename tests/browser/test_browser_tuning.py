@@ -75,8 +75,8 @@ def test_rating_a_result_changes_the_evaluated_metric(page, ready_app, browser_d
     store = Store(str(browser_db))
     workbench, judgments = Workbench(store), JudgmentStore(store)
     config = SearchConfig()
-    ids = [r.doc_id for r in Workbench.fuse(workbench.candidates(harness.SAMPLE_COLLECTION, QUERY, config),
-                                             config).results]
+    candidates = workbench.candidates(harness.SAMPLE_COLLECTION, QUERY, config)
+    ids = [r.doc_id for r in workbench.rank(candidates, config).outcome.results]
 
     page.goto(f"{ready_app}/Search?set={SET}")  # a link naming the query set ratings go to
     page.get_by_role("heading", name="Search").wait_for()

@@ -60,3 +60,39 @@ def test_k60_squeeze_numbers():
     assert s["hi"] == 1 / 61 and s["lo"] == 1 / 70
     assert round(s["hi"], 3) == 0.016 and round(s["lo"], 3) == 0.014
     assert s["display_hi"] == pytest.approx(1.0)
+
+
+def test_the_distributions_min_fused_line_is_the_core_s_cut_for_every_method_and_combination(tmp_path):
+    """The minimum fused score drawn on the display scale (`views.min_fused_factor`) lands where
+    the core cuts: a result passes min_score exactly when its display score is at or above the
+    line. (The page once used 1/Σw for the harmonic and geometric means, which the core shows as
+    they are.) Weights sum to 2 so 1/Σw and 1 differ."""
+    from retrieval.config import SearchConfig
+    from retrieval.fusion_methods import COMBINATIONS, FUSION_METHODS
+    from retrieval.retriever import CandidateSet
+    from retrieval.store import Store
+    from retrieval.types import Hit, SourceResult
+    from retrieval.workbench import Workbench
+    from ui.views import min_fused_factor
+
+    def ranked(source, *pairs):
+        return SourceResult(source, tuple(Hit(d, s, r) for r, (d, s) in enumerate(pairs, start=1)))
+
+    sources = {"bm25": ranked("bm25", ("a", 9.0), ("b", 6.0), ("c", 2.0), ("d", 1.0)),
+               "dense": ranked("dense", ("b", 0.9), ("c", 0.7), ("a", 0.6), ("e", 0.2))}
+    configs = [SearchConfig(fusion=name, combination=combination, weights={"bm25": 0.5, "dense": 1.5})
+               for name, method in FUSION_METHODS.items()
+               for combination in (COMBINATIONS if method.uses("combination") else ["arithmetic"])]
+    assert len(configs) == 5
+    workbench = Workbench(Store(str(tmp_path)))
+    for config in configs:
+        candidates = CandidateSet("c", ("x", 1), "q", config.depth, sources, {})
+        scores = sorted(r.score for r in workbench.rank(candidates, config).outcome.ranked)
+        cut = scores[len(scores) // 2]  # a minimum that keeps the upper half
+        result = workbench.rank(candidates, config.replace(min_score=cut))
+        line = cut * min_fused_factor(result)
+        kept = {r.doc_id for r in result.outcome.results}
+        assert kept and len(kept) < len(result.outcome.ranked), config.fusion
+        for r in result.outcome.ranked:
+            assert (r.doc_id in kept) == (r.display_score >= line), (config.fusion, config.combination, r)
+        assert min_fused_factor(result) == result.outcome.ranked[0].display_score / result.outcome.ranked[0].score
