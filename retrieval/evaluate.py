@@ -16,10 +16,10 @@ including our deterministic tie-breaks.
 from __future__ import annotations
 
 import hashlib
-from functools import partial
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from .config import SearchConfig

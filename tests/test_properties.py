@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from retrieval import limits
 from retrieval.config import COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
-from retrieval.normalize import l2, min_max, normalize, z_score
 from retrieval.fusion_methods import method_of
+from retrieval.normalize import l2, min_max, normalize, z_score
 from retrieval.plan import fuse, fused_order
 from retrieval.types import Hit, RetrievalError, SourceResult
 
