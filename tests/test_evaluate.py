@@ -267,7 +267,7 @@ def test_cli_sweep_rerank_grid(small_beir, tmp_path, run_cli):
     assert sorted((r["config"]["rerank_top_n"], r["config"]["rerank_lambda"]) for r in reranked) == sorted(
         (n, lam / 10) for n in (5, 10) for lam in range(11))
     assert "rerank e5 top-5 λ=0.3 · weighted l2 arithmetic bm25=0.4 dense=0.6" in {r["label"] for r in rows}
-    assert "143 variants over 6 queries" in out.stderr
+    assert "154 variants over 6 queries" in out.stderr
     bad = run_cli("sweep", str(small_beir), "--rerank-grid", "--rerank-top-ns", "5,x", db=db)
     assert bad.returncode == 2 and "--rerank-top-ns takes whole numbers ≥ 1, got 'x'" in bad.stderr
     bad = run_cli("sweep", str(small_beir), "--rerank-top-ns", "5", db=db)

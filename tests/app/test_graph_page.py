@@ -112,7 +112,7 @@ def test_a_pending_graph_is_said_on_the_graph_search_and_corpus_pages(app_db, wo
     from retrieval import limits
 
     monkeypatch.setattr(limits, "GRAPH_INLINE_MAX", 2)
-    monkeypatch.setattr(workbench, "graph_in_background", False)
+    monkeypatch.setattr(workbench.graph, "in_background", False)
     store = Store(app_db.uri)
     create_collection(store, "graph-pending", ParsedCorpus(chunk_markdown(MINI, "mini")))
     try:

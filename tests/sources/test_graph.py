@@ -258,7 +258,7 @@ def test_three_kingdoms_sample_spreads_beyond_direct_matches(tmp_path):
     corpus = parse_path(Path(__file__).resolve().parents[2] / "sample_data" / "three_kingdoms")
     create_collection(store, "tk", corpus)
     texts = {d.id: d.title + "\n" + d.text for d in corpus.documents}
-    source = Workbench(store).source("tk", "graph", SearchConfig(graph={"threshold": 0.1}))
+    source = Workbench(store).retriever.source("tk", "graph", SearchConfig(graph={"threshold": 0.1}))
     activation = source.activation("曹操和刘备的战役")
     assert activation.query_entities == {"person": ("刘备", "曹操"), "topic": ("战役",)}
     # hop 0 = the chunks whose entities hold 曹操, 刘备 or the topic 战役
