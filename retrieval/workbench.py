@@ -28,8 +28,8 @@ from .store import CollectionInfo, CollectionStats, Progress, Store
 from .types import FusedResult, FusionOutcome, Hit, ParsedCorpus, RerankedResult, RetrievalError, SourceResult
 
 if TYPE_CHECKING:
+    from .indexing.pipeline import IngestResult
     from .ingest import DocumentStream
-    from .pipeline import IngestResult
 
 log = logging.getLogger(__name__)
 METADATA_VALUES_KEPT = 50  # per field, for the filter controls
@@ -203,9 +203,9 @@ class Workbench:
 
     def truncation_note(self, info: CollectionInfo) -> str:
         """How many of the collection's documents the encoder truncated, as a sentence
-        (`pipeline.truncation_note`, with its model's token window); '' when none or not counted."""
+        (`indexing.pipeline.truncation_note`, with its model's token window); '' when none or not counted."""
         from .embed import token_window
-        from .pipeline import truncation_note
+        from .indexing.pipeline import truncation_note
 
         if not info.truncated:
             return ""
@@ -228,15 +228,15 @@ class Workbench:
                progress: Progress | None = None, cross_lingual: bool | None = None) -> IngestResult:
         """A new collection from parsed documents, through the ingest pipeline (all or nothing).
         `collection` is the name the user gave, in any script (the table name is derived);
-        `cross_lingual` None: cross-lingual vectors when `pipeline.wants_cross_lingual` says so."""
-        from .pipeline import create_collection
+        `cross_lingual` None: cross-lingual vectors when `indexing.plan.wants_cross_lingual` says so."""
+        from .indexing.pipeline import create_collection
 
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
         return create_collection(self.store, collection, corpus, model, description, progress, cross_lingual)
 
     def add(self, collection: str, corpus: ParsedCorpus, progress: Progress | None = None) -> IngestResult:
-        from .pipeline import add_documents
+        from .indexing.pipeline import add_documents
 
         return add_documents(self.store, collection, corpus, progress)
 
@@ -245,8 +245,8 @@ class Workbench:
                       cross_lingual: bool | None = None) -> IngestResult:
         """Create collection `collection` (any script) from a `DocumentStream`, or add it to
         collection `collection` (its table name), batch by batch in one all-or-nothing write
-        (`pipeline.ingest_stream`; holds the collection's writer lock for the whole ingest)."""
-        from .pipeline import ingest_stream
+        (`indexing.pipeline.ingest_stream`; holds the collection's writer lock for the whole ingest)."""
+        from .indexing.pipeline import ingest_stream
 
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
@@ -260,7 +260,9 @@ class Workbench:
 
     def build_vector_index(self, collection: str) -> None:
         """An approximate vector index for a large collection (similarities stay exact: refine)."""
-        self.store.build_vector_index(collection)
+        from .indexing.indexes import build_vector_index
+
+        build_vector_index(self.store, collection)
 
     # ---- the entity graph of a large collection (graph_build.py) -----------------------------
     def graph_status(self, collection: str) -> GraphStatus:
@@ -771,7 +773,7 @@ def _source_pool():
 
 def embedding_text_of(row: dict[str, Any]) -> str:
     """Title and text of a stored row, joined as at ingest."""
-    from .pipeline import embedding_text
+    from .indexing.derive import embedding_text
     from .types import Document
 
     return embedding_text(Document(id=row["id"], text=row["text"], title=row.get("title") or ""))
