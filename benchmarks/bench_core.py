@@ -21,7 +21,8 @@ sys.path.insert(0, str(REPO))
 from retrieval.config import SearchConfig  # noqa: E402
 from retrieval.embed import load_encoder  # noqa: E402
 from retrieval.evaluate import ensure_beir_collection  # noqa: E402
-from retrieval.pipeline import create_collection, embedding_text  # noqa: E402
+from retrieval.indexing.derive import embedding_text  # noqa: E402
+from retrieval.indexing.pipeline import create_collection  # noqa: E402
 from retrieval.plan import RankingPlan, fuse  # noqa: E402
 from retrieval.sources.base import run_source  # noqa: E402
 from retrieval.sources.bm25 import LanceFTSSource  # noqa: E402

@@ -46,8 +46,9 @@ import numpy as np  # noqa: E402
 from retrieval import embed  # noqa: E402
 from retrieval.config import SearchConfig  # noqa: E402
 from retrieval.evaluate import QrelsEvaluator, evaluate_collection  # noqa: E402
+from retrieval.indexing.derive import embedding_text  # noqa: E402
+from retrieval.indexing.pipeline import create_collection  # noqa: E402
 from retrieval.ingest import parse_path  # noqa: E402
-from retrieval.pipeline import create_collection, embedding_text  # noqa: E402
 from retrieval.store import Store  # noqa: E402
 from retrieval.workbench import Workbench  # noqa: E402
 

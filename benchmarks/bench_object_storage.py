@@ -45,8 +45,10 @@ from moto.server import ThreadedMotoServer  # noqa: E402
 
 from retrieval.config import SearchConfig  # noqa: E402
 from retrieval.embed import default_model_for, load_encoder  # noqa: E402
+from retrieval.indexing.derive import document_rows, embedding_text, graph_rows  # noqa: E402
+from retrieval.indexing.pipeline import add_documents  # noqa: E402
+from retrieval.indexing.writer import Batch, write_batches  # noqa: E402
 from retrieval.ingest import parse_path  # noqa: E402
-from retrieval.pipeline import add_documents, document_rows, embedding_text, graph_rows  # noqa: E402
 from retrieval.store import CollectionInfo, Store, now_iso  # noqa: E402
 from retrieval.tokenize import TOKENIZER_NAME, corpus_language  # noqa: E402
 from retrieval.types import Document, ParsedCorpus  # noqa: E402
@@ -144,7 +146,7 @@ def main() -> None:
         stores = {"local disk": (str(Path(tmp) / "db"), None), "S3 (moto, 127.0.0.1)": ("s3://bench/db", options)}
         for label, (uri, opts) in stores.items():
             started = time.perf_counter()
-            Store(uri, storage_options=opts).write_collection(info, rows, graph)
+            write_batches(Store(uri, storage_options=opts), info, True, [Batch(rows, graph)])
             write = f"{(time.perf_counter() - started) * 1000:.1f}"
             results[label] = {"write collection: rows, index, graph, catalogue (ms)": write,
                               **measure(uri, opts, name, queries, model)}

@@ -220,8 +220,8 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
     """Parse, time the encoder alone, then ingest through `Workbench.create` (or, with `stream`,
     `Workbench.ingest_stream`: the CLI's path, one batch in memory); figures as a dict."""
     from retrieval.embed import load_encoder
+    from retrieval.indexing.derive import embedding_text
     from retrieval.ingest import open_stream, parse_path
-    from retrieval.pipeline import embedding_text
     from retrieval.store import Store
     from retrieval.workbench import Workbench
 

@@ -138,14 +138,14 @@ def part_cross(study: Study) -> None:
 
 # ---- ingest cost of each cross-lingual option -------------------------------------------------
 def part_ingest(study: Study, n: int = 1000) -> None:
-    """Ingest (`pipeline.create_collection`, the Corpus page's path) of the first `n` nfcorpus
+    """Ingest (`indexing.pipeline.create_collection`, the Corpus page's path) of the first `n` nfcorpus
     documents three ways: MiniLM alone, MiniLM + cross-lingual E5 vectors (the default for an
     English corpus), E5 alone; documents/s of wall time and CPU seconds (all threads), each in a
     fresh temporary database after one warm-up ingest of 50 documents (models loaded)."""
     import tempfile
 
+    from retrieval.indexing.pipeline import create_collection
     from retrieval.ingest import parse_path
-    from retrieval.pipeline import create_collection
     from retrieval.types import ParsedCorpus
 
     documents = parse_path(study.folder("nfcorpus")).documents[:n]

@@ -198,7 +198,7 @@ def _beir_judged(args, workbench) -> tuple[str, object, dict]:
 
 
 def cmd_ingest(args) -> int:
-    """Streaming ingest (pipeline.ingest_stream): files of any size, one batch in memory, all or
+    """Streaming ingest (indexing.pipeline.ingest_stream): files of any size, one batch in memory, all or
     nothing; tqdm bars on stderr show documents/s and the time left."""
     from .ingest import ColumnMapping, ParseOptions, open_stream
 

@@ -359,8 +359,8 @@ def ensure_beir_collection(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[str, ParsedCorpus]:
     """Parse a BEIR folder; ingest it into a cache collection unless one exists already."""
+    from .indexing.pipeline import create_collection
     from .ingest import parse_path
-    from .pipeline import create_collection
 
     folder = Path(folder)
     if not (folder / "corpus.jsonl").is_file():

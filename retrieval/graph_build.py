@@ -7,7 +7,7 @@ ingest writes the graph tables as always (`graph_inline`). `build_graph` then re
 documents in batches from one pinned table version (no lock: ingests and searches go on), extracts
 their entities batch by batch (`entities.graph_table_rows`, entity counts merged as the streaming
 ingest merges them), and writes the three graph tables in ONE transaction under the collection's
-writer lock (`Store.write_graph`): a failure or a kill leaves the collection as before. If the
+writer lock (`indexing.writer.write_graph`): a failure or a kill leaves the collection as before. If the
 collection changed meanwhile it starts again from the new version.
 
 Dates: a document whose metadata has no date is dated by its ingest, as at an inline ingest; a
@@ -24,7 +24,8 @@ import pyarrow as pa
 
 from . import limits
 from .entities import graph_schemas, graph_table_rows, merge_entities
-from .store import CollectionInfo, GraphOutdated, Progress, Store
+from .indexing.writer import GraphOutdated, write_graph
+from .store import CollectionInfo, Progress, Store
 from .types import Document
 
 STAGE = "finding entities"
@@ -93,7 +94,7 @@ def _build_once(store: Store, name: str, progress: Progress | None, batch_size: 
         "event_entities": _concat(links, schemas["event_entities"]),
         "event_times": _concat(times, schemas["event_times"]),
     }
-    return store.write_graph(name, version, tables)
+    return write_graph(store, name, version, tables)
 
 
 def _concat(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:

@@ -573,7 +573,7 @@ class DocumentStream:
     full parse. The parser's checks and messages apply to every batch, by line or row number;
     what the one-shot parser decides from the whole file is decided from a file's first batch:
     the id, title and text columns (and catalogue records), the BEIR keys. Ids repeated across
-    batches or files are refused by the pipeline (`pipeline.check_documents` with its set of
+    batches or files are refused by the pipeline (`indexing.derive.check_documents` with its set of
     seen ids)."""
 
     files: list[_StreamFile]

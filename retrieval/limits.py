@@ -61,7 +61,7 @@ MAX_UPLOAD_MB = _env_int("WORKBENCH_MAX_UPLOAD_MB", 200, 1, 100_000)  # all file
 # ~1 and ~10 ms a query at 20k documents (docs/experiments/scale.md); the exact search grows
 # linearly with the collection and holds all its vectors in memory.
 SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
-# The vector index of a scaled collection (`Store.build_vector_index`) and how it is searched
+# The vector index of a scaled collection (`indexing.indexes.build_vector_index`) and how it is searched
 # (`sources.dense.DenseSource`): IVF_SQ keeps 8-bit scalar-quantised vectors per partition, so
 # its approximate order is close to the exact one and re-scoring the top `depth` exactly (refine
 # ×1) is enough; IVF_PQ's coarser codes needed ×10. At 1M documents (384-d) on this machine
@@ -76,7 +76,7 @@ ANN_NPROBES = _env_int("WORKBENCH_ANN_NPROBES", 30, 1, 1_000_000)
 # ingest; below it every ingest writes them, as always.
 GRAPH_INLINE_MAX = _env_int("WORKBENCH_GRAPH_INLINE_MAX", SCALE_DOCS, 1, 1_000_000_000)
 # An English (or all-Chinese) collection on a one-language model gets cross-lingual vectors
-# (multilingual E5, `pipeline.wants_cross_lingual`) by default below this many documents: they
+# (multilingual E5, `indexing.plan.wants_cross_lingual`) by default below this many documents: they
 # cost ~3× the ingest's CPU (300 nfcorpus abstracts: 29 CPU s with MiniLM alone, 94 with both;
 # docs/experiments/cross-lingual.md). Larger ones get them when asked (`--cross-lingual`).
 CROSS_LINGUAL_AUTO_MAX = _env_int("WORKBENCH_CROSS_LINGUAL_AUTO_MAX", 20_000, 0, 1_000_000_000)

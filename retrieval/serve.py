@@ -395,7 +395,7 @@ def entry_id(question: str, answer: str) -> str:
 def entry_documents(entries: Any) -> list[Document]:
     """Seed 003's entries ({question, answer, category?, metadata?}) as documents: text is the
     question and the answer on two lines; metadata keeps them with the category. The ingest
-    pipeline checks them again before anything is written (`pipeline.check_documents`)."""
+    pipeline checks them again before anything is written (`indexing.derive.check_documents`)."""
     if not isinstance(entries, list) or not entries:
         raise ToolProblem("entries must be a non-empty list of {question, answer, category?, metadata?}")
     if len(entries) > MAX_ENTRIES:

@@ -22,10 +22,13 @@ from .cache import Caches
 from .collection_reads import CollectionReads, tie_values
 from .config import SearchConfig
 from .configs import ConfigStore
+from .embed import token_window
 from .graph_builds import GraphBuilds
+from .indexing.derive import embedding_text
+from .indexing.indexes import build_vector_index
+from .indexing.pipeline import IngestResult, add_documents, create_collection, ingest_stream, truncation_note
 from .judgments import JudgmentStore
 from .names import labels
-from .pipeline import embedding_text
 from .plan import RankingPlan
 from .rerank import get_reranker, rerank, seed_passages
 from .rerank import rerank_scores as scores_of
@@ -36,7 +39,6 @@ from .whynot import Explanation, explain
 
 if TYPE_CHECKING:
     from .ingest import DocumentStream
-    from .pipeline import IngestResult
 
 
 class Workbench:
@@ -74,10 +76,7 @@ class Workbench:
 
     def truncation_note(self, info: CollectionInfo) -> str:
         """How many of the collection's documents the encoder truncated, as a sentence
-        (`pipeline.truncation_note`, with its model's token window); '' when none or not counted."""
-        from .embed import token_window
-        from .pipeline import truncation_note
-
+        (`indexing.pipeline.truncation_note`, with its model's token window); '' when none or not counted."""
         if not info.truncated:
             return ""
         return truncation_note(info.truncated, info.doc_count, token_window(info.model))
@@ -99,16 +98,12 @@ class Workbench:
                progress: Progress | None = None, cross_lingual: bool | None = None) -> IngestResult:
         """A new collection from parsed documents, through the ingest pipeline (all or nothing).
         `collection` is the name the user gave, in any script (the table name is derived);
-        `cross_lingual` None: cross-lingual vectors when `pipeline.wants_cross_lingual` says so."""
-        from .pipeline import create_collection
-
+        `cross_lingual` None: cross-lingual vectors when `indexing.plan.wants_cross_lingual` says so."""
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
         return create_collection(self.store, collection, corpus, model, description, progress, cross_lingual)
 
     def add(self, collection: str, corpus: ParsedCorpus, progress: Progress | None = None) -> IngestResult:
-        from .pipeline import add_documents
-
         return add_documents(self.store, collection, corpus, progress)
 
     def ingest_stream(self, collection: str, stream: DocumentStream, add: bool = False, model: str | None = None,
@@ -116,9 +111,7 @@ class Workbench:
                       cross_lingual: bool | None = None) -> IngestResult:
         """Create collection `collection` (any script) from a `DocumentStream`, or add it to
         collection `collection` (its table name), batch by batch in one all-or-nothing write
-        (`pipeline.ingest_stream`; holds the collection's writer lock for the whole ingest)."""
-        from .pipeline import ingest_stream
-
+        (`indexing.pipeline.ingest_stream`; holds the collection's writer lock for the whole ingest)."""
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
         return ingest_stream(self.store, collection, stream, add, model, description, progress, cross_lingual)
@@ -131,7 +124,7 @@ class Workbench:
 
     def build_vector_index(self, collection: str) -> None:
         """An approximate vector index for a large collection (similarities stay exact: refine)."""
-        self.store.build_vector_index(collection)
+        build_vector_index(self.store, collection)
 
     def delete(self, collection: str) -> None:
         self.store.delete(collection)

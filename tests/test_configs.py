@@ -35,7 +35,7 @@ def test_save_load_names_delete(configs):
     with pytest.raises(RetrievalError, match="No saved config"):
         configs.delete("baseline")
     # the table starts with '_': never a collection
-    assert CONFIGS_TABLE in configs.store._table_names() and configs.store.collection_names() == []
+    assert CONFIGS_TABLE in configs.store.table_names() and configs.store.collection_names() == []
 
 
 def test_names_are_validated(configs):

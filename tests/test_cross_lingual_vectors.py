@@ -11,8 +11,10 @@ from corpora import ANIMALS
 from retrieval import limits
 from retrieval.config import SearchConfig
 from retrieval.embed import E5, MINILM, load_encoder
+from retrieval.indexing.derive import embedding_text
+from retrieval.indexing.pipeline import add_documents
+from retrieval.indexing.plan import wants_cross_lingual
 from retrieval.ingest import open_stream, parse_bytes
-from retrieval.pipeline import add_documents, embedding_text, wants_cross_lingual
 from retrieval.store import XL_COLUMN, Store
 from retrieval.types import Document
 from retrieval.whynot import explain

@@ -6,8 +6,8 @@ import pytest
 from test_workbench import ANIMALS
 
 from retrieval.config import SearchConfig
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_bytes
-from retrieval.pipeline import create_collection
 from retrieval.sources import SOURCES, SourceSpec
 from retrieval.store import Store
 from retrieval.types import Hit

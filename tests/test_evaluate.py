@@ -183,8 +183,8 @@ def test_metrics_equal_trec_eval_on_a_real_bm25_run_over_the_sample():
     import pytrec_eval
 
     from retrieval.evaluate import QrelsEvaluator
+    from retrieval.indexing.derive import embedding_text
     from retrieval.ingest import parse_path
-    from retrieval.pipeline import embedding_text
     from retrieval.sources.bm25 import RankBM25Source
     from retrieval.tokenize import tokenize
 

@@ -9,8 +9,8 @@ import pytest
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_bytes, parse_path
-from retrieval.pipeline import create_collection
 from retrieval.plan import RankingPlan
 from retrieval.sources.base import top_hits
 from retrieval.sources.dense import InMemoryDenseSource, exact_similarities, unit

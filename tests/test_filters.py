@@ -13,7 +13,7 @@ import pytest
 
 from retrieval.config import SearchConfig
 from retrieval.filters import Filter, allowed_ids, matches, parse_filter
-from retrieval.pipeline import create_collection
+from retrieval.indexing.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.types import Document, ParsedCorpus, RetrievalError
 from retrieval.workbench import Workbench

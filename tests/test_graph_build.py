@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from retrieval import cli, limits
-from retrieval import store as store_module
 from retrieval.graph_build import build_graph
+from retrieval.indexing import writer as writer_module
+from retrieval.indexing.pipeline import add_documents, create_collection, ingest_stream
 from retrieval.ingest import open_stream, parse_path
-from retrieval.pipeline import add_documents, create_collection, ingest_stream
 from retrieval.store import GRAPH_KINDS, Store
 from retrieval.types import ParsedCorpus
 from retrieval.workbench import SearchConfig, Workbench
@@ -65,7 +65,7 @@ def test_a_large_create_defers_the_graph_and_the_build_writes_the_inline_tables(
     store = Store(str(tmp_path))
     create_collection(store, "big", ParsedCorpus(documents))
     assert store.info("big").graph == "pending" and graph(store, "big") is None
-    assert not any(t.endswith("__big") for t in store._table_names())
+    assert not any(t.endswith("__big") for t in store.table_names())
     wb = Workbench(store)
     wb.graph.in_background = False
     result = wb.search("big", QUERY, CONFIG)
@@ -153,7 +153,7 @@ def test_a_failed_build_leaves_the_collection_as_before(tmp_path, monkeypatch, d
     def crash(step):
         if step == "graph:catalogue":
             raise RuntimeError("killed at graph:catalogue")
-    monkeypatch.setattr(store_module, "crash_point", crash)
+    monkeypatch.setattr(writer_module, "crash_point", crash)
     wb = Workbench(store)
     with pytest.raises(RuntimeError, match="killed at graph:catalogue"):
         wb.graph.build("big")

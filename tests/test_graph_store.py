@@ -4,7 +4,7 @@ clear and delete, counts merged by add. Real LanceDB, real models."""
 import pytest
 
 from retrieval.chunking import chunk_markdown
-from retrieval.pipeline import add_documents, create_collection
+from retrieval.indexing.pipeline import add_documents, create_collection
 from retrieval.store import GRAPH_KINDS, Store, aux_table_name
 from retrieval.types import Document, IngestError, ParsedCorpus
 
@@ -54,7 +54,7 @@ def test_failed_add_leaves_collection_and_tables_unchanged(store, monkeypatch):
     def fail(info):
         raise RuntimeError("catalogue write failed")
 
-    monkeypatch.setattr(store, "_write_info", fail)
+    monkeypatch.setattr(store, "write_info", fail)
     with pytest.raises(RuntimeError):
         add_documents(store, "hist", ParsedCorpus([Document("new", "孙权在建业称帝。")]))
     assert snapshot(store, "hist") == before
@@ -63,20 +63,20 @@ def test_failed_add_leaves_collection_and_tables_unchanged(store, monkeypatch):
 
 def test_failed_create_leaves_no_tables(tmp_path, monkeypatch):
     store = Store(str(tmp_path))
-    monkeypatch.setattr(store, "_write_info", lambda info: (_ for _ in ()).throw(RuntimeError("boom")))
+    monkeypatch.setattr(store, "write_info", lambda info: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError):
         create_collection(store, "gone", ParsedCorpus(chunk_markdown(DOC, "gone")))
-    assert store._table_names() == [] or set(store._table_names()) <= {"_catalogue"}
+    assert store.table_names() == [] or set(store.table_names()) <= {"_catalogue"}
 
 def test_clear_and_delete_drop_the_graph_tables(store):
     names = {aux_table_name("hist", k) for k in GRAPH_KINDS}
-    assert names <= set(store._table_names())
+    assert names <= set(store.table_names())
     store.clear("hist")
-    assert not names & set(store._table_names()) and store.graph_tables("hist") is None
+    assert not names & set(store.table_names()) and store.graph_tables("hist") is None
     add_documents(store, "hist", ParsedCorpus([Document("again", "周瑜在巴丘病逝。")]))
     assert {r["event_id"] for r in store.graph_tables("hist")["event_entities"].to_pylist()} == {"again"}
     store.delete("hist")
-    assert not names & set(store._table_names())
+    assert not names & set(store.table_names())
 
 def test_add_to_a_collection_from_before_the_graph_indexes_old_documents(store):
     for kind in GRAPH_KINDS:

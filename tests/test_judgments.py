@@ -5,8 +5,8 @@ import hashlib
 import pytest
 
 from retrieval import judgments as judgments_module
+from retrieval.indexing.pipeline import create_collection
 from retrieval.judgments import JudgmentStore, ui_query_id
-from retrieval.pipeline import create_collection
 from retrieval.qrels import parse_qrels
 from retrieval.store import Store, aux_table_name
 from retrieval.types import IngestError, RetrievalError
@@ -37,7 +37,7 @@ def test_save_and_read_back_a_query_set(judgments, store):
     assert judgments.ratings("docs", "test", "  do statins cause breast cancer ") == {"MED-10": 2, "MED-2427": 1}
     assert judgments.ratings("docs", "test", "vitamin d and bone health") == {}
     # the tables are the collection's auxiliary tables, never listed as collections
-    tables = store._table_names()
+    tables = store.table_names()
     assert aux_table_name("docs", "queries") in tables and aux_table_name("docs", "judgments") in tables
     assert store.collection_names() == []
 
@@ -155,7 +155,7 @@ def test_delete_set_and_collection_lifecycle(judgments, store):
     assert judgments.query_sets("docs") == ["b"]
     store.delete("docs")
     assert judgments.query_sets("docs") == []
-    assert aux_table_name("docs", "judgments") not in store._table_names()
+    assert aux_table_name("docs", "judgments") not in store.table_names()
 
 
 def test_a_failing_judgments_write_restores_the_queries_table(judgments, monkeypatch):

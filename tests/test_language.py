@@ -6,9 +6,9 @@ from corpora import ANIMALS
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_bytes
 from retrieval.language import crosses_languages, language_rule, query_language
-from retrieval.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.sweep import Variant, run_sweep
 from retrieval.workbench import Workbench

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 
 from retrieval.cli import main
+from retrieval.indexing.pipeline import add_documents, create_collection
 from retrieval.ingest import parse_bytes
 from retrieval.names import display_name, hashed, labels, slug, table_name_for
-from retrieval.pipeline import add_documents, create_collection
 from retrieval.store import CATALOGUE_TABLE, Store
 from retrieval.types import RetrievalError
 
@@ -115,7 +115,7 @@ def test_same_display_names_from_a_race_are_an_ambiguity_error(tmp_path):
     assert store.display_names() == {"my-docs": "My Docs", "my-docs-2": "my docs"}
     info = store.info("my-docs-2")
     info.display_name = "My Docs"
-    store._write_info(info)
+    store.write_info(info)
     with pytest.raises(RetrievalError, match=r"^2 collections are named 'My Docs' \(tables my-docs, my-docs-2\): "
                                              r"give the table name$"):
         store.resolve("My Docs")

@@ -107,7 +107,7 @@ def test_ingest_search_add_clear_delete_on_s3(s3, locks, tmp_path, monkeypatch):
     def fail(info):
         raise RuntimeError("catalogue write failed")
 
-    monkeypatch.setattr(remote.store, "_write_info", fail)
+    monkeypatch.setattr(remote.store, "write_info", fail)
     with pytest.raises(RuntimeError, match="catalogue write failed"):
         remote.add("xquad-en", ParsedCorpus([Document("lost", "A balloon crossed the Channel.")]))
     monkeypatch.undo()

@@ -10,8 +10,8 @@ import pytest
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_path
-from retrieval.pipeline import create_collection
 from retrieval.plan import RankingPlan, evaluation_config
 from retrieval.store import Store
 from retrieval.sweep import Variant, run_sweep

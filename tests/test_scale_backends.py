@@ -6,8 +6,8 @@ from corpora import ANIMALS
 
 from retrieval import limits
 from retrieval.config import SearchConfig
+from retrieval.indexing.pipeline import add_documents, create_collection
 from retrieval.ingest import parse_bytes
-from retrieval.pipeline import add_documents, create_collection
 from retrieval.sources.bm25 import resolved_backend
 from retrieval.store import Store
 from retrieval.workbench import Workbench
@@ -81,7 +81,7 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     before = vector_index().index_uuid
     add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))
     assert vector_index().index_uuid != before
-    # the add's data file was merged with the first write's (`Store.compact`)
+    # the add's data file was merged with the first write's (`indexing.indexes.compact`)
     assert wb.store.table("zoo").stats()["fragment_stats"]["num_fragments"] == 1
     found = wb.search("zoo", "hens lay eggs", SearchConfig(depth=3)).candidates.sources["dense"].hits
     assert found[0].doc_id == "hen"

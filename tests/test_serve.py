@@ -26,8 +26,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from retrieval.cli import main
 from retrieval.config import SearchConfig
 from retrieval.embed import MINILM
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_path
-from retrieval.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.types import Document, ParsedCorpus
 from retrieval.workbench import Workbench

@@ -8,8 +8,8 @@ import pytest
 from retrieval.cli import ingest_rate, main
 from retrieval.config import SearchConfig
 from retrieval.embed import MINILM, load_encoder
+from retrieval.indexing.pipeline import add_documents, create_collection, truncation_note
 from retrieval.ingest import parse_bytes
-from retrieval.pipeline import add_documents, create_collection, truncation_note
 from retrieval.sources.base import run_source
 from retrieval.sources.bm25 import NO_TERMS, RankBM25Source
 from retrieval.store import Store

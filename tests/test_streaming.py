@@ -14,8 +14,8 @@ import pytest
 
 from retrieval import cli
 from retrieval.embed import MINILM
+from retrieval.indexing.pipeline import create_collection, ingest_stream, stream_language
 from retrieval.ingest import ParseOptions, open_stream, parse_path
-from retrieval.pipeline import create_collection, ingest_stream, stream_language
 from retrieval.store import GRAPH_KINDS, Store
 from retrieval.throughput import Throughput, duration
 from retrieval.types import IngestError
@@ -139,7 +139,7 @@ def graph(store: Store, name: str) -> dict[str, list]:
 
 def snapshot(store: Store, name: str):
     if name not in store.collection_names():
-        return "absent", sorted(t for t in store._table_names() if t == name or t.endswith(f"__{name}"))
+        return "absent", sorted(t for t in store.table_names() if t == name or t.endswith(f"__{name}"))
     return store.info(name), store.table(name).to_arrow().sort_by("id").to_pylist(), graph(store, name)
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_path
-from retrieval.pipeline import create_collection
 from retrieval.plan import fuse, fused_order
 from retrieval.store import Store
 from retrieval.sweep import Variant, default_grid, rerank_grid, retrieval_plan, run_sweep, with_rerank_grid

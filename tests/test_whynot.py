@@ -16,8 +16,8 @@ import pytest
 from retrieval.cli import main
 from retrieval.config import SearchConfig
 from retrieval.embed import load_encoder
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_bytes
-from retrieval.pipeline import create_collection
 from retrieval.rerank import get_reranker
 from retrieval.store import Store
 from retrieval.types import RetrievalError

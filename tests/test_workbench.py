@@ -5,8 +5,9 @@ import math
 import pytest
 
 from retrieval.config import SearchConfig
+from retrieval.indexing.indexes import build_vector_index
+from retrieval.indexing.pipeline import add_documents, create_collection
 from retrieval.ingest import parse_bytes
-from retrieval.pipeline import add_documents, create_collection
 from retrieval.sources.base import run_source
 from retrieval.sources.bm25 import RankBM25Source
 from retrieval.store import Store
@@ -165,7 +166,7 @@ def test_vector_index_keeps_similarities_exact(tmp_path):
     create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
     config = SearchConfig(weights={"dense": 1.0}, depth=6)
     exact = [(h.doc_id, h.raw_score) for h in wb.candidates("zoo", "night hunters", config).sources["dense"].hits]
-    wb.store.build_vector_index("zoo", index_type="IVF_FLAT", num_partitions=2)
+    build_vector_index(wb.store, "zoo", index_type="IVF_FLAT", num_partitions=2)
     source = wb.retriever.source("zoo", "dense", config)
     assert source.has_index
     indexed = [(h.doc_id, h.raw_score) for h in wb.candidates("zoo", "night hunters", config).sources["dense"].hits]

@@ -133,7 +133,7 @@ def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseO
     """Parse the uploaded files and create the collection named `collection` (any script: it
     becomes the display name) or add to collection `collection` (a table or display name). All
     or nothing: any problem raises RetrievalError (IngestError for input problems) and nothing is
-    written. `cross_lingual`: a new collection's (`pipeline.wants_cross_lingual`; None: auto)."""
+    written. `cross_lingual`: a new collection's (`indexing.plan.wants_cross_lingual`; None: auto)."""
     collection = display_name(collection or "")
     if not files:
         raise RetrievalError("Upload at least one file first")
@@ -219,7 +219,7 @@ def graph_notes(workbench: Workbench) -> list[str]:
 def truncation_notes(workbench: Workbench) -> list[str]:
     """Per collection (evaluation caches apart) whose documents the encoder truncated, or whose
     count predates the workbench counting it: "<name>: 3 of 120 documents are longer than the
-    encoder's 256-token window …" (`pipeline.truncation_note`)."""
+    encoder's 256-token window …" (`indexing.pipeline.truncation_note`)."""
     notes = []
     labels = workbench.labels()
     for info in workbench.collections():

@@ -13,7 +13,8 @@ sliders from it, the CLI parses its options with it, and the Workbench caches it
     Source.search(query, depth) -> [Hit]       best first, ranks 1..n; candidates cached per query
 
 so fusion never special-cases a source, and a slider over a source's parameter never re-reads
-the collection.
+the collection. What a source reads is also what it needs derived at ingest (`SourceSpec.derives`:
+columns, indexes, auxiliary tables); the write path (`retrieval/indexing/`) derives exactly that.
 """
 
 from __future__ import annotations
@@ -91,6 +92,17 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Derives:
+    """What an ingest derives for a source, beside the documents' own fields, for it to read at
+    query time; the write path (`retrieval/indexing/plan.py`) reads these, never a source's name."""
+
+    columns: tuple[str, ...] = ()  # collection table columns ("tokens", "vector", "vector_xl")
+    text_index: tuple[str, ...] = ()  # columns under LanceDB's native full-text index, after every write
+    vector_index: tuple[str, ...] = ()  # vector columns that get an ANN index from `limits.SCALE_DOCS` documents
+    tables: tuple[str, ...] = ()  # auxiliary tables (`store.AUX_KINDS` kinds) written with the rows
+
+
+@dataclass(frozen=True)
 class SourceSpec:
     """Everything the core, the UI and the CLI know about one source."""
 
@@ -110,6 +122,8 @@ class SourceSpec:
     # Embeds the query with the collection's model (`LoadContext.query_vector`): evaluation and
     # sweeps embed all their queries in batches first (`Retriever.embed_queries`).
     embeds_query: bool = False
+    # What an ingest derives for it (nothing: it reads the documents' own fields).
+    derives: Derives = Derives()
 
     def defaults(self, group: str) -> dict[str, float]:
         """Defaults of this source's parameters stored in the dict field `group`."""

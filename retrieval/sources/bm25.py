@@ -34,7 +34,7 @@ from rank_bm25 import BM25Okapi
 from .. import limits
 from ..tokenize import tokenize
 from ..types import Hit
-from .base import LoadContext, Param, SourceSpec, ids_in, top_hits
+from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -92,6 +92,8 @@ def build(loaded: LoadedBM25, config: SearchConfig):
 _AGAIN = " Retrieves BM25 candidates again."
 SPEC = SourceSpec(
     name="bm25", label="BM25", load=LoadedBM25, build=build, key=key, lexical=True,
+    # rank-bm25 reads the tokens; the 'native' backend LanceDB's full-text index over them.
+    derives=Derives(columns=("tokens", "n_tokens"), text_index=("tokens",)),
     weight_help="Multiplies BM25's part of the fused score: RRF adds w/(k + BM25 rank), weighted sum "
                 "adds w × normalised BM25 score. 0 keeps BM25's ranks visible but makes it add nothing.",
     min_raw=Param("min_raw.bm25", "Minimum BM25 raw score",

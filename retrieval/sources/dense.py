@@ -25,7 +25,7 @@ from ..embed import E5
 from ..store import XL_COLUMN, vector_matrix
 from ..tokenize import crosses_languages
 from ..types import Hit
-from .base import LoadContext, Param, SourceSpec, ids_in, top_hits
+from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -133,6 +133,9 @@ def build(loaded: LoadedDense, config: SearchConfig) -> CrossLingualDense:
 
 SPEC = SourceSpec(
     name="dense", label="vector", load=load, build=build, embeds_query=True,
+    # The collection's own vectors and, when it has them, the cross-lingual ones; each gets an
+    # ANN index once the collection is large.
+    derives=Derives(columns=("vector", XL_COLUMN), vector_index=("vector", XL_COLUMN)),
     key=lambda config: (config.language_aware,),
     weight_help="Multiplies the vector (embedding) part of the fused score: RRF adds w/(k + vector rank), "
                 "weighted sum adds w × normalised cosine similarity. 0 makes it add nothing.",

@@ -25,9 +25,9 @@ import numpy as np
 from ..activation import Activation, GraphSettings, Scored, activate, hit_detail, inverted, score_events
 from ..cache import LRU
 from ..entities import default_extractor, graph_table_rows
-from ..pipeline import stored_documents
+from ..store import GRAPH_KINDS, stored_documents
 from ..types import Hit, RetrievalError
-from .base import LoadContext, Param, SourceSpec
+from .base import Derives, LoadContext, Param, SourceSpec
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -227,6 +227,7 @@ GRAPH_DEFAULTS: dict[str, float] = {p.key: p.default for p in PARAMS}
 
 SPEC = SourceSpec(
     name="graph", label="entity graph", load=load, build=build, key=key, params=PARAMS, optional=True,
+    derives=Derives(tables=GRAPH_KINDS),  # entities, event-entity links, event times
     embeds_query=True,
     weight_help="Multiplies the entity graph's part of the fused score: RRF adds w/(k + graph rank), weighted "
                 "sum adds w × normalised graph score.",

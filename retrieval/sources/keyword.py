@@ -55,7 +55,7 @@ from ..records import (
     record_tags,
 )
 from ..types import Hit
-from .base import LoadContext, Param, SourceSpec
+from .base import Derives, LoadContext, Param, SourceSpec
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -309,6 +309,7 @@ def load_fields(context: LoadContext, collection: str) -> list[KeywordFields]:
 
 SPEC = SourceSpec(
     name="keyword", label="keyword", load=load_fields, build=build, key=key, params=PARAMS, optional=True,
+    derives=Derives(),  # nothing: it scores the stored title, text and metadata as they are
     lexical=True,
     weight_help="Multiplies the keyword scorer's part of the fused score: RRF adds w/(k + keyword rank), "
                 "weighted sum adds w × normalised keyword points.",

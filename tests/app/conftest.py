@@ -15,8 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from retrieval.config import SearchConfig
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_path
-from retrieval.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.types import Document, ParsedCorpus
 from retrieval.workbench import Workbench

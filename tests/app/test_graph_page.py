@@ -8,7 +8,7 @@ from conftest import all_widgets, nullable, open_page, plain
 from retrieval.activation import GraphSettings, activate
 from retrieval.chunking import chunk_markdown
 from retrieval.config import SearchConfig
-from retrieval.pipeline import create_collection
+from retrieval.indexing.pipeline import create_collection
 from retrieval.sources.graph import load_index
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus

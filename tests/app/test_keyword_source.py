@@ -5,8 +5,8 @@ import pytest
 from conftest import REPO, nullable, open_page
 
 from retrieval.config import SearchConfig
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_path
-from retrieval.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus
 from retrieval.workbench import Workbench

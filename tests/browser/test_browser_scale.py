@@ -18,9 +18,9 @@ Its vectors are made from cached ones, since embedding 50k documents with the re
 about an hour of CPU here (786 CPU s per 10k, docs/experiments/scale.md): each distinct sentence
 is embedded ONCE by the collection's own model (all-MiniLM-L6-v2, the default for English), and a
 document's vector is the normalised mean of its sentences' vectors. Everything else is the real
-ingest: `pipeline.create_collection` with the encoder it loads swapped for `SentenceMeanEncoder`
+ingest: `indexing.pipeline.create_collection` with the encoder it loads swapped for `SentenceMeanEncoder`
 (tokenising, language, checks, the catalogue entry, the pending entity graph, the native BM25
-index, the IVF_SQ index and the compaction of `pipeline.index_for_size`), so the collection differs from an
+index, the IVF_SQ index and the compaction of `indexing.indexes.index_for_size`), so the collection differs from an
 ingested one only in how its vectors were made, which its description says. Queries in the app are
 embedded for real by the same model.
 
@@ -44,7 +44,7 @@ import pytest
 
 from retrieval import embed, limits
 from retrieval.config import SearchConfig
-from retrieval.pipeline import create_collection
+from retrieval.indexing.pipeline import create_collection
 from retrieval.store import Store
 from retrieval.types import Document, ParsedCorpus
 from retrieval.workbench import Workbench
@@ -131,7 +131,7 @@ class SentenceMeanEncoder:
 
 
 def build_scale_collection(store: Store, n: int) -> tuple[SentenceMeanEncoder, list[Document]]:
-    """Create SCALE_COLLECTION with `n` documents through `pipeline.create_collection`, its encoder
+    """Create SCALE_COLLECTION with `n` documents through `indexing.pipeline.create_collection`, its encoder
     the `SentenceMeanEncoder` over the collection model's real encoder."""
     sentences = sentence_pool()
     documents, parts = [], {}

@@ -198,7 +198,7 @@ def killed_at(db: Path, tmp: Path, step: str, *args: str) -> None:
 
 def snapshot(store: Store, name: str) -> tuple:
     if not store.exists(name):
-        return ("absent", sorted(n for n in store._table_names() if n == name or n.endswith(f"__{name}")))
+        return ("absent", sorted(n for n in store.table_names() if n == name or n.endswith(f"__{name}")))
     tables = store.graph_tables(name)
     events = sorted(r["event_id"] for r in tables["event_times"].to_pylist()) if tables else None
     return (store.info(name).doc_count, sorted(ids_of(store, name)), events)
@@ -214,13 +214,13 @@ def then_recovers(db: Path, name: str, expected: tuple) -> None:
     if expected[0] != "absent":
         check_consistent(store, name)
         store.delete(name)
-    assert not [n for n in store._table_names() if n == name or n.endswith(f"__{name}")]
+    assert not [n for n in store.table_names() if n == name or n.endswith(f"__{name}")]
     assert prepare(db, "create", name, 500, 4)["ok"]
     assert set(check_consistent(Store(str(db)), name)) == docs(500, 4)
 
 
-CREATE_STEPS = ["create:journal", "create:table", "create:index", "create:graph", "create:catalogue"]
-ADD_STEPS = ["add:journal", "add:rows", "add:index", "add:graph", "add:catalogue"]
+CREATE_STEPS = ["create:journal", "create:batch-1", "create:index", "create:graph", "create:catalogue"]
+ADD_STEPS = ["add:journal", "add:batch-1", "add:index", "add:graph", "add:catalogue"]
 
 
 @pytest.mark.parametrize("step", CREATE_STEPS)
@@ -303,7 +303,7 @@ def killed_cli_at(db: Path, tmp: Path, step: str, *args: str) -> Store:
     return paused
 
 
-@pytest.mark.parametrize("step", ["stream:batch-2", "stream:catalogue"])
+@pytest.mark.parametrize("step", ["create:batch-2", "create:catalogue"])
 def test_kill_during_a_streaming_cli_create_leaves_no_trace(tmp_path, step):
     db = tmp_path / "db"
     killed_cli_at(db, tmp_path, step, str(stream_file(tmp_path, 0, 10)), "--collection", "c",
@@ -312,12 +312,12 @@ def test_kill_during_a_streaming_cli_create_leaves_no_trace(tmp_path, step):
     then_recovers(db, "c", ("absent", []))
 
 
-@pytest.mark.parametrize("step", ["stream:batch-2", "stream:catalogue"])
+@pytest.mark.parametrize("step", ["add:batch-2", "add:catalogue"])
 def test_kill_during_a_streaming_cli_add_leaves_the_collection_as_before(tmp_path, step):
     db = tmp_path / "db"
     assert prepare(db, "create", "c", 0, 10)["ok"]
     before = snapshot(Store(str(db)), "c")
     paused = killed_cli_at(db, tmp_path, step, str(stream_file(tmp_path, 100, 10)), "--collection", "c", "--add")
     written = set(ids_of(paused, "c")) - docs(0, 10)  # what the killed ingest had committed
-    assert written == (docs(100, 6) if step == "stream:batch-2" else docs(100, 10))
+    assert written == (docs(100, 6) if step == "add:batch-2" else docs(100, 10))
     then_recovers(db, "c", before)

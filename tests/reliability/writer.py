@@ -24,7 +24,9 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from retrieval.pipeline import add_documents, create_collection, document_rows, graph_rows  # noqa: E402
+from retrieval.indexing.derive import document_rows, graph_rows  # noqa: E402
+from retrieval.indexing.pipeline import add_documents, create_collection  # noqa: E402
+from retrieval.indexing.writer import Batch, write_batches  # noqa: E402
 from retrieval.store import CollectionInfo, Store, now_iso  # noqa: E402
 from retrieval.types import Document, ParsedCorpus  # noqa: E402
 
@@ -58,14 +60,15 @@ def write(store: Store, op: str, name: str, start: int, count: int, real: bool) 
             now = now_iso()
             info = CollectionInfo(name=name, model="all-MiniLM-L6-v2", dim=DIM, tokenizer="t", language="en",
                                   doc_count=len(docs), created=now, updated=now, lancedb_version="x")
-            info = store.write_collection(info, document_rows(docs, FixedEncoder()),
-                                          graph_rows(docs, datetime.now(UTC)))
+            batch = Batch(document_rows(docs, FixedEncoder()), graph_rows(docs, datetime.now(UTC)))
+            info = write_batches(store, info, True, [batch])
         return {"doc_count": info.doc_count}
     if op == "add":
         if real:
             info = add_documents(store, name, ParsedCorpus(docs)).info
         else:
-            info = store.append(name, document_rows(docs, FixedEncoder()), graph_rows(docs, datetime.now(UTC)))
+            batch = Batch(document_rows(docs, FixedEncoder()), graph_rows(docs, datetime.now(UTC)))
+            info = write_batches(store, store.info(name), False, [batch])
         return {"doc_count": info.doc_count}
     if op == "clear":
         return {"doc_count": store.clear(name).doc_count}

@@ -25,7 +25,7 @@ from retrieval.activation import (
 from retrieval.chunking import chunk_markdown
 from retrieval.config import SearchConfig
 from retrieval.embed import load_encoder
-from retrieval.pipeline import create_collection
+from retrieval.indexing.pipeline import create_collection
 from retrieval.sources.graph import GRAPH_DEFAULTS, load_index
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from retrieval.config import SearchConfig
+from retrieval.indexing.pipeline import create_collection
 from retrieval.ingest import parse_path
-from retrieval.pipeline import create_collection
 from retrieval.sources import keyword
 from retrieval.sources.keyword import (
     KEYWORD_DEFAULTS,

@@ -1,0 +1,245 @@
+"""The write path: the only way documents become rows. Every ingest — the Corpus page's upload,
+the CLI's `ingest`, the MCP write tools, the evaluation's BEIR cache, examples/ray_embed.py — is
+a stream of document batches through the same steps:
+
+    check → tokenise → embed every vector column the collection has (its model's, and the
+    cross-lingual one: `plan.vector_models`) → extract entities (below `limits.GRAPH_INLINE_MAX`
+    documents) → write the batch (`writer.open_write`: one journaled transaction over all
+    batches) → full-text index, entities table, catalogue entry → indexes by size → compaction
+
+What is derived is what the sources declare (`SourceSpec.derives`, read by `plan.py`). Only the
+embedding step may run elsewhere: `ingest_stream(..., embedding=...)` takes any function that
+maps record batches to the same batches with their vector columns (`derive.EmbedBatches` is the
+UDF; examples/ray_embed.py maps it over Ray Data batches), so a distributed ingest writes
+exactly what the CLI writes.
+
+One-shot ingests (`create_collection`, `add_documents`: a parsed corpus, already in memory) derive
+their one batch before the collection's writer lock is taken, so two ingests embed side by side
+and only their writes queue; the writer re-checks names and ids under the lock. A streaming
+ingest (`ingest_stream`) derives each batch under the lock, so memory holds one batch: other
+writers to that collection wait for the whole ingest (docs/reliability.md).
+
+A new collection's name may be in any script: the store keeps it as the display name and derives
+a safe table name from it (`Store.new_names`, names.py). The encoder embeds each document from its
+first `max_seq_length` tokens; how many documents were longer is counted at ingest, kept in the
+catalogue (`CollectionInfo.truncated`) and said (`truncation_note`). BM25 indexes every token.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from .. import limits
+from ..embed import E5, default_model_for
+from ..graph_build import graph_inline
+from ..ingest import DocumentStream
+from ..store import CollectionInfo, Progress, Store, stored_documents
+from ..tokenize import corpus_language, document_language, language_from_mix
+from ..types import Document, ParsedCorpus
+from . import plan
+from .derive import (
+    EmbedBatches,
+    check_documents,
+    collection_rows,
+    count_truncated,
+    document_records,
+    documents_of,
+    embedding_text,
+    graph_rows,
+)
+from .indexes import index_for_size
+from .writer import Batch, clash_error, open_write
+
+# column → model, record batches → the same batches with those vector columns added, in order.
+Embedding = Callable[[Mapping[str, str], Iterator[pa.Table]], Iterator[pa.Table]]
+
+
+@dataclass
+class IngestResult:
+    """What one ingest did: the collection afterwards, how many documents it wrote, and how many
+    of them were longer than the encoder's window of `window` tokens (embedded from their first
+    `window` tokens)."""
+
+    info: CollectionInfo
+    documents: int
+    truncated: int
+    window: int
+
+    @property
+    def note(self) -> str:
+        """The truncation sentence for this ingest ('' when no document was truncated)."""
+        return truncation_note(self.truncated, self.documents, self.window)
+
+
+def truncation_note(truncated: int | None, documents: int, window: int | None) -> str:
+    """'3 of 120 documents are longer than the encoder's 256-token window and were embedded from
+    their first 256 tokens; BM25 indexes all of their text'. '' when none was (or the count is
+    unknown: None); "the encoder's token window" when the window is unknown (None or 0)."""
+    if not truncated:
+        return ""
+    one = truncated == 1
+    span = f"{window}-token window" if window else "token window"
+    first = f"first {window} tokens" if window else "first tokens"
+    their = "its" if one else "their"
+    return (f"{truncated} of {documents} document{'' if documents == 1 else 's'} {'is' if one else 'are'} longer "
+            f"than the encoder's {span} and {'was' if one else 'were'} embedded from {their} {first}; "
+            f"BM25 indexes all of {their} text")
+
+
+def embed_here(models: Mapping[str, str], records: Iterable[pa.Table],
+               progress: Progress | None = None) -> Iterator[pa.Table]:
+    """The embedding step in this process, one batch at a time (lazily: a stream's memory holds
+    one batch)."""
+    udf = EmbedBatches(models)
+    for batch in records:
+        yield udf(batch, progress)
+
+
+def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str | None = None,
+                      description: str = "", progress: Progress | None = None,
+                      cross_lingual: bool | None = None) -> IngestResult:
+    """Create a collection named `name` (any script: the display name; the table name is derived,
+    `Store.new_names`) from parsed documents, in one batch derived before the lock; the model
+    defaults by corpus language. `cross_lingual`: `plan.wants_cross_lingual`'s `requested`
+    (None: auto)."""
+    table, display = store.new_names(name)
+    documents = check_documents(corpus.documents)
+    language = corpus_language(embedding_text(d) for d in documents)
+    info = plan.new_collection(table, display, language, model or default_model_for(language), len(documents),
+                               cross_lingual, description)
+    return write_documents(store, info, [documents], len(documents), create=True, progress=progress)
+
+
+def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progress | None = None) -> IngestResult:
+    """Add documents to an existing collection (its table name) with its recorded models, in one
+    batch derived before the lock. All or nothing; ids already in the collection are refused
+    (checked first, and again under the lock)."""
+    info = store.info(name)
+    documents = check_documents(corpus.documents)
+    clashes = store.existing_ids(name, [d.id for d in documents])
+    if clashes:
+        raise clash_error(name, clashes)
+    return write_documents(store, info, [documents], len(documents), create=False, progress=progress)
+
+
+def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = False, model: str | None = None,
+                  description: str = "", progress: Progress | None = None,
+                  cross_lingual: bool | None = None, embedding: Embedding | None = None) -> IngestResult:
+    """Create collection `name` (any script, as `create_collection`) from a `DocumentStream`, or
+    with `add` add it to collection `name` (its table name), batch by batch under the lock, so
+    memory holds one batch; still all or nothing (module doc).
+
+    The model of a new collection, unless given, is chosen by the language of every document, as
+    in the one-shot ingest: `stream_language` reads the stream once first (no embedding), which
+    also finds any parse problem before anything is written (skipped when `model` is given and
+    the language could not give the collection cross-lingual vectors: the multilingual model,
+    `cross_lingual` False, or too many documents for them by default). `progress("reading", done,
+    total)` during that pass, then `progress("ingesting", documents done, stream.total)` after
+    every embedding chunk and batch. `embedding`: where the embedding step runs (default: here,
+    `embed_here`)."""
+    batches = stream.batches()
+    first = next(batches, None)
+    if first is None:
+        check_documents([])  # "No documents to ingest"
+    if add:
+        info = store.info(name)
+    else:
+        table, display = store.new_names(name)
+        # A named model needs the language only to decide the cross-lingual vectors: no reading
+        # pass when nothing could get them (the placeholder is replaced by the stored mix at the end).
+        xl_possible = cross_lingual is True or (cross_lingual is None and stream.total < limits.CROSS_LINGUAL_AUTO_MAX)
+        language = stream_language(stream, progress) if not model or (model != E5 and xl_possible) else "mixed"
+        info = plan.new_collection(table, display, language, model or default_model_for(language), stream.total,
+                                   cross_lingual, description)
+    return write_documents(store, info, _chained(first, batches), stream.total, create=not add, progress=progress,
+                           streamed=True, embedding=embedding)
+
+
+def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[Document]], count: int,
+                    create: bool, progress: Progress | None = None, streamed: bool = False,
+                    embedding: Embedding | None = None) -> IngestResult:
+    """Derive and write `count` documents, in batches, into collection `info` (new when `create`,
+    else its catalogue entry as read before the write): every batch checked (ids also against
+    every batch before), tokenised, embedded (`embedding`, default here), its entities found
+    when the collection stays below `limits.GRAPH_INLINE_MAX` documents, then written in ONE
+    transaction (`writer.open_write`), then the indexes its size calls for.
+
+    One-shot (`streamed` False): every batch is derived before the writer lock is taken, and
+    `progress` hears each stage ("tokenising", "embedding", "finding entities" …). Streamed: each
+    batch is derived under the lock as it is written (memory: one batch), and `progress` hears
+    ("ingesting", documents done, `count`)."""
+    encoder = plan.encoders_for(info)["vector"]  # every column's encoder loaded and checked first
+    done = [0]  # documents written so far: where a batch's embedding progress starts
+    stage_progress = None if streamed else progress
+    embed_progress = _within(progress, done, count) if streamed else progress
+    embed = embedding or functools.partial(embed_here, progress=embed_progress)
+    inline = graph_inline(info.doc_count + count, None if create else info)
+    ingested = datetime.now(UTC)
+    seen: set[str] = set()
+    records = (document_records(check_documents(batch, seen), stage_progress) for batch in batches)
+    derived: Iterable[Batch] = (_batch(embedded, info, encoder, ingested if inline else None, stage_progress)
+                                for embedded in embed(plan.vector_models(info), records))
+    if not streamed:
+        derived = list(derived)  # before the lock: tokenise, embed, extract
+    # A collection ingested before the entity graph (or the truncation count) existed: its stored
+    # documents are indexed (counted) too.
+    legacy = lambda: graph_rows(stored_documents(store, info.name), datetime.fromisoformat(info.created))  # noqa: E731
+    stored = lambda: count_truncated(stored_documents(store, info.name), encoder)  # noqa: E731
+    with open_write(store, info, create, legacy_graph_rows=None if create else legacy,
+                    stored_truncated=None if create else stored, graph=inline) as writer:
+        for batch in derived:
+            writer.append(batch)
+            done[0] += batch.rows.num_rows
+            if progress and streamed:
+                progress("ingesting", done[0], count)
+    return IngestResult(index_for_size(store, writer.info), done[0], writer.truncated, encoder.spec.max_seq_length)
+
+
+def _batch(embedded: pa.Table, info: CollectionInfo, encoder, ingested: datetime | None,
+           progress: Progress | None) -> Batch:
+    """An embedded batch of records as a `Batch` to write: the collection rows, the entity graph
+    rows dated `ingested` (None: the graph is deferred; none either when no source reads it) and
+    the truncation count."""
+    documents = documents_of(embedded)
+    rows = collection_rows(embedded, info.dim, info.xl_dim)
+    truncated = count_truncated(documents, encoder)
+    graph = graph_rows(documents, ingested, progress) if ingested is not None and plan.derives_graph() else None
+    return Batch(rows, graph, truncated)
+
+
+def stream_language(stream: DocumentStream, progress: Progress | None = None) -> str:
+    """The corpus language of every document of `stream` (`corpus_language`, as the one-shot
+    ingest decides it), in one reading pass without embedding (parsing only: seconds for a
+    million JSONL lines, next to the hour the encoder takes); a problem in any batch is found
+    here, before anything is written. `progress("reading", done, total)` per batch."""
+    mix: list[str] = []
+    done = 0
+    for batch in stream.batches():
+        mix.extend(document_language(embedding_text(d)) for d in batch)
+        done += len(batch)
+        if progress:
+            progress("reading", done, stream.total)
+    return language_from_mix(mix)
+
+
+def _chained(first: list[Document] | None, rest: Iterator[list[Document]]) -> Iterator[list[Document]]:
+    if first is not None:
+        yield first
+    yield from rest
+
+
+def _within(progress: Progress | None, done: list[int], total: int) -> Progress | None:
+    """A batch's embedding progress as the stream's: documents written before it (`done[0]`, read
+    when reported) plus those embedded in it."""
+    if progress is None:
+        return None
+
+    def report(stage: str, embedded: int, _: int) -> None:
+        if stage == "embedding":
+            progress("ingesting", done[0] + embedded, total)
+    return report
