@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from counting import CountingWorkbench
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
@@ -58,32 +59,10 @@ def animal_store(tmp_path_factory):
     return store
 
 
-class RowCountingWorkbench(Workbench):
-    """A real workbench that counts the candidates' rows it reads and the searches it runs."""
-
-    rows_read = 0
-    searches = 0
-
-    def __init__(self, store):
-        super().__init__(store)
-        read = self.reads.documents
-
-        def counted(collection, ids, state=None, row_ids=None):
-            ids = set(ids)
-            self.rows_read += len(ids)
-            return read(collection, ids, state, row_ids)
-
-        self.reads.documents = counted
-
-    def search(self, collection, query, config):
-        self.searches += 1
-        return super().search(collection, query, config)
-
-
 def both_paths(store, collection, queries, qrels, config):
     """The lean and the explained report, each on a fresh Workbench (no candidate shared through a
     cache, so the vector source's batch and its one-query search are both really run)."""
-    lean_wb, explained_wb = RowCountingWorkbench(store), RowCountingWorkbench(store)
+    lean_wb, explained_wb = CountingWorkbench(store), CountingWorkbench(store)
     lean = evaluate_collection(lean_wb, collection, queries, qrels, config, metrics=("ndcg@10", "mrr@10", "map"))
     explained = evaluate_collection(explained_wb, collection, queries, qrels, config,
                                     metrics=("ndcg@10", "mrr@10", "map"), explained=True)

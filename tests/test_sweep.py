@@ -4,6 +4,7 @@ real models."""
 from pathlib import Path
 
 import pytest
+from counting import CountingWorkbench
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
@@ -18,33 +19,6 @@ from retrieval.workbench import Workbench
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "xquad"  # the bundled BEIR sample
 N_EN, N_ZH = 20, 10
 N_QUERIES = N_EN + N_ZH
-
-
-class CountingWorkbench(Workbench):
-    """A real workbench that counts the queries it is asked candidates for (to check retrieval runs
-    once per query) and the rows it reads (a sweep reads none)."""
-
-    calls = 0
-    rows_read = 0
-
-    def candidates(self, collection, query, config):
-        self.calls += 1
-        return super().candidates(collection, query, config)
-
-    def source_results(self, collection, queries, config, state=None):
-        self.calls += len(queries)
-        return super().source_results(collection, queries, config, state)
-
-    def __init__(self, store):
-        super().__init__(store)
-        read = self.reads.documents
-
-        def counted(collection, ids, state=None, row_ids=None):
-            ids = set(ids)
-            self.rows_read += len(ids)
-            return read(collection, ids, state, row_ids)
-
-        self.reads.documents = counted
 
 
 @pytest.fixture(scope="module")
