@@ -4,13 +4,10 @@
 w ∈ {0.0, 0.1, …, 1.0} of s₁ (s₂ gets 1 − w), every fusion method's grid points
 (`FusionMethod.sweep_points` in `fusion_methods.FUSION_METHODS`) × 11 weights:
 
-- weighted fusion: normalisation ∈ {minmax, l2} × combination ∈ {arithmetic, harmonic,
-  geometric} × 11 weights = 66 variants;
-- RRF: k ∈ {1, 5, 10, 20, 60} × 11 weights = 55 variants;
-- DBSF: 11 variants;
-
-132 in all. A variant with weight 0 on a source leaves that source out of its config (weights
-{s₂: 1.0}): it is the other source alone, not a fusion with a silent partner whose candidates
+e.g. weighted fusion: normalisation ∈ {minmax, l2} × combination ∈ {arithmetic, harmonic,
+geometric} × 11 weights = 66 variants; RRF: k ∈ {1, 5, 10, 20, 60} × 11 weights = 55 variants;
+132 in all with today's three methods. A variant with weight 0 on a source leaves that source
+out of its config (weights {s₂: 1.0}): it is the other source alone, not a fusion with a silent partner whose candidates
 would still be ranked behind, tied at 0.
 
 `run_sweep` fetches each query's candidates once per (source, source parameters) at the largest

@@ -118,8 +118,8 @@ MAIN_KNOBS: tuple[Knob, ...] = (
     Knob("normalization", "Score normalisation",
          "Weighted sum: puts each source's raw scores on one scale before weighting, over this query's "
          "candidates. min-max: (x − min)/(max − min) in [0, 1]; z-score: (x − mean)/std; none: raw values "
-         "(BM25's 0–30 would swamp cosine's 0–1). Greyed out for a method that does not use it (RRF ranks; DBSF "
-         "normalises by mean ± 3σ of its own).",
+         "(BM25's 0–30 would swamp cosine's 0–1). Greyed out for a fusion method that does not use it "
+         "(one that ranks, or normalises in its own way: see the fusion method's help).",
          st.selectbox, lambda c: c.normalization, _set("normalization"),
          dict(options=list(NORMALIZATIONS), format_func=NORMALIZATION_LABELS.get)),
     Knob("combination", "Combination",
