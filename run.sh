@@ -18,13 +18,17 @@ setup_python() {
     echo "creating virtualenv $VENV with $base" >&2
     "$base" -m venv "$VENV"
   fi
-  # Reinstall only when requirements.txt or requirements-dev.txt changed since the last successful
-  # install of this file (one stamp per file, so app and test runs do not undo each other's).
+  # Reinstall only when requirements.txt, requirements-dev.txt or pyproject.toml changed since the
+  # last successful install of this file (one stamp per file, so app and test runs do not undo
+  # each other's). Then the project itself, editable and without resolving dependencies again
+  # (they are the pinned ones just installed): `import retrieval`, `import ui` and the `retrieval`
+  # command work from anywhere, with no sys.path edit.
   local stamp="$VENV/.${reqs%.txt}.sha256" want
-  want="$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)"
+  want="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "installing $reqs (torch CPU build, streamlit, lancedb, models …)" >&2
+    echo "installing $reqs (torch CPU build, streamlit, lancedb, models …) and the project" >&2
     "$PY" -m pip install --quiet --disable-pip-version-check -r "$reqs"
+    "$PY" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
     echo "$want" > "$stamp"
   fi
 }

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from retrieval.config import SearchConfig  # noqa: E402
 from retrieval.embed import load_encoder  # noqa: E402

@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def generate(path: Path, docs: int, chars: int) -> None:

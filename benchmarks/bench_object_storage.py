@@ -36,7 +36,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb loads (retrieval.store sets it too, later)
 
 import boto3  # noqa: E402

@@ -66,7 +66,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 EVAL_DIR = REPO.parent / "shared" / "eval"

@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 import anyio  # noqa: E402
 from mcp import ClientSession  # noqa: E402

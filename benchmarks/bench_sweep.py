@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from retrieval.config import SearchConfig  # noqa: E402

@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def distill(out: Path, batch_size: int = 512) -> Path:

@@ -12,8 +12,6 @@ characters only.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from retrieval.evaluate import evaluate_run, run_from_rankings
 from retrieval.ingest import parse_path
 from retrieval.sources.base import top_hits

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 import warnings
@@ -32,7 +31,6 @@ from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pyarrow as pa  # noqa: E402
@@ -43,10 +41,10 @@ from retrieval.ingest import STREAM_BATCH, open_stream, parse_path  # noqa: E402
 from retrieval.store import Store  # noqa: E402
 from retrieval.types import Document  # noqa: E402
 
-# Workers import `retrieval` from this checkout: on a cluster, the repository and its virtualenv
-# must sit at the same path on every node. Models ship in PyPI packages: nothing is downloaded.
-RUNTIME_ENV = {"env_vars": {"OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                            "PYTHONPATH": str(REPO)}}
+# Workers import `retrieval` as installed in the virtualenv (`pip install -e .`, ./run.sh does
+# it): on a cluster, the project must be installed in the same virtualenv path on every node.
+# Models ship in PyPI packages: nothing is downloaded.
+RUNTIME_ENV = {"env_vars": {"OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}}
 
 
 class EmbedOnWorker(EmbedBatches):

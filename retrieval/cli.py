@@ -167,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def console() -> None:
+    """The `retrieval` console script (pyproject.toml): `python -m retrieval` under another name."""
+    sys.exit(main())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # Warnings and tracebacks of the core's module loggers (a failing source …) go to stderr.

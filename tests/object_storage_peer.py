@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 from retrieval.config import SearchConfig  # noqa: E402
 from retrieval.types import Document, ParsedCorpus  # noqa: E402

@@ -59,7 +59,7 @@ def run_async(fn, *args):
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
             "OMP_WAIT_POLICY": "PASSIVE", "LANCEDB_LOG": "error"}
 
 

@@ -11,14 +11,10 @@ Screenshots go to tests/browser/screenshots/ (git-ignored). The shared pieces ar
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import harness
+import pytest
 
 REPO = harness.REPO
 CHROMIUM = harness.CHROMIUM

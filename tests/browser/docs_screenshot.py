@@ -8,12 +8,9 @@ the same no-outside-requests guard as the browser tests. Not a test (not collect
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import quote_plus
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 

@@ -1,0 +1,49 @@
+"""The project is an installable package: the console script and `python -m retrieval` work from
+any folder, nothing edits sys.path, and every test gets its own database."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_console_script_and_the_module_run_from_anywhere(tmp_path):
+    script = Path(sys.executable).with_name("retrieval")
+    assert script.is_file(), "the console script is missing: pip install -e . (./run.sh does it)"
+    for command in ([str(script), "--help"], [sys.executable, "-m", "retrieval", "--help"]):
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": ""})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "ingest,search,evaluate,sweep,collections,serve" in done.stdout
+
+
+def test_nothing_edits_sys_path():
+    edits = re.compile(r"sys\.path\.(insert|append|extend)|sys\.path\s*\+?=|[\"']PYTHONPATH[\"']\s*:\s*(?![\"'][\"'])")
+    found = []
+    for path in REPO.rglob("*.py"):
+        parts = path.relative_to(REPO).parts
+        if parts[0] in (".venv", "data", ".cache") or path == Path(__file__):
+            continue
+        found += [f"{path.relative_to(REPO)}:{n}" for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+                  if edits.search(line)]
+    assert not found, found
+
+
+SEEN: list[str] = []
+
+
+def test_every_test_has_its_own_database(tmp_path_factory):
+    db = Path(os.environ["WORKBENCH_DB"])
+    assert db.is_relative_to(tmp_path_factory.getbasetemp()) and not db.is_relative_to(REPO)
+    assert Path(os.environ["WORKBENCH_LOCK_DIR"]).is_relative_to(tmp_path_factory.getbasetemp())
+    SEEN.append(str(db))
+
+
+def test_and_the_next_test_another_one():
+    from retrieval.store import Store
+
+    assert len(SEEN) == 1 and os.environ["WORKBENCH_DB"] != SEEN[0]  # the test above had its own
+    assert Store().uri == os.environ["WORKBENCH_DB"]
