@@ -39,7 +39,7 @@ from retrieval.indexing.derive import EmbedBatches  # noqa: E402
 from retrieval.indexing.pipeline import Embedding, IngestResult, ingest_stream  # noqa: E402
 from retrieval.ingest import STREAM_BATCH, open_stream, parse_path  # noqa: E402
 from retrieval.store import Store  # noqa: E402
-from retrieval.types import Document  # noqa: E402
+from retrieval.types import Document, RetrievalError  # noqa: E402
 
 # Workers import `retrieval` as installed in the virtualenv (`pip install -e .`, ./run.sh does
 # it): on a cluster, the project must be installed in the same virtualenv path on every node.
@@ -63,20 +63,31 @@ class EmbedOnWorker(EmbedBatches):
 
 def ray_embedding(workers: int, batch_size: int, threads: int = 1) -> Embedding:
     """The write path's embedding step on Ray Data: the record batches (texts and tokens, no
-    vectors) become one dataset, an actor pool of `workers` maps `EmbedOnWorker` over it in
-    batches of `batch_size`, and the embedded batches come back in the records' order."""
+    vectors) become one dataset of one block per `batch_size` records (at least one per worker,
+    so every worker has work), an actor pool of `workers` maps `EmbedOnWorker` over it, and the
+    embedded batches come back in the records' order (checked: the rows are written as they come)."""
     def embed(models: Mapping[str, str], records: Iterator[pa.Table]) -> Iterator[pa.Table]:
         import ray
 
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         context.execution_options.preserve_order = True  # rows are written in the file's order
-        dataset = ray.data.from_arrow(list(records))
+        tables = list(records)
+        ids = [i for table in tables for i in table.column("id").to_pylist()]
+        blocks = max(workers, -(-len(ids) // batch_size))
+        # Repartitioned before the actors start: they take every CPU of a local Ray, which would
+        # leave none for the repartition's own tasks (the run then waits for ever).
+        dataset = ray.data.from_arrow(tables).repartition(blocks).materialize()
         embedded = dataset.map_batches(
             EmbedOnWorker, fn_constructor_kwargs={"models": dict(models), "threads": threads},
             batch_size=batch_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=1)
-        yield from embedded.iter_batches(batch_size=None, batch_format="pyarrow")
+        done = 0
+        for batch in embedded.iter_batches(batch_size=None, batch_format="pyarrow"):
+            if batch.column("id").to_pylist() != ids[done:done + batch.num_rows]:
+                raise RetrievalError("Ray Data returned the embedded batches out of order")
+            done += batch.num_rows
+            yield batch
     return embed
 
 
