@@ -64,7 +64,7 @@ class RankingPlan:
         normalization = self.method.preparation(fused)
         normalizer = None if normalization is None and not explained else (
             lambda scores: self.method.normalize(scores, fused))
-        how = normalization if normalizer is None or not explained else (normalization, "explained")
+        how = (normalization, explained)  # what a memoised preparation depends on besides the hits
         prepared = {}
         for source in fused.weights:
             result = sources.get(source)
