@@ -51,7 +51,7 @@ def test_a_link_opens_why_not_with_the_core_values_and_apply_brings_it_in(workbe
     assert at.query_params["why"] == fifth
 
 
-def test_an_unknown_document_id_is_a_clear_error():
+def test_an_unknown_document_id_is_a_clear_error(app_db):
     at = open_page(SEARCH, q=QUERY, why="no-such-doc")
     assert any(plain(e.value) == f"Unknown document id 'no-such-doc' in collection '{COLLECTION}'" for e in at.error)
 
