@@ -52,6 +52,12 @@ def app_db(tmp_path_factory):
     patch.undo()
 
 
+@pytest.fixture(autouse=True)
+def on_the_app_db(app_db):
+    """Every app test opens the app on the session's database; a test that wants another sets
+    WORKBENCH_DB itself. (On an empty one the app first ingests the bundled sample: ~13 s a test.)"""
+
+
 @pytest.fixture
 def workbench(app_db) -> Workbench:
     from ui.resources import workbench
