@@ -59,7 +59,9 @@ case "${1:-}" in
     # Lint first, then the tests even when lint fails (one run shows both); either failing fails.
     lint=0
     "$PY" -m ruff check . || lint=$?
-    "$PY" -m pytest -q "$@" || exit $?
+    # Spread over the cores (pytest-xdist; scopes that share a fixture stay on one worker, see
+    # tests/conftest.py). `./run.sh test -n 0` runs in this process, e.g. to debug.
+    "$PY" -m pytest -q -n "${WORKBENCH_TEST_WORKERS:-auto}" --maxprocesses 4 --dist loadscope "$@" || exit $?
     exit "$lint"
     ;;
   *)

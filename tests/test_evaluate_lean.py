@@ -11,12 +11,12 @@ from counting import CountingWorkbench
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
 from retrieval.indexing.pipeline import create_collection
-from retrieval.ingest import parse_bytes, parse_path
+from retrieval.ingest import parse_bytes
 from retrieval.plan import RankingPlan
 from retrieval.sources.base import top_hits
 from retrieval.sources.dense import InMemoryDenseSource, exact_similarities, unit
 from retrieval.store import Store
-from retrieval.types import Hit, ParsedCorpus
+from retrieval.types import Hit
 from retrieval.workbench import Workbench
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "xquad"  # the bundled BEIR sample
@@ -37,19 +37,10 @@ ANIMAL_QRELS = {"q-mice": {"cat": 2, "fox": 1}, "q-night": {"owl": 1, "cat": 1},
 
 
 @pytest.fixture(scope="module")
-def sample_store(tmp_path_factory):
-    """The sample's 60 English paragraphs, its first 20 English questions and first 10 Chinese ones
-    (judged on the English paragraph they ask about: they cross languages)."""
-    sample = parse_path(SAMPLE)
-    documents = [d for d in sample.documents if d.id.startswith("en-")]
-    english = [q for q in sample.qrels if q.startswith("en-")][:20]
-    chinese = [q for q in sample.qrels if q.startswith("zh-")][:10]
-    qrels = {q: dict(sample.qrels[q]) for q in english}
-    qrels.update({q: {doc.replace("zh-", "en-"): grade for doc, grade in sample.qrels[q].items()} for q in chinese})
-    queries = {q: sample.queries[q] for q in qrels}
-    store = Store(str(tmp_path_factory.mktemp("lancedb")))
-    create_collection(store, "xsmall", ParsedCorpus(documents, queries=queries, qrels=qrels))
-    return store, queries, qrels
+def sample_store(xsmall):
+    """The shared 'xsmall' collection (tests/conftest.py): 60 English paragraphs, 20 English and 10
+    Chinese questions (judged on the English paragraph they ask about: they cross languages)."""
+    return xsmall.store, xsmall.queries, xsmall.qrels
 
 
 @pytest.fixture(scope="module")

@@ -22,11 +22,11 @@ REPO = Path(__file__).resolve().parents[1]
 OUTSIDE = re.compile(r"\.\./shared|[\"']shared[\"']\s*/|\bREPO\.parent\b|parents\[1\]\.parent")
 
 # A few tests per area, all of them quick: the trec_eval equality on the bundled sample, parsing
-# the bundled sample and a generated large corpus, the CLI on a sample subset (a real model), a
-# sweep's structure, A/B tests against scipy, the fusion maths.
+# the bundled sample and a generated large corpus, a sweep's structure, A/B tests against scipy,
+# the fusion maths. (The CLI tests, which once read ../shared/eval too, run in the suite itself:
+# here their four model-loading processes cost 16 s and add no check of where data is read.)
 SUBSET = [
     "tests/test_evaluate.py::test_metrics_equal_trec_eval_on_a_real_bm25_run_over_the_sample",
-    "tests/test_evaluate.py::test_cli_search_json_has_meta_and_errors_are_readable",
     "tests/test_ingest.py::test_beir_bundled_xquad_sample",
     "tests/test_ingest.py::test_beir_large_corpus_parses_whole",
     "tests/test_abtest.py::test_t_test_p_value_equals_scipy_on_the_per_query_values",

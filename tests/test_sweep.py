@@ -8,35 +8,20 @@ from counting import CountingWorkbench
 
 from retrieval.config import SearchConfig
 from retrieval.evaluate import evaluate_collection
-from retrieval.indexing.pipeline import create_collection
-from retrieval.ingest import parse_path
 from retrieval.plan import fuse, fused_order
-from retrieval.store import Store
 from retrieval.sweep import Variant, default_grid, rerank_grid, retrieval_plan, run_sweep, with_rerank_grid
-from retrieval.types import ParsedCorpus, RetrievalError
+from retrieval.types import RetrievalError
 from retrieval.workbench import Workbench
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "xquad"  # the bundled BEIR sample
-N_EN, N_ZH = 20, 10
+N_EN, N_ZH = 20, 10  # the shared collection's English and Chinese questions (tests/conftest.py)
 N_QUERIES = N_EN + N_ZH
 
 
 @pytest.fixture(scope="module")
-def small_sample(tmp_path_factory):
-    """The sample's 60 English paragraphs (all-MiniLM-L6-v2: seconds to embed) and 30 questions:
-    the first 20 English ones, and the first 10 Chinese ones judged on the English paragraph they
-    ask about (the translation of their own). BM25 cannot cross languages and the English model
-    barely can, so the variants differ."""
-    sample = parse_path(SAMPLE)
-    documents = [d for d in sample.documents if d.id.startswith("en-")]
-    english = [q for q in sample.qrels if q.startswith("en-")][:N_EN]
-    chinese = [q for q in sample.qrels if q.startswith("zh-")][:N_ZH]
-    qrels = {q: dict(sample.qrels[q]) for q in english}
-    qrels.update({q: {doc.replace("zh-", "en-"): grade for doc, grade in sample.qrels[q].items()} for q in chinese})
-    corpus = ParsedCorpus(documents, queries={q: sample.queries[q] for q in qrels}, qrels=qrels)
-    workbench = CountingWorkbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
-    create_collection(workbench.store, "xsmall", corpus)
-    return workbench, corpus
+def small_sample(xsmall):
+    """The shared 'xsmall' collection, read through a Workbench that counts its row reads."""
+    return CountingWorkbench(xsmall.store), xsmall.corpus
 
 
 def test_default_grid_has_132_variants_split_as_documented():

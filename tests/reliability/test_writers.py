@@ -34,9 +34,9 @@ def start(db: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
 
 
-def prepare(db: Path, op: str, name: str, start_: int = 0, count: int = 0) -> dict:
-    """A write done in this process (setup and re-ingest: no process start to pay for)."""
-    return {"ok": True, **write(Store(str(db)), op, name, start_, count, real=False)}
+def prepare(db: Path, op: str, name: str, start_: int = 0, count: int = 0, real: bool = False) -> dict:
+    """A write done in this process (setup and re-ingest: no process start or model load to pay for)."""
+    return {"ok": True, **write(Store(str(db)), op, name, start_, count, real=real)}
 
 
 def result(process: subprocess.Popen) -> dict:
@@ -174,7 +174,7 @@ def test_every_other_pair_ends_consistent(tmp_path, first, second, run):
 
 def test_two_real_ingests_through_the_pipeline_both_land(tmp_path):
     db = tmp_path / "db"
-    assert result(start(db, "create", "c", "0", "3", "--real"))["ok"]
+    assert prepare(db, "create", "c", 0, 3, real=True)["ok"]
     a, b = together(db, tmp_path, ("add", "c", "100", "20", "--real"), ("add", "c", "200", "20", "--real"))
     assert a["ok"] and b["ok"], (a, b)
     assert set(check_consistent(Store(str(db)), "c")) == docs(0, 3) | docs(100, 20) | docs(200, 20)
