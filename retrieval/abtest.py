@@ -19,12 +19,13 @@ When every δ is 0 the runs are indistinguishable on this metric and p = 1.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from .evaluate import Qrels, QrelsEvaluator, Run
+from .paired import randomization_p
 from .types import RetrievalError
 
 TESTS = ("t-test", "randomization")
@@ -119,23 +120,6 @@ def ranx_t_test_p(evaluator: QrelsEvaluator, run_a: Run, run_b: Run, metric: str
             for run, name in ((run_a, "A"), (run_b, "B"))]
     report = ranx_compare(evaluator.ranx_qrels, runs, [metric], stat_test="student", make_comparable=True)
     return float(report.comparisons["A", "B"][metric]["p_value"])
-
-
-def randomization_p(deltas: Iterable[float], n_permutations: int = 10_000, seed: int = 42) -> float:
-    """Two-sided paired randomization test on per-query differences (see the module docstring):
-    the share of `n_permutations` random sign flips whose |mean| reaches the observed |mean|."""
-    d = np.asarray(list(deltas), dtype=np.float64)
-    observed = abs(d.mean())
-    rng = np.random.default_rng(seed)
-    count = 0
-    # In blocks, so memory stays ~n_queries × 1,000 numbers whatever n_permutations is.
-    for start in range(0, n_permutations, 1000):
-        size = min(1000, n_permutations - start)
-        signs = rng.integers(0, 2, size=(size, d.size)) * 2 - 1
-        means = np.abs((signs * d).mean(axis=1))
-        # A relative tolerance so the identity flip (and its equal-valued twins) always counts.
-        count += int((means >= observed - 1e-12 * max(1.0, observed)).sum())
-    return count / n_permutations
 
 
 def _nonempty(run: Run, judged: Mapping[str, Mapping[str, int]]) -> Run:

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_rel
 
-from retrieval.abtest import compare, randomization_p
+from retrieval.abtest import compare
 from retrieval.evaluate import evaluate_run, run_from_rankings
+from retrieval.paired import randomization_p
 from retrieval.sources.bm25 import RankBM25Source
 from retrieval.tokenize import tokenize
 from retrieval.types import RetrievalError
