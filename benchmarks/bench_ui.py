@@ -81,10 +81,10 @@ def bench_core(db: Path, moves: int) -> list[float]:
     from retrieval.workbench import Workbench
 
     workbench = Workbench(Store(str(db)))
-    candidates = workbench.candidates(harness.SAMPLE_COLLECTION, QUERY, SearchConfig())
+    candidates = workbench.candidates(harness.SAMPLE_COLLECTION, QUERY, SearchConfig(fusion="rrf"))
     times = []
     for i in range(moves + 1):
-        config = SearchConfig(rrf_k=float(KS[i % 2]))
+        config = SearchConfig(fusion="rrf", rrf_k=float(KS[i % 2]))
         started = time.perf_counter()
         RankingPlan(config).explain(candidates.sources, QUERY, candidates.language)
         times.append((time.perf_counter() - started) * 1000)
@@ -99,7 +99,7 @@ def expected_orders(db: Path) -> dict[int, list[str]]:
     workbench = Workbench(Store(str(db)))
     orders = {}
     for k in (60, *KS):
-        config = SearchConfig(rrf_k=float(k))
+        config = SearchConfig(fusion="rrf", rrf_k=float(k))
         orders[k] = [r.doc_id for r in workbench.search(harness.SAMPLE_COLLECTION, QUERY, config).outcome.results]
     return orders
 
@@ -109,6 +109,7 @@ def bench_apptest(moves: int) -> list[float]:
 
     at = AppTest.from_file(str(REPO / "Home.py"), default_timeout=300)
     at.query_params["q"] = QUERY
+    at.query_params["fusion"] = "rrf"  # the default is the weighted sum, where RRF k is greyed out
     at.switch_page("pages/1_Search.py")
     at.run()  # first run: ingests the sample, retrieves the candidates
     assert not at.exception, [e.value for e in at.exception]
@@ -129,7 +130,7 @@ def bench_browser(db: Path, sample: Path, orders: dict[int, list[str]], moves: i
     server, url = harness.start_app(db, sample, db.parent / "streamlit.log")
     try:
         with harness.guarded_page(url, 120_000) as (page, outside):
-            page.goto(f"{url}/Search?collection={harness.SAMPLE_COLLECTION}&q={QUERY.replace(' ', '+')}")
+            page.goto(f"{url}/Search?collection={harness.SAMPLE_COLLECTION}&q={QUERY.replace(' ', '+')}&fusion=rrf")
             harness.wait_card_ids(page, orders[60], timeout=180_000)
             page.evaluate("() => document.addEventListener('keydown', () => { window.__benchT0 = performance.now(); },"
                           " {capture: true})")

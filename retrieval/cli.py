@@ -156,6 +156,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON list (best first): label, config, metrics")
     add_config_options(p)
 
+    p = sub.add_parser("snapshot", help="keep an evaluation of a collection's query set as a named snapshot, list, "
+                                        "rename, delete or export snapshots, and diff two or more")
+    p.add_argument("action", choices=("create", "list", "rename", "delete", "export", "diff"))
+    p.add_argument("names", nargs="*", help="create: COLLECTION; rename: OLD NEW; delete, export: NAME; "
+                                            "diff: A B [C …] (each later one against A); list: [COLLECTION]")
+    p.add_argument("--name", help="create: the new snapshot's name")
+    p.add_argument("--queryset", default="default", help="create: the query set to evaluate (default: default)")
+    p.add_argument("--metric", default="ndcg@10", help="diff: the metric compared")
+    p.add_argument("--trec", action="store_true", help="export: the run in TREC format instead of JSON")
+    p.add_argument("--json", action="store_true", help="diff: print JSON")
+    add_config_options(p)
+
     p = sub.add_parser("collections", help="list, show stats, build a vector index or the entity graph, delete or "
                                            "clear collections")
     p.add_argument("action", choices=("list", "stats", "index", "graph", "delete", "clear"), nargs="?",
@@ -468,5 +480,52 @@ def cmd_serve(args) -> int:
     return serve.run(args, _workbench(args))
 
 
+def cmd_snapshot(args) -> int:
+    from .snapshot_diff import diff_many
+    from .snapshots import SnapshotStore
+
+    wanted = {"create": 1, "rename": 2, "delete": 1, "export": 1}.get(args.action)
+    if wanted is not None and len(args.names) != wanted:
+        raise RetrievalError(f"'snapshot {args.action}' needs {wanted} name(s), got {len(args.names)}")
+    workbench = _workbench(args)
+    snapshots = SnapshotStore(workbench.store)
+    if args.action == "create":
+        if not args.name:
+            raise RetrievalError("'snapshot create' needs --name NAME")
+        collection = workbench.resolve(args.names[0])
+        snap = snapshots.create(workbench, collection, args.name, config_from_args(args), args.queryset)
+        _log(f"snapshot {snap.name!r}: {len(snap.per_query)} judged queries of {snap.query_set!r} on "
+             f"{collection} (version {snap.table_version}, {snap.doc_count} documents)")
+        print(json.dumps({"name": snap.name, "mean": snap.mean}, ensure_ascii=False))
+    elif args.action == "list":
+        collection = workbench.resolve(args.names[0]) if args.names else None
+        for snap in snapshots.list(collection):
+            means = " ".join(f"{m} {v:.4f}" for m, v in snap.mean.items())
+            print(f"{snap.name}\t{snap.collection}\tv{snap.table_version}\t{snap.query_set}\t"
+                  f"{len(snap.per_query)} queries\t{snap.created}\t{means}")
+    elif args.action == "rename":
+        snapshots.rename(*args.names)
+    elif args.action == "delete":
+        snapshots.delete(args.names[0])
+    elif args.action == "export":
+        print(snapshots.export_trec(args.names[0]) if args.trec else snapshots.export_json(args.names[0]), end="")
+    else:
+        diffs = diff_many([snapshots.get(n) for n in args.names], args.metric)
+        if args.json:
+            print(json.dumps(diffs[0] if len(diffs) == 1 else diffs, ensure_ascii=False))
+            return 0
+        for d in diffs:
+            holm = f", Holm {d['p_holm']:.4g}" if len(diffs) > 1 else ""
+            print(f"{d['metric']}: {d['a']['name']} {d['a']['value']:.4f} → {d['b']['name']} {d['b']['value']:.4f} "
+                  f"(Δ {d['delta']:+.4f}, 95 % CI {d['delta_ci95'][0]:+.4f} … {d['delta_ci95'][1]:+.4f}, "
+                  f"p = {d['p_value']:.4g}{holm}) over {d['n_queries']} queries; "
+                  f"{d['wins']} better, {d['losses']} worse")
+            for cause, share in d["causes"].items():
+                print(f"  {cause}: {share:+.4f}")
+            for entry in d["losers"]:
+                print(f"  worse {entry['delta']:+.4f}  {entry['query_id']}  {entry['query']}")
+    return 0
+
+
 COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "evaluate": cmd_evaluate, "sweep": cmd_sweep,
-            "collections": cmd_collections, "serve": cmd_serve}
+            "collections": cmd_collections, "serve": cmd_serve, "snapshot": cmd_snapshot}

@@ -320,13 +320,18 @@ def ranked_lean(workbench, collection: str, texts: Sequence[str], config: Search
 def ranked_explained(workbench, collection: str, texts: Sequence[str], config: SearchConfig) -> Iterator[Ranked]:
     """What `ranked_lean` gives, through `Workbench.search` per query (rows read, fusion explained,
     rerank applied when the config asks for it): what a search in the UI shows, cut at top-K."""
+    for result in searched(workbench, collection, texts, config):
+        yield result.candidates.sources, [fused.doc_id for fused, _ in result.final_ranking()]
+
+
+def searched(workbench, collection: str, texts: Sequence[str], config: SearchConfig) -> Iterator:
+    """`Workbench.search(collection, text, config)` for each text in order (a `SearchResult`),
+    queries embedded ahead in blocks and searched on `QUERY_THREADS` threads."""
     # A reranker model is not shared between threads (its tokenizer is not thread-safe).
     threads = 1 if config.rerank else None
     for block in embedded_blocks(workbench, collection, texts, [config]):
-        searched = map_queries(lambda text: workbench.search(collection, text, config), texts[block.start:block.stop],
+        yield from map_queries(lambda text: workbench.search(collection, text, config), texts[block.start:block.stop],
                                threads)
-        for result in searched:
-            yield result.candidates.sources, [fused.doc_id for fused, _ in result.final_ranking()]
 
 
 # Bumped when the ingest pipeline starts writing something a cached collection lacks (2: the

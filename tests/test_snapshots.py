@@ -1,0 +1,186 @@
+"""Snapshots (retrieval/snapshots.py) and their diff (retrieval/snapshot_diff.py) on a real
+six-document collection with real models: what a snapshot keeps equals the evaluation's own
+figures, the names and exports behave, and the diff's causes name what changed and add up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from corpora import ANIMALS
+
+from retrieval.config import SearchConfig
+from retrieval.evaluate import evaluate_collection
+from retrieval.indexing.pipeline import add_documents, create_collection
+from retrieval.ingest import parse_bytes
+from retrieval.judgments import JudgmentStore
+from retrieval.snapshot_diff import diff, diff_many
+from retrieval.snapshots import SNAPSHOT_METRICS, SnapshotStore, judged_at, judgments_key, score_rankings
+from retrieval.store import Store
+from retrieval.types import RetrievalError
+from retrieval.workbench import Workbench
+
+RATINGS = [("small animals that hunt mice", "cat", 2), ("small animals that hunt mice", "fox", 1),
+           ("what sees well at night", "owl", 2), ("what sees well at night", "cat", 1),
+           ("who makes honey", "bee", 2)]
+BM25_ONLY = SearchConfig(weights={"bm25": 1.0, "dense": 0.0})
+MORE = b"id,title,text\nbat,Bats,\"Bats hunt insects at night with echoes.\"\n"
+
+
+@pytest.fixture
+def workbench(tmp_path):
+    wb = Workbench(Store(str(tmp_path / "db")))
+    create_collection(wb.store, "animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    judgments = JudgmentStore(wb.store)
+    for query, doc_id, grade in RATINGS:
+        judgments.rate("animals", "default", query, doc_id, grade)
+    return wb
+
+
+def test_a_snapshot_keeps_what_the_evaluation_computed(workbench):
+    snapshots = SnapshotStore(workbench.store)
+    config = SearchConfig(top_k=3)
+    snap = snapshots.create(workbench, "animals", "before", config)
+    judgments = JudgmentStore(workbench.store)
+    queries, qrels = judgments.queries("animals", "default"), judgments.qrels("animals", "default")
+    report = evaluate_collection(workbench, "animals", queries, qrels, config, explained=True)
+    assert snap.rankings == {q: sorted(r, key=r.get, reverse=True) for q, r in report.runs["hybrid"].items()}
+    for q, values in snap.per_query.items():
+        for metric in ("ndcg@10", "recall@100"):
+            assert values[metric] == pytest.approx(report.per_query["hybrid"][q][metric], abs=1e-12)
+        assert values["judged@10"] == len(set(snap.rankings[q][:10]) & set(qrels[q])) / 10
+    # the depth cut, not top-K: all six documents are ranked, each with the score the search showed
+    assert all(len(hits) == 6 for hits in snap.run.values())
+    shown = workbench.search("animals", "who makes honey", SearchConfig(top_k=6)).outcome.results
+    bee_query = judgments.query_id("animals", "default", "who makes honey")
+    assert snap.run[bee_query] == [(r.doc_id, pytest.approx(r.score)) for r in shown]
+    assert (snap.table_version, snap.doc_count) == (workbench.store.table("animals").version, 6)
+    assert snap.judgments_key == judgments_key(qrels) and snap.config == config
+    assert snapshots.get("before") == snap  # what was stored is what was made
+    assert set(snap.mean) == set(SNAPSHOT_METRICS)
+
+
+def test_judged_at_ten_by_hand():
+    assert judged_at(["a", "x", "b", "y"], {"a", "b", "z"}) == 0.2
+    assert judged_at([f"d{i}" for i in range(12)], {"d10", "d11"}) == 0.0  # past the first ten
+
+
+def test_names_are_unique_and_snapshots_are_renamed_deleted_and_exported(workbench):
+    snapshots = SnapshotStore(workbench.store)
+    snapshots.create(workbench, "animals", "base line", SearchConfig())
+    with pytest.raises(RetrievalError, match="'base line' already exists; snapshots are never overwritten"):
+        snapshots.create(workbench, "animals", "base line", BM25_ONLY)
+    with pytest.raises(RetrievalError, match=r"Invalid snapshot name '\.\./x'"):
+        snapshots.create(workbench, "animals", "../x")
+    with pytest.raises(RetrievalError, match="No query set named 'other'"):
+        snapshots.create(workbench, "animals", "other", query_set="other")
+    snapshots.rename("base line", "v1")
+    assert snapshots.names() == ["v1"]
+    with pytest.raises(RetrievalError, match=r"No snapshot named 'base line' \(snapshots: v1\)"):
+        snapshots.get("base line")
+    trec = snapshots.export_trec("v1").splitlines()
+    first = trec[0].split()
+    assert len(first) == 6 and first[1] == "Q0" and first[3] == "1" and first[5] == "v1"
+    exported = json.loads(snapshots.export_json("v1"))
+    assert exported["name"] == "v1" and exported["config"] == SearchConfig().to_dict()
+    assert set(exported["mean"]) == set(SNAPSHOT_METRICS)
+    snapshots.delete("v1")
+    assert snapshots.names() == []
+    with pytest.raises(RetrievalError, match="No snapshot named 'v1' \\(snapshots: none yet\\)"):
+        snapshots.delete("v1")
+
+
+def test_a_snapshot_against_itself_changes_nothing(workbench):
+    snap = SnapshotStore(workbench.store).create(workbench, "animals", "a")
+    same = diff(snap, snap)
+    assert (same["delta"], same["p_value"], same["causes"], same["changed"]) == (0.0, 1.0, {}, [])
+    assert same["a"]["ci95"] == same["b"]["ci95"] and same["ties"] == 3
+
+
+def test_a_config_change_is_the_whole_cause(workbench):
+    snapshots = SnapshotStore(workbench.store)
+    a = snapshots.create(workbench, "animals", "hybrid")
+    b = snapshots.create(workbench, "animals", "bm25", BM25_ONLY)
+    d = diff(a, b, "ndcg@10")
+    expected = sum(b.per_query[q]["ndcg@10"] - a.per_query[q]["ndcg@10"] for q in a.per_query) / 3
+    assert d["delta"] == pytest.approx(expected)
+    assert d["changed"] == ["config"] and d["causes"] == {"config": pytest.approx(expected)}
+    assert d["a"]["ci95"][0] <= d["a"]["value"] <= d["a"]["ci95"][1]
+    for entry in d["winners"] + d["losers"]:
+        assert entry["delta"] == pytest.approx(entry["b"] - entry["a"])
+        assert entry["causes"] == {"config": entry["delta"]}
+
+
+def test_corpus_config_and_judgments_changed_the_shares_add_up(workbench):
+    """The end-to-end case: snapshot, add a document, change the config, add judgments, snapshot
+    again; the judgments' share is computed by re-scoring the two kept runs."""
+    snapshots = SnapshotStore(workbench.store)
+    a = snapshots.create(workbench, "animals", "before", SearchConfig())
+    add_documents(workbench.store, "animals", parse_bytes(MORE, "more.csv"))
+    judgments = JudgmentStore(workbench.store)
+    judgments.rate("animals", "default", "what sees well at night", "bat", 2)
+    judgments.rate("animals", "default", "small animals that hunt mice", "owl", 1)
+    b = snapshots.create(workbench, "animals", "after", BM25_ONLY)
+    d = diff(a, b, "ndcg@10")
+    assert d["changed"] == ["config", "corpus", "judgments"]
+    assert set(d["causes"]) == {"config+corpus", "judgments"}
+    assert sum(d["causes"].values()) == pytest.approx(d["delta"], abs=1e-12)
+    # Two factors: φ_judgments = ½(f(J) − f(∅)) + ½(f(J, R) − f(R)), f the mean nDCG@10 of a mix.
+    common = list(a.per_query)
+    mean = lambda values: sum(values[q]["ndcg@10"] for q in common) / len(common)  # noqa: E731
+    f_j = mean(score_rankings(a.rankings, {q: b.qrels[q] for q in common}))
+    f_r = mean(score_rankings(b.rankings, {q: a.qrels[q] for q in common}))
+    f_0, f_jr = mean(a.per_query), mean(b.per_query)
+    assert d["causes"]["judgments"] == pytest.approx(0.5 * (f_j - f_0) + 0.5 * (f_jr - f_r), abs=1e-12)
+    for entry in d["winners"] + d["losers"]:
+        assert sum(entry["causes"].values()) == pytest.approx(entry["delta"], abs=1e-12)
+
+
+def test_snapshots_that_cannot_be_paired_are_refused(workbench):
+    snapshots = SnapshotStore(workbench.store)
+    a = snapshots.create(workbench, "animals", "a")
+    JudgmentStore(workbench.store).rate("animals", "other", "who makes honey", "bee", 1)
+    b = snapshots.create(workbench, "animals", "b", query_set="other")
+    with pytest.raises(RetrievalError, match="evaluated different query sets \\('default', 'other'\\)"):
+        diff(a, b)
+    with pytest.raises(RetrievalError, match="metric must be one of"):
+        diff(a, a, "ndcg@7")
+    with pytest.raises(RetrievalError, match="at least two snapshots"):
+        diff_many([a])
+
+
+def test_several_snapshots_get_holm_adjusted_p_values(workbench):
+    snapshots = SnapshotStore(workbench.store)
+    a = snapshots.create(workbench, "animals", "a")
+    b = snapshots.create(workbench, "animals", "b", BM25_ONLY)
+    c = snapshots.create(workbench, "animals", "c", SearchConfig(weights={"bm25": 0.0, "dense": 1.0}))
+    diffs = diff_many([a, b, c])
+    ps = sorted(d["p_value"] for d in diffs)
+    assert sorted(d["p_holm"] for d in diffs) == pytest.approx([min(1, 2 * ps[0]), min(1, max(2 * ps[0], ps[1]))])
+
+
+def test_the_cli_creates_lists_diffs_and_exports(workbench, capsys, tmp_path):
+    from retrieval import cli
+
+    db = workbench.store.uri
+    config = tmp_path / "bm25.json"
+    config.write_text(BM25_ONLY.to_json(), encoding="utf-8")
+    assert cli.main(["--db", db, "snapshot", "create", "animals", "--name", "hybrid"]) == 0
+    assert cli.main(["--db", db, "snapshot", "create", "animals", "--name", "bm25", "--config", str(config)]) == 0
+    capsys.readouterr()
+    assert cli.main(["--db", db, "snapshot", "list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in listed] == ["hybrid", "bm25"]
+    assert cli.main(["--db", db, "snapshot", "diff", "hybrid", "bm25", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    store = SnapshotStore(Store(db))
+    expected = diff(store.get("hybrid"), store.get("bm25"))
+    assert printed == json.loads(json.dumps({**expected, "p_holm": expected["p_value"]}))  # Holm of one test: p
+    assert {"metric", "a", "b", "delta", "p_value", "winners", "losers", "causes"} <= set(printed)
+    assert set(printed["a"]) == {"name", "value", "ci95"} and printed["causes"] == {"config": printed["delta"]}
+    assert cli.main(["--db", db, "snapshot", "export", "bm25", "--trec"]) == 0
+    assert capsys.readouterr().out == store.get("bm25").trec_run()
+    assert cli.main(["--db", db, "snapshot", "diff", "hybrid", "nope"]) == 2
+    assert "No snapshot named 'nope' (snapshots: hybrid, bm25)" in capsys.readouterr().err
+    assert cli.main(["--db", db, "snapshot", "create", "animals"]) == 2
+    assert "'snapshot create' needs --name NAME" in capsys.readouterr().err
