@@ -139,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="embedding model (default: by corpus language)")
     p.add_argument("--max-queries", type=int, help="evaluate only the first N judged queries")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--snapshot", metavar="NAME", help="also keep this evaluation as snapshot NAME")
+    p.add_argument("--baseline", metavar="NAME", help="compare with snapshot NAME (a CI gate with --fail-if-worse)")
+    p.add_argument("--fail-if-worse", type=float, dest="fail_if_worse", metavar="MARGIN",
+                   help="with --baseline: exit 2 when the metric falls by more than MARGIN with p < 0.05")
+    p.add_argument("--metric", default="ndcg@10", help="the metric --baseline compares (default ndcg@10)")
     add_config_options(p)
 
     p = sub.add_parser("sweep", help="judge the fusion grid (every method × 11 weight splits) on a BEIR folder "
@@ -355,6 +360,7 @@ def explain_doc(args, config: SearchConfig) -> int:
 
 def cmd_evaluate(args) -> int:
     from .evaluate import evaluate_collection
+    from .snapshots import SnapshotStore
 
     config = config_from_args(args)
     workbench = _workbench(args)
@@ -365,15 +371,47 @@ def cmd_evaluate(args) -> int:
         if done == total or done % 100 == 0:
             _log(f"  queries {done}/{total} ({time.perf_counter() - started:.0f} s)")
 
+    if args.fail_if_worse is not None and not args.baseline:
+        raise RetrievalError("--fail-if-worse needs --baseline NAME")
+    snapshots = SnapshotStore(workbench.store)
+    baseline = snapshots.get(args.baseline) if args.baseline else None  # bad names fail before the work
+    if args.snapshot:
+        snapshots.check_free(args.snapshot)
     report = evaluate_collection(workbench, name, corpus.queries, qrels, config, progress=progress)
     if args.json:
         print(json.dumps(report.to_json_dict(), ensure_ascii=False))
+    else:
+        metric_names = list(next(iter(report.metrics.values())))
+        print(f"{report.n_queries} queries on {args.beir_dir}")
+        print(f"{'system':<8} " + " ".join(f"{m:>12}" for m in metric_names))
+        for system, values in report.metrics.items():
+            print(f"{system:<8} " + " ".join(f"{values[m]:>12.4f}" for m in metric_names))
+    if args.snapshot or args.baseline:
+        return _snapshot_and_gate(args, snapshots, baseline, workbench, name, corpus.queries, qrels, config)
+    return 0
+
+
+def _snapshot_and_gate(args, snapshots, baseline, workbench, collection: str, queries, qrels, config) -> int:
+    """`evaluate … --snapshot NAME` keeps the evaluation; `--baseline NAME` diffs it against that
+    snapshot and, with `--fail-if-worse MARGIN`, returns 2 when the metric fell by more than MARGIN
+    with p < 0.05 (the losers printed to stderr), else 0."""
+    from .snapshot_diff import diff, summary
+    from .snapshots import take_snapshot
+
+    current = take_snapshot(workbench, collection, args.snapshot or "current", config, queries, qrels,
+                            f"beir:{args.beir_dir.name}")
+    if args.snapshot:
+        snapshots.add(current)
+        _log(f"kept snapshot {current.name!r}")
+    if baseline is None:
         return 0
-    metric_names = list(next(iter(report.metrics.values())))
-    print(f"{report.n_queries} queries on {args.beir_dir}")
-    print(f"{'system':<8} " + " ".join(f"{m:>12}" for m in metric_names))
-    for system, values in report.metrics.items():
-        print(f"{system:<8} " + " ".join(f"{values[m]:>12.4f}" for m in metric_names))
+    d = diff(baseline, current, args.metric)
+    _log(summary(d))
+    if args.fail_if_worse is not None and d["delta"] < -args.fail_if_worse and d["p_value"] < 0.05:
+        _log(f"worse than the baseline by more than {args.fail_if_worse:g} (p < 0.05); the queries that lost most:")
+        for entry in d["losers"]:
+            _log(f"  {entry['delta']:+.4f}  {entry['query_id']}  {entry['query']}")
+        return 2
     return 0
 
 
@@ -481,7 +519,7 @@ def cmd_serve(args) -> int:
 
 
 def cmd_snapshot(args) -> int:
-    from .snapshot_diff import diff_many
+    from .snapshot_diff import diff_many, summary
     from .snapshots import SnapshotStore
 
     wanted = {"create": 1, "rename": 2, "delete": 1, "export": 1}.get(args.action)
@@ -515,11 +553,7 @@ def cmd_snapshot(args) -> int:
             print(json.dumps(diffs[0] if len(diffs) == 1 else diffs, ensure_ascii=False))
             return 0
         for d in diffs:
-            holm = f", Holm {d['p_holm']:.4g}" if len(diffs) > 1 else ""
-            print(f"{d['metric']}: {d['a']['name']} {d['a']['value']:.4f} → {d['b']['name']} {d['b']['value']:.4f} "
-                  f"(Δ {d['delta']:+.4f}, 95 % CI {d['delta_ci95'][0]:+.4f} … {d['delta_ci95'][1]:+.4f}, "
-                  f"p = {d['p_value']:.4g}{holm}) over {d['n_queries']} queries; "
-                  f"{d['wins']} better, {d['losses']} worse")
+            print(summary(d if len(diffs) > 1 else {k: v for k, v in d.items() if k != "p_holm"}))
             for cause, share in d["causes"].items():
                 print(f"  {cause}: {share:+.4f}")
             for entry in d["losers"]:

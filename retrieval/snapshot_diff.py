@@ -124,6 +124,14 @@ def diff(a: Snapshot, b: Snapshot, metric: str = "ndcg@10", n_permutations: int 
     }
 
 
+def summary(d: dict) -> str:
+    """One line for a person: the values, Δ with its interval, p (and Holm's when several)."""
+    holm_p = f", Holm {d['p_holm']:.4g}" if "p_holm" in d else ""
+    return (f"{d['metric']}: {d['a']['name']} {d['a']['value']:.4f} → {d['b']['name']} {d['b']['value']:.4f} "
+            f"(Δ {d['delta']:+.4f}, 95 % CI {d['delta_ci95'][0]:+.4f} … {d['delta_ci95'][1]:+.4f}, "
+            f"p = {d['p_value']:.4g}{holm_p}) over {d['n_queries']} queries; {d['wins']} better, {d['losses']} worse")
+
+
 def diff_many(snapshots: Sequence[Snapshot], metric: str = "ndcg@10", n_permutations: int = 10_000,
               seed: int = 42) -> list[dict]:
     """Each snapshot after the first against the first (`diff`), with Holm-adjusted p-values

@@ -161,6 +161,26 @@ def evaluate_scored(workbench, collection: str, queries: Mapping[str, str], qrel
     return run, score_rankings({q: [d for d, _ in hits] for q, hits in run.items()}, {q: qrels[q] for q in judged})
 
 
+def take_snapshot(workbench, collection: str, name: str, config: SearchConfig, queries: Mapping[str, str],
+                  qrels: Qrels, query_set: str) -> Snapshot:
+    """Evaluate `config` on the judged queries now, as a `Snapshot` (not kept: `SnapshotStore.add`).
+    `query_set` names where the queries came from (a query set, a BEIR folder): diffs pair only
+    snapshots of one."""
+    validate_snapshot_name(name)
+    config.validate()
+    qrels = {q: dict(d) for q, d in qrels.items() if d and q in queries}
+    if not qrels:
+        raise RetrievalError(f"{query_set!r} of {collection!r} has no judged query to evaluate")
+    info = workbench.store.info(collection)
+    version = workbench.store.table(collection).version
+    run, per_query = evaluate_scored(workbench, collection, queries, qrels, config)
+    created = datetime.now(UTC).isoformat(timespec="microseconds")  # orders snapshots made within a second
+    return Snapshot(name=name, collection=collection, created=created, table_version=int(version),
+                    doc_count=info.doc_count, config=config, query_set=query_set,
+                    queries={q: queries[q] for q in qrels}, qrels=qrels, judgments_key=judgments_key(qrels),
+                    run=run, per_query=per_query)
+
+
 class SnapshotStore:
     """The snapshots of one `Store` (see the module docstring)."""
 
@@ -206,37 +226,27 @@ class SnapshotStore:
     @counts_as_write
     def add(self, snapshot: Snapshot) -> Snapshot:
         """Keep `snapshot`; a name already taken is an error (a snapshot is never overwritten)."""
-        validate_snapshot_name(snapshot.name)
         with self.store._lock(SNAPSHOTS_TABLE):
-            if self._rows(f"name = {sql_string(snapshot.name)}", ["name"]):
-                raise RetrievalError(f"A snapshot named {snapshot.name!r} already exists; snapshots are never "
-                                     "overwritten, choose another name")
+            self.check_free(snapshot.name)
             self._table(create=True).add(pa.Table.from_pylist([snapshot.to_row()], schema=SNAPSHOTS_SCHEMA))
         return snapshot
 
     def create(self, workbench, collection: str, name: str, config: SearchConfig | None = None,
                query_set: str = "default") -> Snapshot:
         """Evaluate `config` on the collection's query set now and keep it as snapshot `name`."""
-        validate_snapshot_name(name)
-        config = config or SearchConfig()
-        config.validate()
-        if self._rows(f"name = {sql_string(name)}", ["name"]):  # before the work; `add` checks again
-            raise RetrievalError(f"A snapshot named {name!r} already exists; snapshots are never overwritten, "
-                                 "choose another name")
+        self.check_free(name)  # before the work; `add` checks again under the lock
         judgments = JudgmentStore(workbench.store)
         queries = judgments.queries(collection, query_set)
-        qrels = {q: d for q, d in judgments.qrels(collection, query_set).items() if d and q in queries}
-        if not qrels:
-            raise RetrievalError(f"Query set {query_set!r} of {collection!r} has no judged query to evaluate")
-        info = workbench.store.info(collection)
-        version = workbench.store.table(collection).version
-        run, per_query = evaluate_scored(workbench, collection, queries, qrels, config)
-        created = datetime.now(UTC).isoformat(timespec="microseconds")  # orders snapshots made within a second
-        snapshot = Snapshot(name=name, collection=collection, created=created,
-                            table_version=int(version), doc_count=info.doc_count, config=config,
-                            query_set=query_set, queries={q: queries[q] for q in qrels}, qrels=qrels,
-                            judgments_key=judgments_key(qrels), run=run, per_query=per_query)
-        return self.add(snapshot)
+        qrels = judgments.qrels(collection, query_set)
+        return self.add(take_snapshot(workbench, collection, name, config or SearchConfig(), queries, qrels,
+                                      query_set))
+
+    def check_free(self, name: str) -> None:
+        """A clear error unless `name` is a valid name no snapshot has."""
+        validate_snapshot_name(name)
+        if self._rows(f"name = {sql_string(name)}", ["name"]):
+            raise RetrievalError(f"A snapshot named {name!r} already exists; snapshots are never overwritten, "
+                                 "choose another name")
 
     @counts_as_write
     def rename(self, name: str, new_name: str) -> None:

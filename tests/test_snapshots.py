@@ -184,3 +184,52 @@ def test_the_cli_creates_lists_diffs_and_exports(workbench, capsys, tmp_path):
     assert "No snapshot named 'nope' (snapshots: hybrid, bm25)" in capsys.readouterr().err
     assert cli.main(["--db", db, "snapshot", "create", "animals"]) == 2
     assert "'snapshot create' needs --name NAME" in capsys.readouterr().err
+
+
+@pytest.fixture
+def beir_folder(tmp_path):
+    """The bundled sample's first 12 English paragraphs and the questions judged on them: a BEIR folder."""
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parents[1] / "sample_data" / "xquad"
+    folder = tmp_path / "xq12"
+    (folder / "qrels").mkdir(parents=True)
+    docs = [line for line in (source / "corpus.jsonl").read_text("utf-8").splitlines()
+            if json.loads(line)["_id"].startswith("en-")][:12]
+    keep = {json.loads(d)["_id"] for d in docs}
+    qrel_lines = (source / "qrels" / "test.tsv").read_text("utf-8").splitlines()
+    kept = [line for line in qrel_lines[1:] if line.split("\t")[1] in keep]
+    asked = {line.split("\t")[0] for line in kept}
+    queries = [q for q in (source / "queries.jsonl").read_text("utf-8").splitlines() if json.loads(q)["_id"] in asked]
+    (folder / "corpus.jsonl").write_text("\n".join(docs) + "\n", encoding="utf-8")
+    (folder / "queries.jsonl").write_text("\n".join(queries) + "\n", encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("\n".join([qrel_lines[0], *kept]) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_the_ci_gate_exits_0_when_as_good_and_2_when_worse(tmp_path, beir_folder, capsys):
+    from retrieval import cli
+
+    db = str(tmp_path / "gate-db")
+    run = lambda *extra: cli.main(["--db", db, "evaluate", str(beir_folder), *extra])  # noqa: E731
+    assert run("--snapshot", "base") == 0
+    assert "kept snapshot 'base'" in capsys.readouterr().err
+    assert run("--baseline", "base", "--fail-if-worse", "0.01") == 0  # the same config: Δ = 0, p = 1
+    assert "(Δ +0.0000" in capsys.readouterr().err
+    # One candidate per source: every query whose first relevant paragraph was below rank 1 loses.
+    assert run("--baseline", "base", "--fail-if-worse", "0.01", "--depth", "1", "--snapshot", "shallow") == 2
+    err = capsys.readouterr().err
+    assert "worse than the baseline by more than 0.01 (p < 0.05)" in err
+    store = SnapshotStore(Store(db))
+    d = diff(store.get("base"), store.get("shallow"))
+    assert d["delta"] < -0.01 and d["p_value"] < 0.05 and d["losers"]
+    assert all(f"  {e['delta']:+.4f}  {e['query_id']}  {e['query']}" in err for e in d["losers"])  # named
+    # …but not when the margin is larger than the fall
+    assert run("--baseline", "base", "--fail-if-worse", "0.99", "--depth", "1") == 0
+    assert run("--fail-if-worse", "0.01") == 2
+    assert "--fail-if-worse needs --baseline NAME" in capsys.readouterr().err
+    assert run("--baseline", "nope") == 2
+    err = capsys.readouterr().err
+    assert "No snapshot named 'nope' (snapshots: base, shallow)" in err and "queries" not in err  # before the work
+    assert run("--snapshot", "base") == 2
+    assert "A snapshot named 'base' already exists" in capsys.readouterr().err
