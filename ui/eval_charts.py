@@ -24,7 +24,7 @@ from retrieval.sources import label
 
 from . import state
 
-METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "recall@100": "Recall@100",
+METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "mrr": "MRR", "recall@100": "Recall@100",
                  "precision@10": "P@10", "map": "MAP"}
 METRIC_HELP = {
     "ndcg@10": "Normalised discounted cumulative gain of the top 10: graded gains, discounted by log2(rank + 1), "

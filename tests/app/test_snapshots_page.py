@@ -1,0 +1,56 @@
+"""Evaluate page, Snapshots tab: keep config A's evaluation, list, diff two; values are the
+core's (`SnapshotStore`, `snapshot_diff.diff`) on the very database the app uses."""
+
+import pytest
+from conftest import COLLECTION, REPO, open_page, plain
+
+from retrieval.ingest import parse_path
+from retrieval.judgments import JudgmentStore
+from retrieval.snapshot_diff import diff
+from retrieval.snapshots import SnapshotStore
+from retrieval.store import Store
+
+EVALUATE = "pages/5_Evaluate.py"
+SET = "snap-set"
+
+
+@pytest.fixture(scope="module")
+def snap_set(app_db):
+    """Query set 'snap-set': four English sample questions whose paragraph is in the collection."""
+    sample = parse_path(REPO / "sample_data" / "xquad")
+    in_collection = {f"en-{i:03d}" for i in range(1, 9)}
+    picked = [q for q, docs in sample.qrels.items() if q.startswith("en-") and set(docs) <= in_collection][:4]
+    JudgmentStore(Store(app_db.uri)).save_query_set(COLLECTION, SET, {q: sample.queries[q] for q in picked},
+                                                    {q: dict(sample.qrels[q]) for q in picked})
+    return SnapshotStore(Store(app_db.uri))
+
+
+def keep(at, name: str):
+    at.text_input(key="snap.name").set_value(name).run()
+    at.button(key="snap.create").click().run()
+    assert not at.exception
+    return at
+
+
+def test_keep_two_snapshots_and_diff_them(snap_set):
+    at = keep(open_page(EVALUATE, set=SET), "hybrid now")
+    first = snap_set.get("hybrid now")
+    assert first.query_set == SET and len(first.per_query) == 4
+    assert any(plain(s.value) == f"Kept snapshot 'hybrid now': 4 judged queries, nDCG@10 {first.mean['ndcg@10']:.4f}."
+               for s in at.success)
+    table = next(d.value for d in at.dataframe if "version" in d.value.columns)
+    assert list(table["name"]) == ["hybrid now"] and list(table["nDCG@10"]) == [first.mean["ndcg@10"]]
+
+    at = keep(open_page(EVALUATE, set=SET, weights="bm25=1.0,dense=0.0"), "bm25 only")
+    second = snap_set.get("bm25 only")
+    assert second.config.weights == {"bm25": 1.0, "dense": 0.0}
+    expected = diff(first, second, "ndcg@10")
+    values = {m.label: m.value for m in at.metric}
+    assert values["hybrid now"] == f"{expected['a']['value']:.4f}"
+    assert values["bm25 only"] == f"{expected['b']['value']:.4f}"
+    assert values["Δ (B − A)"] == f"{expected['delta']:+.4f}"
+    assert values["p (randomization)"] == f"{expected['p_value']:.4g}"
+    assert any(plain(m.value).startswith("Changed between the two: config.") for m in at.markdown)
+
+    at = keep(at, "bm25 only")  # a name is used once
+    assert any("'bm25 only' already exists" in plain(e.value) for e in at.error)

@@ -1,0 +1,91 @@
+"""The Evaluate page's snapshots: keep config A's evaluation of the query set as a named snapshot,
+list the collection's snapshots, and diff two of them (`retrieval.snapshot_diff.diff`): each side
+with its 95 % interval, Δ, p, what changed and each cause's share, winners and losers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from retrieval.config import SearchConfig
+from retrieval.judgments import QuerySet
+from retrieval.snapshot_diff import diff
+from retrieval.snapshots import SNAPSHOT_METRICS, SnapshotStore
+
+from . import eval_charts, views
+from .eval_common import memo_read
+
+
+def snapshots_section(workbench, collection: str, qset: QuerySet, config: SearchConfig) -> None:
+    snapshots = SnapshotStore(workbench.store)
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    name = c1.text_input("Snapshot name", key="snap.name", max_chars=64,
+                         help="A name for this evaluation, e.g. 'before synonyms' or '2026-11 baseline'. Snapshots "
+                              "are never overwritten: each name is used once.")
+    if c2.button("Keep as snapshot", key="snap.create", type="primary",
+                 help="Evaluate config A on this query set now and keep the result: the collection's version, the "
+                      "config, the judgments as they are, each query's results and metrics."):
+        try:
+            with st.spinner("Evaluating…"):
+                snap = snapshots.create(workbench, collection, name.strip(), config, qset.name)
+            st.success(views.markdown_safe(f"Kept snapshot '{snap.name}': {len(snap.per_query)} judged queries, "
+                                           f"nDCG@10 {snap.mean['ndcg@10']:.4f}."))
+        except Exception as exc:
+            views.show_error(exc)
+    try:
+        kept = memo_read(workbench, ("snapshots", collection), lambda: snapshots.list(collection))
+    except Exception as exc:
+        views.show_error(exc)
+        return
+    if not kept:
+        st.info("No snapshot of this collection yet: name one above to keep config A's evaluation.")
+        return
+    st.dataframe(pd.DataFrame([{"name": s.name, "created": s.created[:19].replace("T", " "),
+                                "version": s.table_version, "documents": s.doc_count, "query set": s.query_set,
+                                "queries": len(s.per_query),
+                                **{eval_charts.metric_label(m): v for m, v in s.mean.items()}} for s in kept]),
+                 hide_index=True, width="stretch")
+    if len(kept) < 2:
+        st.caption("Keep a second snapshot to compare the two.")
+        return
+    names = [s.name for s in kept]
+    c1, c2, c3 = st.columns(3)
+    name_a = c1.selectbox("Before (A)", names, index=len(names) - 2, key="snap.a",
+                          help="The snapshot the change is measured from.")
+    name_b = c2.selectbox("After (B)", names, index=len(names) - 1, key="snap.b",
+                          help="The snapshot compared with A: a positive Δ means B is better.")
+    metric = c3.selectbox("Metric", list(SNAPSHOT_METRICS), format_func=eval_charts.metric_label, key="snap.metric",
+                          help="judged@10: the share of the top 10 that has a judgment.")
+    by_name = {s.name: s for s in kept}
+    try:
+        d = diff(by_name[name_a], by_name[name_b], metric)
+    except Exception as exc:
+        views.show_error(exc)
+        return
+    show_diff(d)
+
+
+def show_diff(d: dict) -> None:
+    cols = st.columns(4)
+    for col, side in zip(cols[:2], ("a", "b"), strict=True):
+        low, high = d[side]["ci95"]
+        col.metric(views.markdown_safe(d[side]["name"]), f"{d[side]['value']:.4f}",
+                   help=f"Mean {d['metric']} over the {d['n_queries']} queries judged in both; 95 % bootstrap "
+                        f"interval {low:.4f} … {high:.4f}")
+    cols[2].metric("Δ (B − A)", f"{d['delta']:+.4f}",
+                   help=f"95 % bootstrap interval {d['delta_ci95'][0]:+.4f} … {d['delta_ci95'][1]:+.4f}")
+    cols[3].metric("p (randomization)", f"{d['p_value']:.4g}",
+                   help="Paired randomization test, two-sided: how often random swaps of A and B per query give a "
+                        "difference at least this large.")
+    changed = ", ".join(d["changed"]) or "nothing"
+    lines = [f"Changed between the two: {changed}. {d['wins']} queries better, {d['losses']} worse, {d['ties']} equal."]
+    if d["causes"]:
+        lines.append("Shares of Δ: " + "; ".join(f"{cause} {share:+.4f}" for cause, share in d["causes"].items()))
+    st.markdown(views.markdown_safe(" ".join(lines)))
+    rows = [{"": "better" if e["delta"] > 0 else "worse", "query id": e["query_id"], "query": e["query"],
+             "A": e["a"], "B": e["b"], "Δ": e["delta"],
+             "causes": "; ".join(f"{c} {v:+.4f}" for c, v in e["causes"].items())}
+            for e in d["winners"] + d["losers"]]
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                     column_config={"Δ": st.column_config.NumberColumn(format="%+.4f")})
