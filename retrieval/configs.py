@@ -47,11 +47,7 @@ class ConfigStore:
         self.store = store
 
     def _table(self, create: bool = False):
-        if self.store._has_table(CONFIGS_TABLE):
-            return self.store.db.open_table(CONFIGS_TABLE)
-        if not create:
-            return None
-        return self.store.db.create_table(CONFIGS_TABLE, schema=CONFIGS_SCHEMA, exist_ok=True)
+        return self.store.side_table(CONFIGS_TABLE, CONFIGS_SCHEMA, create)
 
     def _row(self, name: str) -> dict | None:
         table = self._table()

@@ -107,13 +107,8 @@ class JudgmentStore:
     # ---- tables ----------------------------------------------------------------------------
     def _open(self, collection: str, kind: str, create: bool = False):
         """The collection's `kind` table; None when it does not exist and `create` is False."""
-        name = aux_table_name(collection, kind)
-        if self.store._has_table(name):
-            return self.store.db.open_table(name)
-        if not create:
-            return None
         schema = QUERIES_SCHEMA if kind == "queries" else JUDGMENTS_SCHEMA
-        return self.store.db.create_table(name, schema=schema, exist_ok=True)
+        return self.store.side_table(aux_table_name(collection, kind), schema, create)
 
     def _lock(self, collection: str):
         # The collection's own writer lock, so a rating cannot re-create a table `delete` drops.

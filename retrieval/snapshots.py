@@ -188,11 +188,7 @@ class SnapshotStore:
         self.store = store
 
     def _table(self, create: bool = False):
-        if self.store._has_table(SNAPSHOTS_TABLE):
-            return self.store.db.open_table(SNAPSHOTS_TABLE)
-        if not create:
-            return None
-        return self.store.db.create_table(SNAPSHOTS_TABLE, schema=SNAPSHOTS_SCHEMA, exist_ok=True)
+        return self.store.side_table(SNAPSHOTS_TABLE, SNAPSHOTS_SCHEMA, create)
 
     def _rows(self, where: str | None = None, columns: list[str] | None = None) -> list[dict]:
         table = self._table()

@@ -131,6 +131,15 @@ class Store:
     def _has_table(self, name: str) -> bool:
         return name in self.table_names()
 
+    def side_table(self, name: str, schema, create: bool = False):
+        """A table beside the collections (saved configs, snapshots, a collection's query sets):
+        opened; when missing, None, or with `create` made empty with `schema`."""
+        if self._has_table(name):
+            return self.db.open_table(name)
+        if not create:
+            return None
+        return self.db.create_table(name, schema=schema, exist_ok=True)
+
     def has_table(self, name: str) -> bool:
         """Whether the collection's table exists (also before its catalogue entry does)."""
         return self._has_table(validate_collection_name(name))
