@@ -32,9 +32,14 @@ CONFIGS_SCHEMA = pa.schema([
 
 def validate_config_name(name: str) -> str:
     """See the module docstring for the rule."""
+    return validate_saved_name(name, "config")
+
+
+def validate_saved_name(name: str, what: str) -> str:
+    """The rule for names of saved things (configs, snapshots): see the module docstring."""
     if not isinstance(name, str) or not CONFIG_NAME_RE.fullmatch(name):
         raise RetrievalError(
-            f"Invalid config name {name!r}: use 1–64 characters from letters, digits, space, '_', '-' "
+            f"Invalid {what} name {name!r}: use 1–64 characters from letters, digits, space, '_', '-' "
             "and '.', starting with a letter or digit and not ending with a space"
         )
     return name

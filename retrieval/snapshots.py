@@ -12,7 +12,7 @@ top 10 that has a judgment (what a metric computed on the rest cannot see). Only
 count; a judged query the run left empty scores 0.
 
 One row per snapshot, columns of plain values and JSON (no pickle). Names follow the saved-config
-rule (`configs.CONFIG_NAME_RE`) and are unique in the store. A snapshot is never changed: only
+rule (`configs.validate_saved_name`) and are unique in the store. A snapshot is never changed: only
 renamed or deleted, each one LanceDB commit under the table's lock. `diff` lives in
 `snapshot_diff.py`.
 """
@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from .config import SearchConfig
-from .configs import CONFIG_NAME_RE
+from .configs import validate_saved_name
 from .evaluate import Qrels, QrelsEvaluator, searched
 from .judgments import JudgmentStore
 from .plan import evaluation_config
@@ -58,12 +58,7 @@ Scored = dict[str, list[tuple[str, float]]]  # query id -> (doc id, score) best 
 
 
 def validate_snapshot_name(name: str) -> str:
-    if not isinstance(name, str) or not CONFIG_NAME_RE.fullmatch(name):
-        raise RetrievalError(
-            f"Invalid snapshot name {name!r}: use 1–64 characters from letters, digits, space, '_', '-' "
-            "and '.', starting with a letter or digit and not ending with a space"
-        )
-    return name
+    return validate_saved_name(name, "snapshot")
 
 
 def judgments_key(qrels: Mapping[str, Mapping[str, int]]) -> str:
