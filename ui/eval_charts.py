@@ -23,6 +23,7 @@ from retrieval.config import SearchConfig
 from retrieval.sources import label
 
 from . import state
+from .charts import plot_text
 
 METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "mrr": "MRR", "recall@100": "Recall@100",
                  "precision@10": "P@10", "map": "MAP"}
@@ -235,4 +236,37 @@ def delta_chart(deltas: Mapping[str, float], queries: Mapping[str, str], metric:
     fig.update_xaxes(title_text="queries, sorted by delta")
     fig.update_yaxes(title_text=f"{metric_label(metric)} of B − A")
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10))
+    return fig
+
+
+def causes_waterfall(d: Mapping[str, Any]) -> go.Figure:
+    """A snapshot diff (`retrieval.snapshot_diff.diff`) as a waterfall: A's value, each cause's
+    share of Δ, and B's value (the shares add up to Δ, so the last step lands on B)."""
+    causes = list(d["causes"].items())
+    fig = go.Figure(go.Waterfall(
+        x=[plot_text(d["a"]["name"]), *(plot_text(c) for c, _ in causes), plot_text(d["b"]["name"])],
+        measure=["absolute", *["relative"] * len(causes), "total"],
+        y=[d["a"]["value"], *(share for _, share in causes), 0.0],
+        increasing={"marker": {"color": "#16a34a"}}, decreasing={"marker": {"color": "#dc2626"}},
+        totals={"marker": {"color": "#64748b"}}, connector={"line": {"color": "#94a3b8"}},
+        hovertemplate="%{x}: %{y:.4f}<extra></extra>",
+    ))
+    fig.update_yaxes(title_text=metric_label(d["metric"]))
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), showlegend=False)
+    return fig
+
+
+def snapshot_trend(points: Sequence[Mapping[str, Any]], metric: str = PRIMARY) -> go.Figure:
+    """A query set's metric across its snapshots, oldest first: the mean and its 95 % interval
+    (`points`: name, value, ci95 as `(low, high)`)."""
+    names = [plot_text(p["name"]) for p in points]
+    fig = go.Figure(go.Scatter(
+        x=list(range(1, len(points) + 1)), y=[p["value"] for p in points], mode="lines+markers", text=names,
+        error_y={"type": "data", "symmetric": False, "array": [p["ci95"][1] - p["value"] for p in points],
+                 "arrayminus": [p["value"] - p["ci95"][0] for p in points]},
+        hovertemplate="%{text}: %{y:.4f}<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="snapshots, oldest first", tickvals=list(range(1, len(points) + 1)), ticktext=names)
+    fig.update_yaxes(title_text=metric_label(metric))
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10))
     return fig

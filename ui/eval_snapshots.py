@@ -9,8 +9,9 @@ import streamlit as st
 
 from retrieval.config import SearchConfig
 from retrieval.judgments import QuerySet
+from retrieval.paired import bootstrap_ci
 from retrieval.snapshot_diff import diff
-from retrieval.snapshots import SNAPSHOT_METRICS, SnapshotStore
+from retrieval.snapshots import SNAPSHOT_METRICS, Snapshot, SnapshotStore
 
 from . import eval_charts, views
 from .eval_common import memo_read
@@ -49,20 +50,57 @@ def snapshots_section(workbench, collection: str, qset: QuerySet, config: Search
         st.caption("Keep a second snapshot to compare the two.")
         return
     names = [s.name for s in kept]
-    c1, c2, c3 = st.columns(3)
+    metric = st.selectbox("Metric", list(SNAPSHOT_METRICS), format_func=eval_charts.metric_label, key="snap.metric",
+                          help="judged@10: the share of the top 10 that has a judgment.")
+    # Snapshots never change (a rename or delete is a write, which clears these memos).
+    points = memo_read(workbench, ("snapshot-trend", collection, qset.name, metric),
+                       lambda: trend_points(kept, qset.name, metric))
+    trend_chart(points, qset.name, metric)
+    c1, c2 = st.columns(2)
     name_a = c1.selectbox("Before (A)", names, index=len(names) - 2, key="snap.a",
                           help="The snapshot the change is measured from.")
     name_b = c2.selectbox("After (B)", names, index=len(names) - 1, key="snap.b",
                           help="The snapshot compared with A: a positive Δ means B is better.")
-    metric = c3.selectbox("Metric", list(SNAPSHOT_METRICS), format_func=eval_charts.metric_label, key="snap.metric",
-                          help="judged@10: the share of the top 10 that has a judgment.")
     by_name = {s.name: s for s in kept}
     try:
-        d = diff(by_name[name_a], by_name[name_b], metric)
+        d = memo_read(workbench, ("snapshot-diff", collection, name_a, name_b, metric),
+                      lambda: diff(by_name[name_a], by_name[name_b], metric))
     except Exception as exc:
         views.show_error(exc)
         return
     show_diff(d)
+
+
+def trend_points(kept: list[Snapshot], query_set: str, metric: str) -> list[dict]:
+    """The query set's snapshots, oldest first: name, mean `metric` and its 95 % bootstrap interval."""
+    points = []
+    for snap in kept:
+        if snap.query_set == query_set and snap.per_query:
+            values = [v[metric] for v in snap.per_query.values()]
+            points.append({"name": snap.name, "value": sum(values) / len(values), "ci95": bootstrap_ci(values)})
+    return points
+
+
+def pair_before(names: list[str], name: str) -> tuple[str, str] | None:
+    """(the snapshot before `name` in `names`, `name`): what a click on a point of the trend diffs."""
+    i = names.index(name) if name in names else 0
+    return (names[i - 1], name) if i > 0 else None
+
+
+def trend_chart(points: list[dict], query_set: str, metric: str) -> None:
+    """The metric across the query set's snapshots (`trend_points`); clicking a point diffs it with
+    the one before."""
+    if len(points) < 2:
+        return
+    event = st.plotly_chart(eval_charts.snapshot_trend(points, metric), width="stretch", key="snap.trend",
+                            on_select="rerun", selection_mode="points")
+    selected = (event or {}).get("selection", {}).get("points", [])
+    if selected:
+        pair = pair_before([p["name"] for p in points], points[selected[0]["point_index"]]["name"])
+        if pair:  # before the pickers are drawn: they open on this pair
+            st.session_state["snap.a"], st.session_state["snap.b"] = pair
+    st.caption(views.markdown_safe(f"'{query_set}' across its snapshots, with 95 % intervals. Click a point to compare "
+                                   "it with the snapshot before it."))
 
 
 def show_diff(d: dict) -> None:
@@ -82,6 +120,8 @@ def show_diff(d: dict) -> None:
     if d["causes"]:
         lines.append("Shares of Δ: " + "; ".join(f"{cause} {share:+.4f}" for cause, share in d["causes"].items()))
     st.markdown(views.markdown_safe(" ".join(lines)))
+    if d["causes"]:
+        st.plotly_chart(eval_charts.causes_waterfall(d), width="stretch")
     rows = [{"": "better" if e["delta"] > 0 else "worse", "query id": e["query_id"], "query": e["query"],
              "A": e["a"], "B": e["b"], "Δ": e["delta"],
              "causes": "; ".join(f"{c} {v:+.4f}" for c, v in e["causes"].items())}

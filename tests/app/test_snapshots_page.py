@@ -1,6 +1,8 @@
 """Evaluate page, Snapshots tab: keep config A's evaluation, list, diff two; values are the
 core's (`SnapshotStore`, `snapshot_diff.diff`) on the very database the app uses."""
 
+import json
+
 import pytest
 from conftest import COLLECTION, REPO, open_page, plain
 
@@ -51,6 +53,11 @@ def test_keep_two_snapshots_and_diff_them(snap_set):
     assert values["Δ (B − A)"] == f"{expected['delta']:+.4f}"
     assert values["p (randomization)"] == f"{expected['p_value']:.4g}"
     assert any(plain(m.value).startswith("Changed between the two: config.") for m in at.markdown)
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    trend = next(c for c in charts if c["data"][0]["type"] == "scatter")
+    assert trend["data"][0]["y"] == [first.mean["ndcg@10"], second.mean["ndcg@10"]]
+    fall = next(c for c in charts if c["data"][0]["type"] == "waterfall")["data"][0]  # A, the config's share, B
+    assert fall["y"][:2] == [expected["a"]["value"], expected["causes"]["config"]]
 
     at = keep(at, "bm25 only")  # a name is used once
     assert any("'bm25 only' already exists" in plain(e.value) for e in at.error)
