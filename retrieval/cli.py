@@ -163,9 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("snapshot", help="keep an evaluation of a collection's query set as a named snapshot, list, "
                                         "rename, delete or export snapshots, and diff two or more")
-    p.add_argument("action", choices=("create", "list", "rename", "delete", "export", "diff"))
+    p.add_argument("action", choices=("create", "list", "rename", "delete", "export", "diff", "report"))
     p.add_argument("names", nargs="*", help="create: COLLECTION; rename: OLD NEW; delete, export: NAME; "
-                                            "diff: A B [C …] (each later one against A); list: [COLLECTION]")
+                                            "diff: A B [C …] (each later one against A); report: A B; "
+                                            "list: [COLLECTION]")
+    p.add_argument("--html", type=Path, metavar="FILE", help="report: the self-contained HTML file to write")
     p.add_argument("--name", help="create: the new snapshot's name")
     p.add_argument("--queryset", default="default", help="create: the query set to evaluate (default: default)")
     p.add_argument("--metric", default="ndcg@10", help="diff: the metric compared")
@@ -522,7 +524,7 @@ def cmd_snapshot(args) -> int:
     from .snapshot_diff import diff_many, summary
     from .snapshots import SnapshotStore
 
-    wanted = {"create": 1, "rename": 2, "delete": 1, "export": 1}.get(args.action)
+    wanted = {"create": 1, "rename": 2, "delete": 1, "export": 1, "report": 2}.get(args.action)
     if wanted is not None and len(args.names) != wanted:
         raise RetrievalError(f"'snapshot {args.action}' needs {wanted} name(s), got {len(args.names)}")
     workbench = _workbench(args)
@@ -545,6 +547,15 @@ def cmd_snapshot(args) -> int:
         snapshots.rename(*args.names)
     elif args.action == "delete":
         snapshots.delete(args.names[0])
+    elif args.action == "report":
+        from .snapshot_diff import diff
+        from .snapshot_report import report_html
+
+        if not args.html:
+            raise RetrievalError("'snapshot report' needs --html FILE")
+        a, b = (snapshots.get(n) for n in args.names)
+        args.html.write_text(report_html(diff(a, b, args.metric), a, b), encoding="utf-8")
+        _log(f"wrote {args.html}")
     elif args.action == "export":
         print(snapshots.export_trec(args.names[0]) if args.trec else snapshots.export_json(args.names[0]), end="")
     else:

@@ -233,3 +233,33 @@ def test_the_ci_gate_exits_0_when_as_good_and_2_when_worse(tmp_path, beir_folder
     assert "No snapshot named 'nope' (snapshots: base, shallow)" in err and "queries" not in err  # before the work
     assert run("--snapshot", "base") == 2
     assert "A snapshot named 'base' already exists" in capsys.readouterr().err
+
+
+def test_the_html_report_stands_alone_and_keeps_user_text_literal(workbench, tmp_path, capsys):
+    import re
+
+    from retrieval import cli
+    from retrieval.snapshot_report import report_html
+
+    db = workbench.store.uri
+    assert cli.main(["--db", db, "snapshot", "create", "animals", "--name", "hybrid"]) == 0
+    assert cli.main(["--db", db, "snapshot", "create", "animals", "--name", "bm25", "--weights",
+                     "bm25=1,dense=0"]) == 0
+    out = tmp_path / "report.html"
+    assert cli.main(["--db", db, "snapshot", "report", "hybrid", "bm25", "--html", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    store = SnapshotStore(Store(db))
+    a, b = store.get("hybrid"), store.get("bm25")
+    d = diff(a, b)
+    assert page == report_html(d, a, b)
+    assert f"{d['a']['value']:.4f} → {d['b']['value']:.4f} (Δ {d['delta']:+.4f}, worse)" in page
+    assert "Config: weights: {&#x27;bm25&#x27;: 0.4, &#x27;dense&#x27;: 0.6} → {&#x27;bm25&#x27;: 1.0, " in page
+    assert "Corpus: unchanged" in page and "Judgments: unchanged (3 queries, 5 judgments)." in page
+    assert "<svg" in page and page.count("<rect") == 3  # A, the config's share, B
+    # nothing to fetch: no script, no external reference of any kind
+    assert not re.search(r"<script|src=|href=|url\(|@import|https?:", page)
+    loser = d["losers"][0]
+    marked = {**d, "losers": [{**loser, "query": "<img src=x onerror=alert(1)> **q**"}]}
+    assert "&lt;img src=x onerror=alert(1)&gt; **q**" in report_html(marked, a, b)
+    assert cli.main(["--db", db, "snapshot", "report", "hybrid", "bm25"]) == 2
+    assert "'snapshot report' needs --html FILE" in capsys.readouterr().err

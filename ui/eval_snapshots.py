@@ -11,6 +11,7 @@ from retrieval.config import SearchConfig
 from retrieval.judgments import QuerySet
 from retrieval.paired import bootstrap_ci
 from retrieval.snapshot_diff import diff
+from retrieval.snapshot_report import report_html
 from retrieval.snapshots import SNAPSHOT_METRICS, Snapshot, SnapshotStore
 
 from . import eval_charts, views
@@ -69,6 +70,11 @@ def snapshots_section(workbench, collection: str, qset: QuerySet, config: Search
         views.show_error(exc)
         return
     show_diff(d)
+    st.download_button("Download the report (HTML)", report_html(d, by_name[name_a], by_name[name_b]),
+                       file_name="snapshot-report.html", mime="text/html", key="snap.report",
+                       help="One self-contained page for people without the tool: the change with its interval, "
+                            "what changed, where it came from, the biggest wins and losses. Opens offline, "
+                            "also on a phone.")
 
 
 def trend_points(kept: list[Snapshot], query_set: str, metric: str) -> list[dict]:
