@@ -1,21 +1,30 @@
 """A snapshot diff as one self-contained HTML file for people without the tool.
 
 No script, no font, no image and no link leaves the file: styles are inline, the cause waterfall
-is inline SVG, text uses the system's fonts (with CJK fallbacks, so Chinese queries read on any
-phone). Every piece of user text (names, queries, document ids, config values) is HTML-escaped.
-The page: the headline change with its 95 % interval and p, what changed in words, the causes as
-a waterfall, and the biggest wins and losses with both result lists side by side.
+is inline SVG. Text uses the system's fonts; when the page holds Chinese (or other CJK) text, the
+app's bundled Noto Sans SC subset (`static/fonts/`, OFL 1.1) is embedded as a data URL for those
+characters only (its unicode-range), so the report reads on a machine without a CJK font (~2.5 MB
+added; an English report stays a few kB). Every piece of user text (names, queries, document ids,
+config values) is HTML-escaped. The page: the headline change with its 95 % interval and p, what
+changed in words, the causes as a waterfall, and the biggest wins and losses with both result
+lists side by side.
 """
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Mapping
 from html import escape
+from pathlib import Path
 
 from .snapshots import Snapshot
 
+CJK_FONT = Path(__file__).resolve().parents[1] / "static" / "fonts" / "NotoSansSC-subset.woff2"
+CJK_RANGE = "U+3000-303F, U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF, U+FF00-FFEF"  # as .streamlit/config.toml
+CJK_TEXT = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK SC","PingFang SC",
+body{font-family:workbench-cjk,system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK SC","PingFang SC",
 "Microsoft YaHei",sans-serif;margin:0 auto;max-width:56rem;padding:1rem;color:#0f172a;line-height:1.45}
 h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.6rem}.big{font-size:1.3rem;font-weight:600}
 .good{color:#15803d}.bad{color:#b91c1c}.muted{color:#64748b}table{border-collapse:collapse;width:100%}
@@ -23,6 +32,15 @@ td,th{border-bottom:1px solid #e2e8f0;padding:.25rem .4rem;text-align:left;verti
 .pair{display:flex;flex-wrap:wrap;gap:1rem}.pair>div{flex:1 1 16rem}ol{margin:.2rem 0;padding-left:1.4rem}
 .rel{font-weight:600}svg{max-width:100%;height:auto}
 """
+
+
+def cjk_font_face(text: str) -> str:
+    """The bundled CJK font as an inline @font-face when `text` holds CJK characters (else '')."""
+    if not CJK_TEXT.search(text) or not CJK_FONT.is_file():
+        return ""
+    data = base64.b64encode(CJK_FONT.read_bytes()).decode("ascii")
+    return (f"@font-face{{font-family:workbench-cjk;src:url(data:font/woff2;base64,{data}) format('woff2');"
+            f"unicode-range:{CJK_RANGE}}}")
 
 
 def config_changes(a: Snapshot, b: Snapshot) -> list[str]:
@@ -118,7 +136,8 @@ def report_html(d: Mapping, a: Snapshot, b: Snapshot, top: int = 5) -> str:
     body.append(_entries("Biggest losses", list(d["losers"][:top]), a, b))
     body.append(f'<p class="muted">Collection {escape(a.collection)}, query set {escape(a.query_set)}; snapshots made '
                 f'{escape(a.created[:19])} and {escape(b.created[:19])}. Judged documents in bold.</p>')
+    content = "".join(body)
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{escape(a.name)} → {escape(b.name)}</title><style>{STYLE}</style></head><body>"
-            + "".join(body) + "</body></html>")
+            f"<title>{escape(a.name)} → {escape(b.name)}</title><style>{cjk_font_face(content)}{STYLE}</style>"
+            f"</head><body>{content}</body></html>")
