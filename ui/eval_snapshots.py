@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from retrieval.compare import rank_changes
 from retrieval.config import SearchConfig
 from retrieval.judgments import QuerySet
 from retrieval.paired import bootstrap_ci
@@ -70,6 +71,7 @@ def snapshots_section(workbench, collection: str, qset: QuerySet, config: Search
         views.show_error(exc)
         return
     show_diff(d)
+    query_lists(d, by_name[name_a], by_name[name_b])
     st.download_button("Download the report (HTML)", report_html(d, by_name[name_a], by_name[name_b]),
                        file_name="snapshot-report.html", mime="text/html", key="snap.report",
                        help="One self-contained page for people without the tool: the change with its interval, "
@@ -135,3 +137,36 @@ def show_diff(d: dict) -> None:
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
                      column_config={"Δ": st.column_config.NumberColumn(format="%+.4f")})
+
+
+def side_by_side(a: Snapshot, b: Snapshot, query_id: str, k: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A query's top `k` in each snapshot: rank, document, its grade in that snapshot's judgments,
+    and on B's side the move against A (`compare.rank_changes`: ▲ up, ▼ down, new)."""
+    a_ids = [d for d, _ in a.run.get(query_id, [])[:k]]
+    b_ids = [d for d, _ in b.run.get(query_id, [])[:k]]
+    changes = {c.doc_id: c.label for c in rank_changes(a_ids, b_ids)}
+
+    def frame(snap: Snapshot, ids: list[str], with_change: bool) -> pd.DataFrame:
+        grades = snap.qrels.get(query_id, {})
+        rows = [{"rank": i, "document": d, "grade": grades.get(d), **({"change": changes[d]} if with_change else {})}
+                for i, d in enumerate(ids, start=1)]
+        frame = pd.DataFrame(rows, columns=["rank", "document", "grade", *(["change"] if with_change else [])])
+        return frame.astype({"grade": "Int64"})  # an unjudged document: <NA>, shown as "—"
+
+    return frame(a, a_ids, False), frame(b, b_ids, True)
+
+
+def query_lists(d: dict, a: Snapshot, b: Snapshot) -> None:
+    """One winner's or loser's top 10 in both snapshots, side by side with rank changes."""
+    entries = d["winners"] + d["losers"]
+    if not entries:
+        return
+    labels = {e["query_id"]: f"{e['delta']:+.4f}  {e['query'] or e['query_id']}" for e in entries}
+    query_id = st.selectbox("Results of", list(labels), format_func=labels.get, key="snap.query",
+                            help="A query that got better or worse: its top 10 in both snapshots.")
+    left, right = st.columns(2)
+    frames = side_by_side(a, b, query_id)
+    for column, snap, frame in zip((left, right), (a, b), frames, strict=True):
+        column.markdown(views.markdown_safe(f"**{snap.name}**"))
+        column.dataframe(frame, hide_index=True, width="stretch", placeholder="—",
+                         column_config={"grade": st.column_config.NumberColumn(help="The judgment in this snapshot")})

@@ -11,6 +11,7 @@ from retrieval.judgments import JudgmentStore
 from retrieval.snapshot_diff import diff
 from retrieval.snapshots import SnapshotStore
 from retrieval.store import Store
+from ui.eval_snapshots import side_by_side
 
 EVALUATE = "pages/5_Evaluate.py"
 SET = "snap-set"
@@ -18,10 +19,12 @@ SET = "snap-set"
 
 @pytest.fixture(scope="module")
 def snap_set(app_db):
-    """Query set 'snap-set': four English sample questions whose paragraph is in the collection."""
+    """Query set 'snap-set': four English and four Chinese sample questions whose paragraph is in
+    the collection (which holds each paragraph in both languages)."""
     sample = parse_path(REPO / "sample_data" / "xquad")
-    in_collection = {f"en-{i:03d}" for i in range(1, 9)}
-    picked = [q for q, docs in sample.qrels.items() if q.startswith("en-") and set(docs) <= in_collection][:4]
+    in_collection = {f"{lang}-{i:03d}" for lang in ("en", "zh") for i in range(1, 9)}
+    picked = [q for lang in ("en", "zh") for q in [q for q, docs in sample.qrels.items()
+                                                   if q.startswith(lang) and set(docs) <= in_collection][:4]]
     JudgmentStore(Store(app_db.uri)).save_query_set(COLLECTION, SET, {q: sample.queries[q] for q in picked},
                                                     {q: dict(sample.qrels[q]) for q in picked})
     return SnapshotStore(Store(app_db.uri))
@@ -37,19 +40,20 @@ def keep(at, name: str):
 def test_keep_two_snapshots_and_diff_them(snap_set):
     at = keep(open_page(EVALUATE, set=SET), "hybrid now")
     first = snap_set.get("hybrid now")
-    assert first.query_set == SET and len(first.per_query) == 4
-    assert any(plain(s.value) == f"Kept snapshot 'hybrid now': 4 judged queries, nDCG@10 {first.mean['ndcg@10']:.4f}."
+    assert first.query_set == SET and len(first.per_query) == 8
+    assert any(plain(s.value) == f"Kept snapshot 'hybrid now': 8 judged queries, nDCG@10 {first.mean['ndcg@10']:.4f}."
                for s in at.success)
     table = next(d.value for d in at.dataframe if "version" in d.value.columns)
     assert list(table["name"]) == ["hybrid now"] and list(table["nDCG@10"]) == [first.mean["ndcg@10"]]
 
-    at = keep(open_page(EVALUATE, set=SET, weights="bm25=1.0,dense=0.0"), "bm25 only")
-    second = snap_set.get("bm25 only")
-    assert second.config.weights == {"bm25": 1.0, "dense": 0.0}
+    # the vectors' first candidate alone: a question's top 1 may be its paragraph's translation
+    at = keep(open_page(EVALUATE, set=SET, weights="bm25=0.0,dense=1.0", depth="1"), "vector top 1")
+    second = snap_set.get("vector top 1")
+    assert (second.config.weights, second.config.depth) == ({"bm25": 0.0, "dense": 1.0}, 1)
     expected = diff(first, second, "ndcg@10")
     values = {m.label: m.value for m in at.metric}
     assert values["hybrid now"] == f"{expected['a']['value']:.4f}"
-    assert values["bm25 only"] == f"{expected['b']['value']:.4f}"
+    assert values["vector top 1"] == f"{expected['b']['value']:.4f}"
     assert values["Δ (B − A)"] == f"{expected['delta']:+.4f}"
     assert values["p (randomization)"] == f"{expected['p_value']:.4g}"
     assert any(plain(m.value).startswith("Changed between the two: config.") for m in at.markdown)
@@ -59,5 +63,12 @@ def test_keep_two_snapshots_and_diff_them(snap_set):
     fall = next(c for c in charts if c["data"][0]["type"] == "waterfall")["data"][0]  # A, the config's share, B
     assert fall["y"][:2] == [expected["a"]["value"], expected["causes"]["config"]]
 
-    at = keep(at, "bm25 only")  # a name is used once
-    assert any("'bm25 only' already exists" in plain(e.value) for e in at.error)
+    entries = expected["winners"] + expected["losers"]
+    assert entries
+    # the first one's top 10 in both, side by side with rank changes
+    assert at.selectbox(key="snap.query").value == entries[0]["query_id"]
+    shown = next(d.value for d in at.dataframe if "change" in d.value.columns)
+    assert list(shown["change"]) == list(side_by_side(first, second, entries[0]["query_id"])[1]["change"])
+
+    at = keep(at, "vector top 1")  # a name is used once
+    assert any("'vector top 1' already exists" in plain(e.value) for e in at.error)

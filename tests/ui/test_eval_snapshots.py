@@ -1,6 +1,7 @@
 """The Snapshots tab's figures and helpers as pure functions: the cause waterfall lands on B, the
 trend's bars are the bootstrap intervals, a click pairs a snapshot with the one before."""
 
+import pandas as pd
 import pytest
 
 from retrieval.config import SearchConfig
@@ -43,3 +44,20 @@ def test_the_trend_is_the_query_sets_snapshots_with_their_intervals():
 def test_a_click_pairs_a_snapshot_with_the_one_before():
     assert pair_before(["s1", "s2", "s3"], "s3") == ("s2", "s3")
     assert pair_before(["s1", "s2", "s3"], "s1") is None  # nothing before the first
+
+
+def test_a_querys_lists_side_by_side_with_rank_changes():
+    from ui.eval_snapshots import side_by_side
+
+    a = Snapshot(name="a", collection="c", created="1", table_version=1, doc_count=4, config=SearchConfig(),
+                 query_set="s", queries={"q": "x"}, qrels={"q": {"d2": 2}}, judgments_key="k",
+                 run={"q": [("d1", 0.9), ("d2", 0.5), ("d3", 0.1)]}, per_query={})
+    b = Snapshot(name="b", collection="c", created="2", table_version=1, doc_count=4, config=SearchConfig(),
+                 query_set="s", queries={"q": "x"}, qrels={"q": {"d2": 2, "d4": 1}}, judgments_key="k2",
+                 run={"q": [("d2", 0.8), ("d4", 0.7), ("d1", 0.2)]}, per_query={})
+    left, right = side_by_side(a, b, "q")
+    grades = lambda frame: [None if g is pd.NA else int(g) for g in frame["grade"]]  # noqa: E731
+    assert list(left["document"]) == ["d1", "d2", "d3"] and list(left["rank"]) == [1, 2, 3]
+    assert grades(left) == [None, 2, None] and "change" not in left
+    assert list(right["change"]) == ["▲1", "new", "▼2"]  # d1 fell from 1 to 3, d2 rose from 2 to 1
+    assert grades(right) == [2, 1, None]  # B's own judgments
