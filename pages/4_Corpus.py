@@ -1,4 +1,4 @@
-"""Corpus: upload and ingest files, the collections with their stats, delete and clear."""
+"""Corpus: upload and ingest files, the collections with their stats and versions, delete and clear."""
 
 import streamlit as st
 
@@ -11,6 +11,8 @@ corpus_views.flash()
 st.subheader("Collections")
 corpus_views.collections_table(context.workbench)
 corpus_views.eval_caches(context.workbench)
+st.subheader("Versions")
+corpus_views.versions(context.workbench)
 st.subheader("Add documents")
 corpus_views.upload_form(context.workbench)
 st.subheader("Delete or clear a collection")

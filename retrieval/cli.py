@@ -175,9 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="diff: print JSON")
     add_config_options(p)
 
-    p = sub.add_parser("collections", help="list, show stats, build a vector index or the entity graph, delete or "
-                                           "clear collections")
-    p.add_argument("action", choices=("list", "stats", "index", "graph", "delete", "clear"), nargs="?",
+    p = sub.add_parser("collections", help="list, show stats or versions, build a vector index or the entity graph, "
+                                           "delete or clear collections")
+    p.add_argument("action", choices=("list", "stats", "versions", "index", "graph", "delete", "clear"), nargs="?",
                    default="list")
     p.add_argument("name", nargs="?", help="the collection's table name or display name")
 
@@ -499,6 +499,11 @@ def cmd_collections(args) -> int:
         note = workbench.truncation_note(stats.info)
         if note:
             _log(f"note: {note}")
+    elif args.action == "versions":
+        from .versions import collection_versions
+
+        for v in collection_versions(workbench.store, name):
+            print(f"v{v.version}\t{v.timestamp}\t{v.documents} documents\t{v.summary}")
     elif args.action == "index":
         workbench.build_vector_index(name)
         _log(f"built an {limits.ANN_INDEX} vector index on {shown} (searches refine to exact similarities)")

@@ -10,7 +10,7 @@ from retrieval.versions import collection_versions
 MORE = b"id,title,text\nbat,Bats,\"Bats hunt insects at night with echoes.\"\n"
 
 
-def test_versions_say_what_each_write_changed(tmp_path):
+def test_versions_say_what_each_write_changed(tmp_path, capsys):
     store = Store(str(tmp_path / "db"))
     create_collection(store, "animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
     add_documents(store, "animals", parse_bytes(MORE, "more.csv"))
@@ -28,3 +28,8 @@ def test_versions_say_what_each_write_changed(tmp_path):
     assert all(v.summary.startswith("no document changed") for v in quiet)
     # only the newest two, each still measured against the version before it
     assert collection_versions(store, "animals", limit=2) == versions[:2]
+    from retrieval import cli
+
+    assert cli.main(["--db", str(tmp_path / "db"), "collections", "versions", "animals"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"v{v.version}\t{v.timestamp}\t{v.documents} documents\t{v.summary}" for v in versions[:20]]

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pandas as pd
 import streamlit as st
 
+from retrieval.versions import collection_versions
 from retrieval.workbench import Workbench
 
 from . import corpus, state, views
+from .eval_common import memo_read
 
 FLASH_KEY = "corpus.flash"
 PENDING_KEY = "corpus.pending"
@@ -181,6 +184,26 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
             return
         state.view().collection = report.info.name
         _done(report.message)
+
+
+def versions(workbench: Workbench) -> None:
+    """A collection's versions, newest first, with what each changed (`retrieval.versions`)."""
+    names = corpus.caches_last([i.name for i in workbench.collections()])
+    if not names:
+        return
+    labels = workbench.labels()
+    name = st.selectbox("Collection", names, key="corpus.versions", format_func=lambda n: labels.get(n, n),
+                        help="Every write (an ingest, an add, a clear, an index build) makes a new version of the "
+                             "collection's table; snapshots record the version they evaluated.")
+    try:  # read again when the table moved on (also by another process's write)
+        rows = memo_read(workbench, ("versions", name, workbench.store.table(name).version),
+                         lambda: collection_versions(workbench.store, name))
+    except Exception as exc:
+        views.show_error(exc)
+        return
+    st.dataframe(pd.DataFrame([{"version": v.version, "time": v.timestamp.replace("T", " "),
+                                "documents": v.documents, "change": v.summary} for v in rows]),
+                 hide_index=True, width="stretch")
 
 
 def manage(workbench: Workbench) -> None:

@@ -133,3 +133,17 @@ def test_ingest_step_is_a_plain_function(tmp_path):
     with pytest.raises(RetrievalError, match="No collection named"):
         corpus.ingest(workbench, [("notes.csv", NOTES_CSV)], options, "missing", add=True)
     assert store.info("fn-notes").doc_count == 3
+
+
+def test_versions_of_a_collection_say_what_changed(app_db):
+    from retrieval.versions import collection_versions
+
+    at = open_page(CORPUS)
+    at.selectbox(key="corpus.versions").set_value(app_db.collection).run()
+    assert not at.exception
+    frame = next(d.value for d in at.dataframe if "change" in d.value.columns)
+    expected = collection_versions(Store(app_db.uri), app_db.collection)
+    assert list(frame["version"]) == [v.version for v in expected]
+    assert list(frame["documents"]) == [v.documents for v in expected]
+    assert list(frame["change"]) == [v.summary for v in expected]
+    assert frame["documents"].iloc[0] == app_db.n_docs
