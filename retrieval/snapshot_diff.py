@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .attribution import shapley
+from .compare import rank_changes
 from .paired import bootstrap_ci, holm, randomization_p, t_test_p
 from .snapshots import SNAPSHOT_METRICS, Snapshot, score_rankings
 from .types import RetrievalError
@@ -122,6 +123,22 @@ def diff(a: Snapshot, b: Snapshot, metric: str = "ndcg@10", n_permutations: int 
         "changed": [f for f, yes in changed.items() if yes],
         "causes": causes,
     }
+
+
+def result_lists(a: Snapshot, b: Snapshot, query_id: str, k: int = 10) -> tuple[list[dict], list[dict]]:
+    """A query's top `k` in each snapshot, as rows: rank, document, its grade in that snapshot's
+    judgments (None: unjudged), and on B's side the move against A (`compare.rank_changes` label:
+    ▲ up, ▼ down, = same, new)."""
+    a_ids = [doc_id for doc_id, _ in a.run.get(query_id, [])[:k]]
+    b_ids = [doc_id for doc_id, _ in b.run.get(query_id, [])[:k]]
+    changes = {c.doc_id: c.label for c in rank_changes(a_ids, b_ids)}
+
+    def rows(snap: Snapshot, ids: list[str], with_change: bool) -> list[dict]:
+        grades = snap.qrels.get(query_id, {})
+        return [{"rank": i, "document": doc_id, "grade": grades.get(doc_id),
+                 **({"change": changes[doc_id]} if with_change else {})} for i, doc_id in enumerate(ids, start=1)]
+
+    return rows(a, a_ids, False), rows(b, b_ids, True)
 
 
 def summary(d: dict) -> str:

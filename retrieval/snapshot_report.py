@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 
+from .snapshot_diff import result_lists
 from .snapshots import Snapshot
 
 CJK_FONT = Path(__file__).resolve().parents[1] / "static" / "fonts" / "NotoSansSC-subset.woff2"
@@ -93,11 +94,12 @@ def waterfall_svg(d: Mapping) -> str:
     return "".join(parts)
 
 
-def _results(snapshot: Snapshot, query_id: str, k: int = 5) -> str:
-    judged = snapshot.qrels.get(query_id, {})
-    items = "".join(f'<li class="{"rel" if judged.get(doc_id, 0) > 0 else ""}">{escape(doc_id)}'
-                    f'{" (grade " + str(judged[doc_id]) + ")" if doc_id in judged else ""}</li>'
-                    for doc_id, _ in snapshot.run.get(query_id, [])[:k])
+def _results(rows: list[dict]) -> str:
+    """One side of `snapshot_diff.result_lists` as a list: judged documents in bold with their
+    grade, and on B's side each document's move against A."""
+    items = "".join(f'<li class="{"rel" if (r["grade"] or 0) > 0 else ""}">{escape(r["document"])}'
+                    f'{"" if r["grade"] is None else " (grade " + str(r["grade"]) + ")"}'
+                    f'{" " + escape(r["change"]) if r.get("change") not in (None, "=") else ""}</li>' for r in rows)
     return f"<ol>{items}</ol>" if items else '<p class="muted">no results</p>'
 
 
@@ -107,10 +109,11 @@ def _entries(title: str, entries: list[Mapping], a: Snapshot, b: Snapshot) -> st
     rows = []
     for e in entries:
         causes = "; ".join(f"{escape(c)} {v:+.4f}" for c, v in e["causes"].items())
+        left, right = result_lists(a, b, e["query_id"], k=5)
         rows.append(f'<h3>{escape(e["query"] or e["query_id"])} <span class="muted">({escape(e["query_id"])}: '
                     f'{e["a"]:.4f} → {e["b"]:.4f}, Δ {e["delta"]:+.4f}{"; " + causes if causes else ""})</span></h3>'
-                    f'<div class="pair"><div><b>{escape(a.name)}</b>{_results(a, e["query_id"])}</div>'
-                    f'<div><b>{escape(b.name)}</b>{_results(b, e["query_id"])}</div></div>')
+                    f'<div class="pair"><div><b>{escape(a.name)}</b>{_results(left)}</div>'
+                    f'<div><b>{escape(b.name)}</b>{_results(right)}</div></div>')
     return f"<h2>{escape(title)}</h2>" + "".join(rows)
 
 
@@ -135,7 +138,8 @@ def report_html(d: Mapping, a: Snapshot, b: Snapshot, top: int = 5) -> str:
     body.append(_entries("Biggest wins", list(d["winners"][:top]), a, b))
     body.append(_entries("Biggest losses", list(d["losers"][:top]), a, b))
     body.append(f'<p class="muted">Collection {escape(a.collection)}, query set {escape(a.query_set)}; snapshots made '
-                f'{escape(a.created[:19])} and {escape(b.created[:19])}. Judged documents in bold.</p>')
+                f'{escape(a.created[:19])} and {escape(b.created[:19])}. Judged documents in bold; ▲ / ▼ / new: a '
+                "document's move in B against A.</p>")
     content = "".join(body)
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

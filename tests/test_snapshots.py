@@ -14,7 +14,7 @@ from retrieval.evaluate import evaluate_collection
 from retrieval.indexing.pipeline import add_documents, create_collection
 from retrieval.ingest import parse_bytes
 from retrieval.judgments import JudgmentStore
-from retrieval.snapshot_diff import diff, diff_many
+from retrieval.snapshot_diff import diff, diff_many, result_lists
 from retrieval.snapshots import SNAPSHOT_METRICS, SnapshotStore, judged_at, judgments_key, score_rankings
 from retrieval.store import Store
 from retrieval.types import RetrievalError
@@ -259,6 +259,9 @@ def test_the_html_report_stands_alone_and_keeps_user_text_literal(workbench, tmp
     # nothing to fetch: no script, no external reference of any kind
     assert not re.search(r"<script|src=|href=|url\(|@import|https?:", page)
     loser = d["losers"][0]
+    _, after = result_lists(a, b, loser["query_id"], k=5)  # B's side carries each document's move
+    moved = [r for r in after if r["change"] != "="]
+    assert moved and all(f" {r['change']}</li>" in page for r in moved)
     marked = {**d, "losers": [{**loser, "query": "<img src=x onerror=alert(1)> **q**"}]}
     assert "&lt;img src=x onerror=alert(1)&gt; **q**" in report_html(marked, a, b)
     assert cli.main(["--db", db, "snapshot", "report", "hybrid", "bm25"]) == 2

@@ -7,11 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from retrieval.compare import rank_changes
 from retrieval.config import SearchConfig
 from retrieval.judgments import QuerySet
 from retrieval.paired import bootstrap_ci
-from retrieval.snapshot_diff import diff
+from retrieval.snapshot_diff import diff, result_lists
 from retrieval.snapshot_report import report_html
 from retrieval.snapshots import SNAPSHOT_METRICS, Snapshot, SnapshotStore
 
@@ -140,20 +139,12 @@ def show_diff(d: dict) -> None:
 
 
 def side_by_side(a: Snapshot, b: Snapshot, query_id: str, k: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A query's top `k` in each snapshot: rank, document, its grade in that snapshot's judgments,
-    and on B's side the move against A (`compare.rank_changes`: ▲ up, ▼ down, new)."""
-    a_ids = [d for d, _ in a.run.get(query_id, [])[:k]]
-    b_ids = [d for d, _ in b.run.get(query_id, [])[:k]]
-    changes = {c.doc_id: c.label for c in rank_changes(a_ids, b_ids)}
-
-    def frame(snap: Snapshot, ids: list[str], with_change: bool) -> pd.DataFrame:
-        grades = snap.qrels.get(query_id, {})
-        rows = [{"rank": i, "document": d, "grade": grades.get(d), **({"change": changes[d]} if with_change else {})}
-                for i, d in enumerate(ids, start=1)]
-        frame = pd.DataFrame(rows, columns=["rank", "document", "grade", *(["change"] if with_change else [])])
-        return frame.astype({"grade": "Int64"})  # an unjudged document: <NA>, shown as "—"
-
-    return frame(a, a_ids, False), frame(b, b_ids, True)
+    """`snapshot_diff.result_lists` as two frames (an unjudged document's grade: <NA>, shown "—")."""
+    frames = []
+    for rows, columns in zip(result_lists(a, b, query_id, k), (["rank", "document", "grade"],
+                                                               ["rank", "document", "grade", "change"]), strict=True):
+        frames.append(pd.DataFrame(rows, columns=columns).astype({"grade": "Int64"}))
+    return frames[0], frames[1]
 
 
 def query_lists(d: dict, a: Snapshot, b: Snapshot) -> None:
