@@ -151,26 +151,26 @@ def peer(s3, uri: str, locks: Path, *args: str) -> dict:
 def test_two_app_processes_sharing_an_s3_store_see_each_others_writes(s3, locks):
     uri = f"s3://{BUCKET}/shared/db"
     first = Workbench(Store(uri, storage_options=s3["options"]))
-    first.create("shared", corpus())
+    first.create("common", corpus())
     query = "How many career sacks did Jared Allen have?"
-    assert ranking(first, "shared", query, SOURCES["bm25 (rank-bm25)"])[0] == "en-001"
+    assert ranking(first, "common", query, SOURCES["bm25 (rank-bm25)"])[0] == "en-001"
     zeppelin = "zeppelin Hindenburg Lakehurst"
-    assert ranking(first, "shared", zeppelin, SOURCES["bm25 (rank-bm25)"]) == []  # cached: not there yet
+    assert ranking(first, "common", zeppelin, SOURCES["bm25 (rank-bm25)"]) == []  # cached: not there yet
 
     # The second process sees the collection the first created, with the same answer; then it
     # writes, and the first process, its handles and caches warm, sees the write at its next read.
-    seen = peer(s3, uri, locks, "shared", query, "zep", "The zeppelin Hindenburg burned at Lakehurst in 1937.")
+    seen = peer(s3, uri, locks, "common", query, "zep", "The zeppelin Hindenburg burned at Lakehurst in 1937.")
     added = seen.pop("added")
-    assert seen == {"uri": uri, "collections": ["shared"], "top": "en-001", "doc_count": 20}
+    assert seen == {"uri": uri, "collections": ["common"], "top": "en-001", "doc_count": 20}
     assert added["doc_count"] == 21
-    assert first.store.version("shared") == added["version"]
-    assert first.info("shared").doc_count == 21
+    assert first.store.version("common") == added["version"]
+    assert first.info("common").doc_count == 21
     for label, config in SOURCES.items():
-        assert ranking(first, "shared", zeppelin, config)[0] == "zep", label
+        assert ranking(first, "common", zeppelin, config)[0] == "zep", label
 
     # The first deletes; the second no longer lists it.
-    first.delete("shared")
-    assert peer(s3, uri, locks, "shared", query) == {"uri": uri, "collections": []}
+    first.delete("common")
+    assert peer(s3, uri, locks, "common", query) == {"uri": uri, "collections": []}
 
 
 def test_remote_locks_are_local_and_one_folder_per_uri(locks):
