@@ -364,7 +364,7 @@ class Store:
 
     def stats(self, name: str) -> CollectionStats:
         info = self.info(name)
-        table = self.db.open_table(name)
+        table = self.table(name)
         rows = table.search().select(["n_tokens", "text", "language", "parent_id", "metadata"]).limit(None).to_arrow()
         n = rows.num_rows
         n_tokens = rows.column("n_tokens").to_numpy(zero_copy_only=False) if n else np.array([])

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cache import Caches
+from .cache import LRU, Caches
 from .collection_reads import CollectionReads, tie_values
 from .config import SearchConfig
 from .configs import ConfigStore
@@ -35,16 +35,19 @@ from .rerank import rerank_scores as scores_of
 from .retriever import CandidateSet, Retriever, SearchResult
 from .store import XL_COLUMN, CollectionInfo, CollectionStats, Progress, Store
 from .types import Document, ParsedCorpus, RetrievalError
+from .versions import StoreAtVersion
 from .whynot import Explanation, explain
 
 if TYPE_CHECKING:
     from .ingest import DocumentStream
 
+VERSIONS_KEPT = 4  # Workbenches at earlier versions kept per Workbench (each with its sources' memory)
+
 
 class Workbench:
-    def __init__(self, store: Store | None = None, candidate_cache_size: int = 4096):
+    def __init__(self, store: Store | None = None, candidate_cache_size: int = 4096, caches: Caches | None = None):
         self.store = store or Store()
-        self.caches = Caches(candidate_cache_size)
+        self.caches = caches or Caches(candidate_cache_size)
         self.reads = CollectionReads(self.store, self.caches)
         self.graph = GraphBuilds(self.store)
         self.retriever = Retriever(self.store, self.caches, self.reads, self.graph)
@@ -53,6 +56,7 @@ class Workbench:
         # (the CLI, whose user is on the server). The browser's Workbench refuses names outside
         # the built-ins and `limits.MODEL_DIRS_ENV` (`ui.state.browser_model_check`).
         self.model_check: Callable[[str, str], None] | None = None
+        self._versions = LRU(VERSIONS_KEPT)  # Workbenches at earlier versions (`at_version`)
 
     # ---- collections (the front ends' only way to the store) ---------------------------------
     def collections(self) -> list[CollectionInfo]:
@@ -121,6 +125,23 @@ class Workbench:
         (the Corpus page and `collections` say it; each search's own are in `SourceResult.backend`)."""
         config = SearchConfig(weights={"bm25": 1.0, "dense": 1.0})
         return {name: self.retriever.source(collection, name, config).backend for name in ("bm25", "dense")}
+
+    def at_version(self, collection: str, version: int) -> Workbench:
+        """A read-only Workbench on which `collection` is as it was at table version `version`
+        (LanceDB time travel, `versions.StoreAtVersion`): search, evaluation and "why not?" run
+        there exactly as here, writes to the collection are refused, and a version a compaction
+        removed is a clear error. It shares this Workbench's caches (query vectors, reranker
+        scores; its own entries are keyed by the version) and its model check; the last
+        `VERSIONS_KEPT` are kept."""
+        key = (collection, self.store.state_key(collection)[0], int(version))
+
+        def make() -> Workbench:
+            past = Workbench(StoreAtVersion(self.store, collection, version), caches=self.caches)
+            past.model_check = self.model_check
+            past.graph.in_background = False  # a pending graph is built on the live collection, not a past one
+            return past
+
+        return self._versions.get_or_create(key, make)
 
     def build_vector_index(self, collection: str) -> None:
         """An approximate vector index for a large collection (similarities stay exact: refine)."""
