@@ -16,6 +16,9 @@ and ages out of its LRU.
     rankings        (collection, state, source, params, query)    -> the source over the whole
                                                                      collection (why-not: returned
                                                                      order and every score)
+    runs            (collection, state, config, queries)          -> a config's evaluated run
+                                                                     (snapshot diffs re-run old
+                                                                     configs on other versions)
     rerank          (reranker, query, doc id, hash(text))         -> rerank score
     passage_vectors (reranker model, hash(text))                  -> the text's E5 passage
                                                                      embedding (rerank re-scores a
@@ -34,6 +37,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 BUILT_SOURCES_PER_NAME = 16
+RUNS_KEPT = 16  # evaluated runs: a diff of snapshots re-runs at most two
 RANKINGS_KEPT = 64  # whole-collection rankings (one per source and query): the why-not panel's
 
 
@@ -123,6 +127,7 @@ class Caches:
         self.filters = LRU(256)
         self.query_vectors = LRU(8192)
         self.rankings = LRU(RANKINGS_KEPT)
+        self.runs = LRU(RUNS_KEPT)
         self.rerank = RerankCache()
         self.passage_vectors = LRU(50_000)  # 384 floats each: ≤ 77 MB
 

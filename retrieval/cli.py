@@ -398,7 +398,7 @@ def _snapshot_and_gate(args, snapshots, baseline, workbench, collection: str, qu
     snapshot and, with `--fail-if-worse MARGIN`, returns 2 when the metric fell by more than MARGIN
     with p < 0.05 (the losers printed to stderr), else 0."""
     from .snapshot_diff import diff, summary
-    from .snapshots import take_snapshot
+    from .snapshots import rerun_at, take_snapshot
 
     current = take_snapshot(workbench, collection, args.snapshot or "current", config, queries, qrels,
                             f"beir:{args.beir_dir.name}")
@@ -407,7 +407,7 @@ def _snapshot_and_gate(args, snapshots, baseline, workbench, collection: str, qu
         _log(f"kept snapshot {current.name!r}")
     if baseline is None:
         return 0
-    d = diff(baseline, current, args.metric)
+    d = diff(baseline, current, args.metric, rerun=rerun_at(workbench, collection))
     _log(summary(d))
     if args.fail_if_worse is not None and d["delta"] < -args.fail_if_worse and d["p_value"] < 0.05:
         _log(f"worse than the baseline by more than {args.fail_if_worse:g} (p < 0.05); the queries that lost most:")
@@ -527,7 +527,7 @@ def cmd_serve(args) -> int:
 
 def cmd_snapshot(args) -> int:
     from .snapshot_diff import diff_many, summary
-    from .snapshots import SnapshotStore
+    from .snapshots import SnapshotStore, rerun_at
 
     wanted = {"create": 1, "rename": 2, "delete": 1, "export": 1, "report": 2}.get(args.action)
     if wanted is not None and len(args.names) != wanted:
@@ -559,12 +559,14 @@ def cmd_snapshot(args) -> int:
         if not args.html:
             raise RetrievalError("'snapshot report' needs --html FILE")
         a, b = (snapshots.get(n) for n in args.names)
-        args.html.write_text(report_html(diff(a, b, args.metric), a, b), encoding="utf-8")
+        d = diff(a, b, args.metric, rerun=rerun_at(workbench, a.collection))
+        args.html.write_text(report_html(d, a, b), encoding="utf-8")
         _log(f"wrote {args.html}")
     elif args.action == "export":
         print(snapshots.export_trec(args.names[0]) if args.trec else snapshots.export_json(args.names[0]), end="")
     else:
-        diffs = diff_many([snapshots.get(n) for n in args.names], args.metric)
+        chosen = [snapshots.get(n) for n in args.names]
+        diffs = diff_many(chosen, args.metric, rerun=rerun_at(workbench, chosen[0].collection))
         if args.json:
             print(json.dumps(diffs[0] if len(diffs) == 1 else diffs, ensure_ascii=False))
             return 0
@@ -572,6 +574,8 @@ def cmd_snapshot(args) -> int:
             print(summary(d if len(diffs) > 1 else {k: v for k, v in d.items() if k != "p_holm"}))
             for cause, share in d["causes"].items():
                 print(f"  {cause}: {share:+.4f}")
+            for note in d["notes"]:
+                print(f"  note: {note}")
             for entry in d["losers"]:
                 print(f"  worse {entry['delta']:+.4f}  {entry['query_id']}  {entry['query']}")
     return 0

@@ -7,24 +7,26 @@ counted, not compared), δᵢ = m_B(qᵢ) − m_A(qᵢ):
 - p-values of the paired randomization test (the headline `p_value`) and of the paired t-test
   (`paired.py`); with more than two snapshots (`diff_many`) each against the first, Holm-adjusted;
 - winners (δ > 0, largest first) and losers (δ < 0, largest fall first);
-- causes: which of config, corpus (table version) and judgments differ, and each one's share of Δ.
-  A snapshot keeps its run and its judgments, so the judgments' share needs no new search: the
-  mixes are A's run scored with B's judgments and B's run with A's, and the Shapley values over
-  {judgments, retrieval} (`attribution.py`) add up to Δ exactly. Retrieval is the config and the
-  corpus together (their split needs the old config run on the other corpus version); it is named
-  after what changed: "config", "corpus" or "config+corpus". Per query too.
+- causes: which of config, corpus (table version) and judgments differ, and each one's share of Δ:
+  Shapley values (`attribution.py`) over the changed factors, so the shares add up to Δ exactly.
+  Every mix f(S) — the factors in S taken from B, the others from A — is a run scored with one
+  snapshot's judgments. A snapshot keeps its run and its judgments, so mixes of judgments need no
+  search; when config and corpus both changed, two runs are searched: B's config on A's table
+  version and A's config on B's (time travel, `snapshots.rerun_at`; 2ⁿ ≤ 8 mixes, each run
+  cached). Without them (no search allowed, or A's version compacted away) config and corpus share
+  one factor, "config+corpus", and the diff's notes say why. Per query too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .attribution import shapley
+from .attribution import shapley, subsets
 from .compare import rank_changes
 from .paired import bootstrap_ci, holm, randomization_p, t_test_p
-from .snapshots import SNAPSHOT_METRICS, Snapshot, score_rankings
+from .snapshots import SNAPSHOT_METRICS, Rerun, Snapshot, score_rankings
 from .types import RetrievalError
 
 JUDGMENTS = "judgments"
@@ -54,42 +56,51 @@ def paired_queries(a: Snapshot, b: Snapshot) -> list[str]:
     return common
 
 
-def _mixes(a: Snapshot, b: Snapshot, common: list[str], metric: str, label: str | None
-           ) -> dict[frozenset, dict[str, float]]:
-    """Per-query metric for each mix of {judgments, retrieval} taken from B (others from A)."""
-    def scored(run_from: Snapshot, qrels_from: Snapshot) -> dict[str, float]:
-        values = score_rankings(run_from.rankings, {q: qrels_from.qrels[q] for q in common})
+def causes_of(a: Snapshot, b: Snapshot, common: list[str], metric: str, deltas: dict[str, float], total: float,
+              rerun: Rerun | None = None) -> tuple[dict[str, float], dict[str, dict[str, float]], list[str]]:
+    """Each changed factor's share of the mean Δ (`total`) and of each query's δ, and notes (see
+    the module docstring). One factor changed: all of it is that factor's. Config and corpus both
+    changed: split with `rerun` (A's config on B's version, B's config on A's), else — no `rerun`,
+    or A's version compacted away — one "config+corpus" share, and a note says why."""
+    changed = changed_factors(a, b)
+    notes: list[str] = []
+    retrieval = [f for f in ("config", "corpus") if changed[f]]
+    reruns: dict[frozenset, Mapping[str, Sequence[str]]] = {frozenset(): a.rankings,
+                                                             frozenset(retrieval): b.rankings}
+    if len(retrieval) == 2:
+        try:
+            if rerun is None:
+                raise RetrievalError("no search was allowed")
+            queries = {q: b.queries.get(q, a.queries.get(q, "")) for q in common}
+            reruns[frozenset({"config"})] = rerun(b.config, a.table_version, queries)
+            reruns[frozenset({"corpus"})] = rerun(a.config, b.table_version, queries)
+        except RetrievalError as exc:
+            notes.append(f"config and corpus not told apart (re-running one config on the other version: {exc})")
+            label = retrieval_label(changed)
+            retrieval, reruns = [label], {frozenset(): a.rankings, frozenset({label}): b.rankings}
+    factors = [*retrieval, *([JUDGMENTS] if changed[JUDGMENTS] else [])]
+    if len(factors) <= 1:
+        return (dict.fromkeys(factors, total), {q: dict.fromkeys(factors, deltas[q]) for q in common}, notes)
+
+    def per_query(mix: frozenset) -> dict[str, float]:
+        if not mix:
+            return {q: a.per_query[q][metric] for q in common}
+        if mix == frozenset(factors):
+            return {q: b.per_query[q][metric] for q in common}
+        qrels_from = b if JUDGMENTS in mix else a
+        rankings = reruns[mix - {JUDGMENTS}]
+        values = score_rankings({q: rankings.get(q, ()) for q in common}, {q: qrels_from.qrels[q] for q in common})
         return {q: values[q][metric] for q in common}
 
-    mixes = {frozenset(): {q: a.per_query[q][metric] for q in common},
-             frozenset({JUDGMENTS, label}): {q: b.per_query[q][metric] for q in common}}
-    mixes[frozenset({JUDGMENTS})] = scored(a, b)
-    mixes[frozenset({label})] = scored(b, a)
-    return mixes
-
-
-def causes_of(a: Snapshot, b: Snapshot, common: list[str], metric: str, deltas: dict[str, float], total: float
-              ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Each changed factor's share of the mean Δ (`total`), and of each query's δ (see the module
-    docstring). One factor changed: all of it is that factor's."""
-    changed = changed_factors(a, b)
-    label = retrieval_label(changed)
-    if not changed[JUDGMENTS]:
-        if label is None:
-            return {}, {q: {} for q in common}
-        return {label: total}, {q: {label: deltas[q]} for q in common}
-    if label is None:
-        return {JUDGMENTS: total}, {q: {JUDGMENTS: deltas[q]} for q in common}
-    mixes = _mixes(a, b, common, metric, label)
-    factors = [JUDGMENTS, label]
+    mixes = {mix: per_query(mix) for mix in subsets(factors)}  # 2ⁿ ≤ 8 evaluations, 2 of them searches
     mean = shapley(factors, {s: float(np.mean([v[q] for q in common])) for s, v in mixes.items()})
-    per_query = {q: shapley(factors, {s: v[q] for s, v in mixes.items()}) for q in common}
-    return mean, per_query
+    return mean, {q: shapley(factors, {s: v[q] for s, v in mixes.items()}) for q in common}, notes
 
 
 def diff(a: Snapshot, b: Snapshot, metric: str = "ndcg@10", n_permutations: int = 10_000, seed: int = 42,
-         top: int = 10) -> dict:
-    """B against A on `metric` (see the module docstring), as plain JSON values."""
+         top: int = 10, rerun: Rerun | None = None) -> dict:
+    """B against A on `metric` (see the module docstring), as plain JSON values. `rerun` (see
+    `causes_of`; `snapshots.rerun_at`) lets config and corpus changes be told apart."""
     if metric not in SNAPSHOT_METRICS:
         raise RetrievalError(f"metric must be one of {', '.join(SNAPSHOT_METRICS)}, got {metric!r}")
     common = paired_queries(a, b)
@@ -97,7 +108,7 @@ def diff(a: Snapshot, b: Snapshot, metric: str = "ndcg@10", n_permutations: int 
     vb = np.array([b.per_query[q][metric] for q in common])
     deltas = dict(zip(common, (vb - va).tolist(), strict=True))
     total = float(vb.mean() - va.mean())
-    causes, query_causes = causes_of(a, b, common, metric, deltas, total)
+    causes, query_causes, notes = causes_of(a, b, common, metric, deltas, total, rerun)
 
     def entry(q: str) -> dict:
         return {"query_id": q, "query": b.queries.get(q, a.queries.get(q, "")), "a": a.per_query[q][metric],
@@ -122,6 +133,7 @@ def diff(a: Snapshot, b: Snapshot, metric: str = "ndcg@10", n_permutations: int 
         "losers": [entry(q) for q in losers[:top]],
         "changed": [f for f, yes in changed.items() if yes],
         "causes": causes,
+        "notes": notes,
     }
 
 
@@ -150,12 +162,12 @@ def summary(d: dict) -> str:
 
 
 def diff_many(snapshots: Sequence[Snapshot], metric: str = "ndcg@10", n_permutations: int = 10_000,
-              seed: int = 42) -> list[dict]:
+              seed: int = 42, rerun: Rerun | None = None) -> list[dict]:
     """Each snapshot after the first against the first (`diff`), with Holm-adjusted p-values
     (`p_holm`) over the comparisons."""
     if len(snapshots) < 2:
         raise RetrievalError("A diff needs at least two snapshots")
-    diffs = [diff(snapshots[0], other, metric, n_permutations, seed) for other in snapshots[1:]]
+    diffs = [diff(snapshots[0], other, metric, n_permutations, seed, rerun=rerun) for other in snapshots[1:]]
     for d, adjusted in zip(diffs, holm([d["p_value"] for d in diffs]), strict=True):
         d["p_holm"] = adjusted
     return diffs

@@ -134,7 +134,8 @@ def report_html(d: Mapping, a: Snapshot, b: Snapshot, top: int = 5) -> str:
     ]
     if d["causes"]:
         body.append("<h2>Where the change came from</h2>" + waterfall_svg(d) +
-                    '<p class="muted">Each cause\'s share of Δ (Shapley values: the shares add up to Δ).</p>')
+                    '<p class="muted">Each cause\'s share of Δ (Shapley values: the shares add up to Δ).</p>' +
+                    "".join(f'<p class="muted">{escape(note)}</p>' for note in d.get("notes", ())))
     body.append(_entries("Biggest wins", list(d["winners"][:top]), a, b))
     body.append(_entries("Biggest losses", list(d["losers"][:top]), a, b))
     body.append(f'<p class="muted">Collection {escape(a.collection)}, query set {escape(a.query_set)}; snapshots made '

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -55,6 +55,8 @@ SNAPSHOTS_SCHEMA = pa.schema([
 ])
 
 Scored = dict[str, list[tuple[str, float]]]  # query id -> (doc id, score) best first
+# (config, table version, {query id: text}) -> {query id: doc ids best first}: a config run on a version
+Rerun = Callable[[SearchConfig, int, Mapping[str, str]], Mapping[str, Sequence[str]]]
 
 
 def validate_snapshot_name(name: str) -> str:
@@ -141,18 +143,25 @@ class Snapshot:
                        for q, hits in self.run.items() for rank, (d, score) in enumerate(hits, start=1))
 
 
+def run_of(workbench, collection: str, queries: Mapping[str, str], config: SearchConfig) -> Scored:
+    """Each query searched as a search shows it (the config's plan, explained, cut at the config's
+    depth: `evaluate.evaluation_config`): ids best first with the score shown (the reranked score
+    for a reranked head, else the fused score)."""
+    run: Scored = {}
+    for qid, result in zip(queries, searched(workbench, collection, list(queries.values()),
+                                             evaluation_config(config)), strict=True):
+        run[qid] = [(fused.doc_id, float(reranked.final_score if reranked is not None else fused.score))
+                    for fused, reranked in result.final_ranking()]
+    return run
+
+
 def evaluate_scored(workbench, collection: str, queries: Mapping[str, str], qrels: Qrels, config: SearchConfig
                     ) -> tuple[Scored, dict[str, dict[str, float]]]:
-    """The judged queries searched as a search shows them (the config's plan, explained, cut at
-    the config's depth: `evaluate.evaluation_config`), with scores, and their metrics."""
+    """The judged queries' run (`run_of`) and their metrics."""
     judged = [q for q in qrels if qrels[q] and q in queries]
     if not judged:
         raise RetrievalError("None of the judged queries has a query text")
-    run: Scored = {}
-    for qid, result in zip(judged, searched(workbench, collection, [queries[q] for q in judged],
-                                            evaluation_config(config)), strict=True):
-        run[qid] = [(fused.doc_id, float(reranked.final_score if reranked is not None else fused.score))
-                    for fused, reranked in result.final_ranking()]
+    run = run_of(workbench, collection, {q: queries[q] for q in judged}, config)
     return run, score_rankings({q: [d for d, _ in hits] for q, hits in run.items()}, {q: qrels[q] for q in judged})
 
 
@@ -160,20 +169,37 @@ def take_snapshot(workbench, collection: str, name: str, config: SearchConfig, q
                   qrels: Qrels, query_set: str) -> Snapshot:
     """Evaluate `config` on the judged queries now, as a `Snapshot` (not kept: `SnapshotStore.add`).
     `query_set` names where the queries came from (a query set, a BEIR folder): diffs pair only
-    snapshots of one."""
+    snapshots of one. The snapshot's table version is the one evaluated: when a write lands
+    during the evaluation, it is evaluated again at the version read first (time travel)."""
     validate_snapshot_name(name)
     config.validate()
     qrels = {q: dict(d) for q, d in qrels.items() if d and q in queries}
     if not qrels:
         raise RetrievalError(f"{query_set!r} of {collection!r} has no judged query to evaluate")
-    info = workbench.store.info(collection)
-    version = workbench.store.table(collection).version
+    version = workbench.store.version(collection)
     run, per_query = evaluate_scored(workbench, collection, queries, qrels, config)
+    then = workbench.at_version(collection, version)
+    if workbench.store.version(collection) != version:  # versions only grow: equal means no write between
+        run, per_query = evaluate_scored(then, collection, queries, qrels, config)
+    doc_count = then.info(collection).doc_count  # the version's own row count
     created = datetime.now(UTC).isoformat(timespec="microseconds")  # orders snapshots made within a second
     return Snapshot(name=name, collection=collection, created=created, table_version=int(version),
-                    doc_count=info.doc_count, config=config, query_set=query_set,
+                    doc_count=doc_count, config=config, query_set=query_set,
                     queries={q: queries[q] for q in qrels}, qrels=qrels, judgments_key=judgments_key(qrels),
                     run=run, per_query=per_query)
+
+
+def rerun_at(workbench, collection: str) -> Rerun:
+    """How a diff re-runs a config on another version of the collection (`snapshot_diff.causes_of`):
+    `run_of` on `Workbench.at_version`, each run kept in the Workbench's run cache. A version a
+    compaction removed is a `RetrievalError`."""
+    def rerun(config: SearchConfig, version: int, queries: Mapping[str, str]) -> dict[str, list[str]]:
+        past = workbench.at_version(collection, version)
+        key = (collection, past.state(collection), config.to_json(), tuple(queries.items()))
+        run = workbench.caches.runs.get_or_create(key, lambda: run_of(past, collection, queries, config))
+        return {q: [doc_id for doc_id, _ in hits] for q, hits in run.items()}
+
+    return rerun
 
 
 class SnapshotStore:

@@ -15,7 +15,14 @@ from retrieval.indexing.pipeline import add_documents, create_collection
 from retrieval.ingest import parse_bytes
 from retrieval.judgments import JudgmentStore
 from retrieval.snapshot_diff import diff, diff_many, result_lists
-from retrieval.snapshots import SNAPSHOT_METRICS, SnapshotStore, judged_at, judgments_key, score_rankings
+from retrieval.snapshots import (
+    SNAPSHOT_METRICS,
+    SnapshotStore,
+    judged_at,
+    judgments_key,
+    rerun_at,
+    score_rankings,
+)
 from retrieval.store import Store
 from retrieval.types import RetrievalError
 from retrieval.workbench import Workbench
@@ -111,29 +118,61 @@ def test_a_config_change_is_the_whole_cause(workbench):
         assert entry["causes"] == {"config": entry["delta"]}
 
 
-def test_corpus_config_and_judgments_changed_the_shares_add_up(workbench):
-    """The end-to-end case: snapshot, add a document, change the config, add judgments, snapshot
-    again; the judgments' share is computed by re-scoring the two kept runs."""
+SPAM = (b"id,title,text\nspam,All of them,\"Small animals that hunt mice, what sees well at night, "
+        b"who makes honey: all of them, here.\"\n")
+
+
+def test_corpus_config_and_judgments_changed_each_cause_has_its_share(workbench):
+    """The end-to-end case: snapshot; add a document, change the config, change judgments; snapshot
+    again. A: one candidate per source (a bad config). B: the default config (better), a page that
+    matches every query and is relevant to none (worse), and the honey query's only relevant
+    document re-rated 0 (worse: nothing relevant is left to find). The three shares have those
+    signs and add up to Δ, and each of the eight mixes is the metric of a real run."""
     snapshots = SnapshotStore(workbench.store)
-    a = snapshots.create(workbench, "animals", "before", SearchConfig())
-    add_documents(workbench.store, "animals", parse_bytes(MORE, "more.csv"))
+    a = snapshots.create(workbench, "animals", "before", SearchConfig(depth=1))
+    add_documents(workbench.store, "animals", parse_bytes(SPAM, "spam.csv"))
     judgments = JudgmentStore(workbench.store)
-    judgments.rate("animals", "default", "what sees well at night", "bat", 2)
-    judgments.rate("animals", "default", "small animals that hunt mice", "owl", 1)
-    b = snapshots.create(workbench, "animals", "after", BM25_ONLY)
-    d = diff(a, b, "ndcg@10")
-    assert d["changed"] == ["config", "corpus", "judgments"]
-    assert set(d["causes"]) == {"config+corpus", "judgments"}
-    assert sum(d["causes"].values()) == pytest.approx(d["delta"], abs=1e-12)
-    # Two factors: φ_judgments = ½(f(J) − f(∅)) + ½(f(J, R) − f(R)), f the mean nDCG@10 of a mix.
+    judgments.rate("animals", "default", "who makes honey", "bee", 0)
+    b = snapshots.create(workbench, "animals", "after", SearchConfig())
+    d = diff(a, b, "ndcg@10", rerun=rerun_at(workbench, "animals"))
+    assert d["changed"] == ["config", "corpus", "judgments"] and d["notes"] == []
+    causes = d["causes"]
+    assert list(causes) == ["config", "corpus", "judgments"]
+    assert causes["config"] > 0 > causes["corpus"] and causes["judgments"] < 0
+    assert sum(causes.values()) == pytest.approx(d["delta"], abs=1e-12)
+    # The mixes, by hand: A's config on B's corpus is a search of today's collection; B's config
+    # on A's corpus a search of version `a.table_version`.
     common = list(a.per_query)
-    mean = lambda values: sum(values[q]["ndcg@10"] for q in common) / len(common)  # noqa: E731
-    f_j = mean(score_rankings(a.rankings, {q: b.qrels[q] for q in common}))
-    f_r = mean(score_rankings(b.rankings, {q: a.qrels[q] for q in common}))
-    f_0, f_jr = mean(a.per_query), mean(b.per_query)
-    assert d["causes"]["judgments"] == pytest.approx(0.5 * (f_j - f_0) + 0.5 * (f_jr - f_r), abs=1e-12)
+    queries = {q: a.queries[q] for q in common}
+    runs = {frozenset(): a.rankings, frozenset({"config", "corpus"}): b.rankings,
+            frozenset({"corpus"}): {q: [r.doc_id for r in workbench.search("animals", text, SearchConfig(
+                depth=1, top_k=100)).outcome.results] for q, text in queries.items()},
+            frozenset({"config"}): {q: [r.doc_id for r in workbench.at_version("animals", a.table_version).search(
+                "animals", text, SearchConfig(top_k=100)).outcome.results] for q, text in queries.items()}}
+
+    def f(mix: frozenset) -> float:
+        judged_by = b if "judgments" in mix else a
+        scored = score_rankings(runs[mix - {"judgments"}], {q: judged_by.qrels[q] for q in common})
+        return sum(scored[q]["ndcg@10"] for q in common) / len(common)
+
+    config, corpus, judged = (frozenset({x}) for x in ("config", "corpus", "judgments"))
+    # φ_config = Σ over the orders: weights 1/3 (nothing before), 1/6 (one of two before), 1/3 (both before)
+    phi_config = (f(config) - f(frozenset())) / 3 + (f(config | corpus) - f(corpus)) / 6 \
+        + (f(config | judged) - f(judged)) / 6 + (f(config | corpus | judged) - f(corpus | judged)) / 3
+    assert causes["config"] == pytest.approx(phi_config, abs=1e-12)
+    assert f(frozenset()) == pytest.approx(d["a"]["value"]) and f(config | corpus | judged) == pytest.approx(
+        d["b"]["value"])
     for entry in d["winners"] + d["losers"]:
         assert sum(entry["causes"].values()) == pytest.approx(entry["delta"], abs=1e-12)
+    honey = judgments.query_id("animals", "default", "who makes honey")
+    [honey_entry] = [e for e in d["losers"] if e["query_id"] == honey]
+    assert min(honey_entry["causes"], key=honey_entry["causes"].get) == "judgments"  # got worse by the re-rating
+    # Without a search the two retrieval causes stay one, and the diff says why.
+    merged = diff(a, b, "ndcg@10")
+    assert set(merged["causes"]) == {"config+corpus", "judgments"}
+    assert merged["notes"] == ["config and corpus not told apart (re-running one config on the other version: "
+                               "no search was allowed)"]
+    assert sum(merged["causes"].values()) == pytest.approx(d["delta"], abs=1e-12)
 
 
 def test_snapshots_that_cannot_be_paired_are_refused(workbench):

@@ -12,7 +12,7 @@ from retrieval.judgments import QuerySet
 from retrieval.paired import bootstrap_ci
 from retrieval.snapshot_diff import diff, result_lists
 from retrieval.snapshot_report import report_html
-from retrieval.snapshots import SNAPSHOT_METRICS, Snapshot, SnapshotStore
+from retrieval.snapshots import SNAPSHOT_METRICS, Snapshot, SnapshotStore, rerun_at
 
 from . import eval_charts, views
 from .eval_common import memo_read
@@ -65,7 +65,7 @@ def snapshots_section(workbench, collection: str, qset: QuerySet, config: Search
     by_name = {s.name: s for s in kept}
     try:
         d = memo_read(workbench, ("snapshot-diff", collection, name_a, name_b, metric),
-                      lambda: diff(by_name[name_a], by_name[name_b], metric))
+                      lambda: diff(by_name[name_a], by_name[name_b], metric, rerun=rerun_at(workbench, collection)))
     except Exception as exc:
         views.show_error(exc)
         return
@@ -127,6 +127,8 @@ def show_diff(d: dict) -> None:
     if d["causes"]:
         lines.append("Shares of Δ: " + "; ".join(f"{cause} {share:+.4f}" for cause, share in d["causes"].items()))
     st.markdown(views.markdown_safe(" ".join(lines)))
+    for note in d.get("notes", ()):
+        st.caption(views.markdown_safe(note))
     if d["causes"]:
         st.plotly_chart(eval_charts.causes_waterfall(d), width="stretch")
     rows = [{"": "better" if e["delta"] > 0 else "worse", "query id": e["query_id"], "query": e["query"],
