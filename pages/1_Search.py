@@ -16,10 +16,13 @@ def fusion_and_results(workbench, collection: str, query: str) -> None:
     and re-sends only this, not the page's head, collection picker and query box (a new query
     or collection reruns the whole page)."""
     config = controls.config_controls("a", title="Fusion")
+    version = controls.version_picker(workbench, collection)
     state.write_url("search")
-    if not page.need_query(query):
+    searched = page.at_version(workbench, collection, version,
+                               "Compare → “Today vs an earlier version” shows it beside today's.")
+    if searched is None or not page.need_query(query):
         return
-    result = page.search(workbench, collection, query, config)
+    result = page.search(searched, collection, query, config)
     if result is None:
         return
     rows = results.final_rows(result)
@@ -31,7 +34,7 @@ def fusion_and_results(workbench, collection: str, query: str) -> None:
         st.subheader("Results")
         rate = judging.judging_toggle() and judging.judge(workbench, collection, query, in_fragment=True)
         views.result_cards(result, rows, per_result=rate or None)
-    whynot.whynot_section(workbench, collection, query, config)
+    whynot.whynot_section(searched, collection, query, config)
 
 
 fusion_and_results(context.workbench, collection, query)

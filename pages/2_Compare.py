@@ -1,5 +1,5 @@
-"""Compare: first stage vs reranked, config A vs config B (rank changes, overlap@k and RBO), or
-each source's own ranking side by side."""
+"""Compare: first stage vs reranked, config A vs config B, today vs an earlier version of the
+collection (rank changes, overlap@k and RBO), or each source's own ranking side by side."""
 
 import streamlit as st
 
@@ -15,6 +15,7 @@ if mode == "configs":
     summary = st.container()
     left, right, b_column = st.columns([2, 2, 1])
     config_b = controls.config_controls("b", b_column, title="Config B")
+version = controls.version_picker(context.workbench, collection, today=False) if mode == "versions" else None
 state.write_url("compare")
 
 if page.need_query(query):
@@ -29,6 +30,14 @@ if page.need_query(query):
         result = page.search(context.workbench, collection, query, config_a, skip_rerank=True)
         if result is not None:
             source_views.source_rankings(result, config_a.top_k)
+    elif mode == "versions":
+        past = page.at_version(context.workbench, collection, version) if version is not None else None
+        if past is not None:
+            then = page.search(past, collection, query, config_a)
+            now = page.search(context.workbench, collection, query, config_a)
+            if then is not None and now is not None:
+                views.comparison(results.final_rows(then), results.final_rows(now),
+                                 (f"Version {version}", "Today"), config_a.top_k)
     else:
         result_a = page.search(context.workbench, collection, query, config_a)
         result_b = page.search(context.workbench, collection, query, config_b)

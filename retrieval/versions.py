@@ -49,9 +49,21 @@ class VersionChange:
         return ", ".join(parts) if parts else "no document changed (an index build or a compaction)"
 
 
+def listed_versions(store: Store, name: str) -> list[dict]:
+    """The versions LanceDB keeps of collection `name`'s table, oldest first: each a dict of
+    `version`, `timestamp` and `metadata` (with `total_rows`), from the manifests (no data read)."""
+    return sorted(store.table(name).list_versions(), key=lambda v: v["version"])
+
+
+def version_label(version: dict) -> str:
+    """A version as a picker shows it: number, time (to the minute) and row count."""
+    rows = int(version["metadata"].get("total_rows", 0))
+    return f"v{version['version']} · {version['timestamp']:%Y-%m-%d %H:%M} · {rows} documents"
+
+
 def collection_versions(store: Store, name: str, limit: int = 20) -> list[VersionChange]:
     """The last `limit` versions of collection `name`, newest first (see the module docstring)."""
-    versions = sorted(store.table(name).list_versions(), key=lambda v: v["version"])[-(limit + 1):]
+    versions = listed_versions(store, name)[-(limit + 1):]
     counts = [int(v["metadata"].get("total_rows", 0)) for v in versions]
     read_ids = max(counts, default=0) <= IDS_READ_LIMIT
     handle = store.db.open_table(name) if read_ids else None
@@ -96,8 +108,7 @@ class StoreAtVersion(Store):
         self.__dict__.update(store.__dict__)  # the same connection, locks and catalogue
         self._handles, self._incarnations = {}, {}
         self.live, self.pinned, self.pinned_version = store, name, int(version)
-        live = store.table(name)
-        versions = live.list_versions()
+        versions = listed_versions(store, name)
         label = store.info(name).label
         if self.pinned_version not in {v["version"] for v in versions}:
             if 0 < self.pinned_version < min(v["version"] for v in versions):

@@ -21,7 +21,7 @@ from retrieval.sources import SOURCES, Param, label
 from retrieval.types import RetrievalError
 from retrieval.workbench import Workbench
 
-from . import corpus, resources, state
+from . import corpus, resources, state, views
 from .views import markdown_safe
 
 FUSION_LABELS = {name: method.label for name, method in FUSION_METHODS.items()}
@@ -350,15 +350,60 @@ def collection_picker(workbench: Workbench) -> str | None:
         if view.collection is not None:
             view.notices.append(f"Collection {view.collection!r} does not exist (any more); "
                                 f"showing {labels.get(fallback, fallback)!r}.")
-        view.collection = fallback
-
-    def write(value: str) -> None:
-        state.view().collection = value
-
+        write(fallback)
     return state.bound(st.sidebar.selectbox, "Collection", "view.collection", lambda: state.view().collection,
                        write, options=names, format_func=lambda n: labels.get(n, n),
                        help="The collection every page searches and charts (shared by all pages). "
                             "Each collection has its own documents, BM25 index and embedding model.")
+
+
+def write(collection: str) -> None:
+    """Switch the View to `collection`; what belongs to the one before (an earlier version's
+    number, the "why not?" document) is dropped with it."""
+    view = state.view()
+    if collection != view.collection:
+        view.version, view.why = None, None
+    view.collection = collection
+
+
+def version_picker(workbench: Workbench, collection: str, today: bool = True, container=None) -> int | None:
+    """The version of `collection` to search: None for today's, else one of its earlier table
+    versions (read-only, `Workbench.at_version`). `today` False: an earlier one must be chosen
+    (Compare's "today vs an earlier version"); None then when there is none yet."""
+    from retrieval.versions import listed_versions, version_label
+
+    container = container or st
+    view = state.view()
+    try:  # read again when the table moved on
+        listed = state.memo_read(workbench, ("versions-listed", collection, workbench.store.version(collection)),
+                                 lambda: listed_versions(workbench.store, collection))
+    except Exception as exc:
+        views.show_error(exc)
+        return None
+    latest = listed[-1]["version"]
+    earlier = [v["version"] for v in reversed(listed) if v["version"] != latest]
+    labels = {v["version"]: version_label(v) for v in listed}
+    labels[None] = f"today ({labels[latest]})"
+    options = ([None] if today else []) + earlier
+    if view.version is not None and view.version not in earlier:
+        container.warning(f"Version {view.version} of this collection is not kept (a compaction removes old "
+                          "versions; each collection numbers its own); showing today's.")
+        view.version = None
+    if not options:
+        container.info("This collection has one version yet: every write (an ingest, an add, a clear) makes a new "
+                       "one, and each earlier version stays searchable here.")
+        return None
+    if view.version is None and not today:
+        view.version = earlier[0]
+
+    def write_version(value: int | None) -> None:
+        state.view().version = value
+
+    return state.bound(container.selectbox, "Version", "view.version", lambda: state.view().version, write_version,
+                       options=options, format_func=labels.get,
+                       help="Search the collection as it was at an earlier version of its table (LanceDB time "
+                            "travel), read-only, with any config: the same documents, indexes and scores as then.")
+
 
 
 def query_box() -> str:
@@ -382,12 +427,14 @@ def compare_mode() -> str:
     return state.bound(st.radio, "Compare", "view.compare_mode", lambda: state.view().compare_mode, write,
                        options=list(COMPARE_MODES), horizontal=True,
                        format_func={"rerank": "First stage vs reranked", "configs": "Config A vs config B",
-                                    "sources": "Each source's own ranking"}.get,
+                                    "sources": "Each source's own ranking",
+                                    "versions": "Today vs an earlier version"}.get,
                        help="First stage vs reranked: config A's fused ranking against the same list after the "
                             "reranker re-scored its top-N. Config A vs B: two fusion configs on the same query "
                             "(B's controls are in the right-hand column). Each source's own ranking: every "
                             "source of config A side by side, before fusion, with its raw scores (and the "
-                            "keyword scorer's points per field).")
+                            "keyword scorer's points per field). Today vs an earlier version: config A on the "
+                            "collection as it was at an earlier version, beside today's.")
 
 
 def rrf_ks() -> list[int]:

@@ -12,7 +12,7 @@ from retrieval.versions import collection_versions
 from retrieval.workbench import Workbench
 
 from . import corpus, state, views
-from .eval_common import memo_read
+from .state import memo_read
 
 FLASH_KEY = "corpus.flash"
 PENDING_KEY = "corpus.pending"

@@ -12,8 +12,9 @@ from retrieval.evaluate import DEFAULT_METRICS
 from retrieval.judgments import QuerySet
 
 from . import eval_charts, views
-from .eval_common import memo_read, results, stale_note
+from .eval_common import results, stale_note
 from .progress import progress_bar
+from .state import memo_read
 
 AB_TESTS = {"t-test": "paired t-test", "randomization": "paired randomization test"}
 

@@ -36,20 +36,6 @@ def stale_note(workbench, kind: str, stored: dict[str, Any], key: tuple) -> None
             "run it again to update."), icon="🕒")
 
 
-# ---- reads -----------------------------------------------------------------------------------
-def memo_read(workbench, key: tuple, read):
-    """`read()`'s result, kept in the session until the next write through the Workbench
-    (`Workbench.writes`: ratings, uploads, saved configs, ingests …), so a rerun of this page,
-    e.g. a sidebar slider move, reads nothing from the database."""
-    memo = st.session_state.setdefault(READS_KEY, {})
-    full_key = (workbench.store.uri, workbench.writes) + key
-    if full_key not in memo:
-        if len(memo) >= 64:
-            memo.clear()
-        memo[full_key] = read()
-    return memo[full_key]
-
-
 # ---- labels ----------------------------------------------------------------------------------
 def config_label(config: SearchConfig) -> str:
     """A short description of a config: 'RRF k=60, BM25 0.5, vector 0.5, depth 100'."""

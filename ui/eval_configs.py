@@ -12,7 +12,8 @@ from retrieval.config import SearchConfig
 from retrieval.types import RetrievalError
 
 from . import state, views
-from .eval_common import config_label, memo_read
+from .eval_common import config_label
+from .state import memo_read
 
 
 def configs_section(workbench) -> None:

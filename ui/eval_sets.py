@@ -10,7 +10,7 @@ from retrieval.judgments import QuerySet
 from retrieval.types import RetrievalError
 
 from . import judging, state, views
-from .eval_common import memo_read
+from .state import memo_read
 
 QUERY_TYPES = ["jsonl", "ndjson", "tsv", "csv"]
 QRELS_TYPES = ["txt", "tsv", "csv", "qrels", "trec"]

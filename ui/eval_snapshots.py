@@ -15,7 +15,7 @@ from retrieval.snapshot_report import report_html
 from retrieval.snapshots import SNAPSHOT_METRICS, Snapshot, SnapshotStore, rerun_at
 
 from . import eval_charts, views
-from .eval_common import memo_read
+from .state import memo_read
 
 
 def snapshots_section(workbench, collection: str, qset: QuerySet, config: SearchConfig) -> None:

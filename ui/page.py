@@ -83,6 +83,22 @@ def search(workbench: Workbench, collection: str, query: str, config: SearchConf
     return None
 
 
+def at_version(workbench: Workbench, collection: str, version: int | None, hint: str = "") -> Workbench | None:
+    """The Workbench to search `collection` with: `workbench` for today's (`version` None), else
+    a read-only one at that earlier version, said above the results (with `hint`); None (and the reason shown)
+    when that version cannot be read."""
+    if version is None:
+        return workbench
+    try:
+        past = workbench.at_version(collection, version)
+        info = past.info(collection)
+    except Exception as exc:
+        views.show_error(exc)
+        return None
+    st.caption(f"Read-only: the collection as it was at version {version} ({info.doc_count} documents). {hint}")
+    return past
+
+
 def need_query(query: str) -> bool:
     """True when there is a query; otherwise a hint is shown."""
     if query.strip():

@@ -28,10 +28,11 @@ from retrieval.rerank import E5_RERANKER
 from retrieval.types import RetrievalError
 
 VIEW_KEY = "_workbench_view"
+READS_KEY = "_workbench_reads"  # memo of database reads (`memo_read`)
 UI_SOURCES = ("bm25", "dense")
 CONFIG_FIELDS = tuple(f.name for f in fields(SearchConfig))
 B_PREFIX = "b."
-COMPARE_MODES = ("rerank", "configs", "sources")
+COMPARE_MODES = ("rerank", "configs", "sources", "versions")
 RRF_K_CHOICES = (1, 2, 5, 10, 20, 30, 60, 100, 200)
 DEFAULT_RRF_KS = [1, 10, 60, 200]
 PAGES = ("home", "search", "compare", "distributions", "corpus", "evaluate", "graph")
@@ -56,6 +57,7 @@ class View:
     query_set: str | None = None  # the query set judged and evaluated (None: the default)
     judging: bool = False  # Search page: rating widgets under each result (URL 'judge=1')
     why: str | None = None  # Search page: the document "Why not this document?" explains (URL 'why=ID')
+    version: int | None = None  # Search / Compare: an earlier table version of the collection (URL 'version=N')
 
     def config(self, which: str) -> SearchConfig:
         return self.config_b if which == "b" else self.config_a
@@ -115,6 +117,12 @@ def view_from_params(params: Mapping[str, str]) -> View:
     view.judging = params.get("judge") == "1" or view.query_set is not None
     view.why = params.get("why") or None
     view.config_a, problems = config_from_params(params, SearchConfig())
+    version = params.get("version")
+    if version is not None:
+        if version.isascii() and version.isdigit() and 0 < int(version) < 2**63:
+            view.version = int(version)
+        else:
+            problems.append(f"version {version!r} is not a version number")
     b_params = {k[len(B_PREFIX):]: v for k, v in params.items() if k.startswith(B_PREFIX)}
     view.config_b, b_problems = config_from_params(b_params, default_config_b())
     problems += [f"config B: {p}" for p in b_problems]
@@ -156,6 +164,8 @@ def params_for(view: View, page: str) -> dict[str, str]:
     if page in ("search", "compare", "distributions", "graph"):
         params["q"] = view.query
         params.update(view.config_a.to_query_params())
+    if view.version is not None and (page == "search" or (page == "compare" and view.compare_mode == "versions")):
+        params["version"] = str(view.version)
     if page == "compare":
         params["mode"] = view.compare_mode
         if view.compare_mode == "configs":
@@ -207,3 +217,18 @@ def bound(widget: Callable[..., Any], label: str, key: str, read: Callable[[], A
     value = widget(label, **kwargs, **bind(key, read, write))
     write(value)
     return value
+
+
+def memo_read(workbench, key: tuple, read):
+    """`read()`'s result, kept in the session until the next write through the Workbench
+    (`Workbench.writes`: ratings, uploads, saved configs, ingests …), so a rerun of this page,
+    e.g. a sidebar slider move, reads nothing from the database."""
+    import streamlit as st
+
+    memo = st.session_state.setdefault(READS_KEY, {})
+    full_key = (workbench.store.uri, workbench.writes) + key
+    if full_key not in memo:
+        if len(memo) >= 64:
+            memo.clear()
+        memo[full_key] = read()
+    return memo[full_key]
