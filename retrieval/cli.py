@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain-doc", dest="explain_doc", metavar="ID",
                    help="why not this document: per source its score and whole-collection rank, the first "
                         "stage that dropped it, and the smallest single config change that brings it into the top-K")
+    p.add_argument("--at-version", dest="at_version", type=int, metavar="N",
+                   help="search the collection as it was at table version N (read-only; "
+                        "'collections versions NAME' lists them)")
     add_config_options(p)
 
     p = sub.add_parser("evaluate", help="evaluate on a BEIR folder (ingested once into a cache collection)")
@@ -309,8 +312,8 @@ def cmd_search(args) -> int:
     config = config_from_args(args)
     if args.explain_doc is not None:
         return explain_doc(args, config)
-    workbench = _workbench(args)
-    result = workbench.search(workbench.resolve(args.collection), args.query, config)
+    workbench, collection = _searched(args)
+    result = workbench.search(collection, args.query, config)
     data = search_json(result)
     if args.json:
         print(json.dumps(data, ensure_ascii=False, indent=2))
@@ -328,12 +331,22 @@ def cmd_search(args) -> int:
     return 0
 
 
+def _searched(args):
+    """The Workbench a search runs on (at `--at-version N` when given) and the collection's table name."""
+    workbench = _workbench(args)
+    collection = workbench.resolve(args.collection)
+    if args.at_version is not None:
+        workbench = workbench.at_version(collection, args.at_version)
+        _log(f"searching {collection!r} as it was at version {args.at_version} (read-only)")
+    return workbench, collection
+
+
 def explain_doc(args, config: SearchConfig) -> int:
     """`search … --explain-doc ID`: the why-not report (`Workbench.explain_document`)."""
     from .whynot import standing_cells
 
-    workbench = _workbench(args)
-    e = workbench.explain_document(workbench.resolve(args.collection), args.query, config, args.explain_doc)
+    workbench, collection = _searched(args)
+    e = workbench.explain_document(collection, args.query, config, args.explain_doc)
     if args.json:
         print(json.dumps(e.to_json_dict(), ensure_ascii=False, indent=2))
         return 0

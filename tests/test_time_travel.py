@@ -92,3 +92,20 @@ def test_before_a_clear_the_graph_is_read_from_the_documents_of_then(changed):
     result = past.search("animals", "hunt mice at night", SearchConfig(weights={"graph": 1.0, "bm25": 1.0}))
     ids = {r.doc_id for r in result.outcome.results}
     assert ids and ids <= {"cat", "dog", "owl", "bee", "fox", "cow"}
+
+
+def test_the_cli_searches_an_earlier_version(changed, capsys):
+    """`search … --at-version N --json` prints what version N returned; a compacted or unknown
+    version is a one-line error (exit 2)."""
+    import json
+
+    from retrieval import cli
+
+    workbench, version, then = changed
+    db = workbench.store.uri
+    assert cli.main(["--db", db, "search", "animals", QUERIES[0], "--at-version", str(version), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    out.pop("backends")
+    assert out == then[("weighted", QUERIES[0])]
+    assert cli.main(["--db", db, "search", "animals", QUERIES[0], "--at-version", "999"]) == 2
+    assert "'animals' has no version 999" in capsys.readouterr().err
