@@ -188,6 +188,27 @@ def test_snapshots_that_cannot_be_paired_are_refused(workbench):
         diff_many([a])
 
 
+def test_snapshots_outlive_their_collection_and_say_so(workbench, capsys):
+    """A snapshot is a record: after its collection is deleted the diff still runs on the kept runs
+    and judgments, and says why config and corpus cannot be told apart; a new snapshot of it is a
+    clear error."""
+    from retrieval import cli
+
+    snapshots = SnapshotStore(workbench.store)
+    snapshots.create(workbench, "animals", "a", SearchConfig(depth=1))
+    add_documents(workbench.store, "animals", parse_bytes(MORE, "more.csv"))
+    snapshots.create(workbench, "animals", "b")
+    workbench.delete("animals")
+    db = workbench.store.uri
+    assert cli.main(["--db", db, "snapshot", "diff", "a", "b"]) == 0
+    out = capsys.readouterr().out
+    assert "  config+corpus: " in out
+    assert "  note: config and corpus not told apart (re-running one config on the other version: No collection " \
+           "named 'animals'" in out
+    assert cli.main(["--db", db, "snapshot", "create", "animals", "--name", "c"]) == 2
+    assert "No collection named 'animals'" in capsys.readouterr().err
+
+
 def test_several_snapshots_get_holm_adjusted_p_values(workbench):
     snapshots = SnapshotStore(workbench.store)
     a = snapshots.create(workbench, "animals", "a")
