@@ -29,7 +29,7 @@ from .fusion_methods import FusionMethod, method_of, rrf_display_factor, rrf_ter
 from .types import FusedResult, FusionOutcome, Hit, SourceContribution, SourceResult
 
 __all__ = ["PreparedSource", "explain", "order_key", "passes_thresholds", "prepare_source", "rank_ids",
-           "rrf_display_factor", "rrf_term", "scores_from_prepared"]
+           "rrf_display_factor", "rrf_term", "scores_from_prepared", "top_norms"]
 
 Normalizer = Callable[[Sequence[float]], list[float]]
 
@@ -71,6 +71,12 @@ def prepare_source(hits: Sequence[Hit], minimum: float | None, normalizer: Norma
         dropped = tuple(h for h in hits if h.raw_score < minimum)
     norms = None if normalizer is None else tuple(normalizer([h.raw_score for h in kept]))
     return PreparedSource(tuple(h.doc_id for h in kept), tuple(h.rank for h in kept), norms, kept, dropped)
+
+
+def top_norms(prepared: Mapping[str, PreparedSource]) -> dict[str, float]:
+    """Each source's top normalised score over its kept candidates (the sources that kept any,
+    prepared with normalised scores): what a score method's display factor needs."""
+    return {source: max(entry.norms) for source, entry in prepared.items() if entry.norms}
 
 
 def scores_from_prepared(prepared: Mapping[str, PreparedSource], config: SearchConfig,
@@ -187,7 +193,7 @@ def explain(candidates: Mapping[str, SourceResult], config: SearchConfig, prepar
         )
     removed["top-k"] = max(0, len(results) - config.top_k)
     results = results[: config.top_k]
-    return FusionOutcome(ranked, results, len(all_ids), removed, config.fusion, notes)
+    return FusionOutcome(ranked, results, len(all_ids), removed, config.fusion, notes, display_factor)
 
 
 def _absent(source: str, doc_id: str, config: SearchConfig, dropped: Mapping[str, Hit]) -> SourceContribution:

@@ -12,15 +12,29 @@ Methods (w_s: source weights; rank_s(d), x_s(d): d's rank and normalised score i
 source that did not return d adds nothing):
 
     rrf        score(d) = Σ_s w_s / (k + rank_s(d))                   (Cormack et al. 2009)
-               display(d) = score(d) × (k + 1) / Σ_s w_s              (rank 1 everywhere reads 1.0)
     weighted   x_s = the config's normalisation of s's raw scores, combined by `combination`:
-               arithmetic  score(d) = Σ_s w_s · x_s                   display = score / Σ_s w_s
-               harmonic    score(d) = Σ_{S(d)} w_s / Σ_{S(d)} w_s / x_s   display = score
-               geometric   score(d) = exp(Σ_{S(d)} w_s ln x_s / Σ_{S(d)} w_s)   display = score
+               arithmetic  score(d) = Σ_s w_s · x_s
+               harmonic    score(d) = Σ_{S(d)} w_s / Σ_{S(d)} w_s / x_s
+               geometric   score(d) = exp(Σ_{S(d)} w_s ln x_s / Σ_{S(d)} w_s)
                (S(d): the sources that returned d with x_s > 0; OpenSearch's three techniques)
     dbsf       x_s = (raw − (μ_s − 3σ_s)) / 6σ_s = 0.5 + z_s / 6, with μ_s and σ_s (population)
                over s's kept candidates for this query (Qdrant's distribution-based score
-               fusion); 0.5 when σ_s = 0. score(d) = Σ_s w_s · x_s, display = score / Σ_s w_s
+               fusion); 0.5 when σ_s = 0. score(d) = Σ_s w_s · x_s
+
+The display score is the fused score as a share of the best one possible for this query,
+display(d) = score(d) / best, so the best possible result reads 1.0 whatever the normalisation (an
+l2-normalised top score among 100 candidates is about 0.18; as a share of the best it is 1.0) and
+a minimum display score of 0.5 keeps the results with at least half of the best possible score.
+The best is this query's candidates' (a filter that removes candidates changes the normalisations,
+and so the shares, but a document every source ranks first still reads 1.0). With x_s* the top
+normalised score of source s among this query's kept candidates:
+
+    rrf         best = Σ_s w_s / (k + 1)            rank 1 in every configured source
+    arithmetic  best = Σ_s w_s · max(x_s*, 0)        every source's top score (dbsf: the same)
+    harmonic,   best = max_s x_s* (w_s > 0)          a weighted mean never exceeds its largest
+    geometric                                        value: one source's top score alone
+
+(best ≤ 0, which only z-scores of a single candidate give: score / Σ_s w_s.)
 
 Contributions add up to the fused score: an additive method's are its terms (w/(k + rank),
 w·x); a mean's split the score in proportion to w·x among the sources in S(d)
@@ -116,8 +130,9 @@ class Combination:
     # else `score(pairs)` is a weighted mean over the sources with x > 0.
     additive: bool
     score: Callable[[WeightedNorms], float]
-    # display score = fused score × display_factor(Σw over every configured source)
-    display_factor: Callable[[float], float]
+    # The best fused score possible from each source's top normalised score (w, x*): the display
+    # score's denominator (see the module docstring).
+    best: Callable[[WeightedNorms], float]
 
     def enters(self, norm: float) -> bool:
         """Whether a returned source's normalised score takes part in the document's score."""
@@ -130,20 +145,29 @@ class Combination:
         return contribution_shares(pairs, score)
 
 
-def _weighted_mean_display(total_weight: float) -> float:
-    return 1.0  # already a weighted mean of the x_s
+def best_sum(tops: WeightedNorms) -> float:
+    """Σ w · x* over the sources whose top x* is positive: a document in each of those at its top
+    (one missing from a source whose scores are all negative gains by it)."""
+    return arithmetic_score([(weight, top) for weight, top in tops if top > 0])
+
+
+def best_mean(tops: WeightedNorms) -> float:
+    """max x* over the weighted sources with a positive top: a weighted mean of values each at
+    most its source's top is at most the largest of them, reached by a document only that source
+    returned."""
+    return max((top for weight, top in tops if weight > 0 and top > 0), default=0.0)
 
 
 COMBINATIONS: dict[str, Combination] = {c.name: c for c in (
     Combination("arithmetic", "arithmetic mean",
                 "Arithmetic: Σ w·x (a source that did not return the document adds 0).",
-                True, arithmetic_score, lambda total_weight: 1.0 / total_weight),
+                True, arithmetic_score, best_sum),
     Combination("harmonic", "harmonic mean",
                 "Harmonic: Σw / Σ(w/x), pulled down by the weakest source.",
-                False, harmonic_score, _weighted_mean_display),
+                False, harmonic_score, best_mean),
     Combination("geometric", "geometric mean",
                 "Geometric: exp(Σ w·ln x / Σw), rewards agreement.",
-                False, geometric_score, _weighted_mean_display),
+                False, geometric_score, best_mean),
 )}
 
 
@@ -210,12 +234,19 @@ class FusionMethod:
         """An additive method's term of one source for one document."""
         return rrf_term(rank, config.rrf_k, weight) if self.by_rank else weight * norm
 
-    def display_factor(self, config: SearchConfig, total_weight: float | None = None) -> float:
-        """display score = fused score × this; `total_weight` defaults to Σ of the config's weights."""
-        total = sum(config.weights.values()) if total_weight is None else total_weight
+    def display_factor(self, config: SearchConfig, top_norms: Mapping[str, float] | None = None) -> float:
+        """display score = fused score × this = 1 / score(d*) (see the module docstring);
+        `top_norms`: each source's top normalised score for the query (the sources that returned
+        candidates), which a score method needs (without them: 1 / Σw)."""
+        total = sum(config.weights.values())
         if self.by_rank:
             return rrf_display_factor(config.rrf_k, total)
-        return self.combination(config).display_factor(total)
+        if top_norms:
+            best = self.combination(config).best([(w, top_norms[s]) for s, w in config.weights.items()
+                                                  if s in top_norms])
+            if best > 0:
+                return 1.0 / best
+        return 1.0 / total
 
     def title(self, config: SearchConfig) -> str:
         """The method and its parameters for people: 'RRF k=60', 'weighted sum (l2, arithmetic)', 'DBSF'."""
@@ -240,8 +271,8 @@ FUSION_METHODS: dict[str, FusionMethod] = {m.name: m for m in (
     FusionMethod(
         "weighted", "Weighted sum of normalised scores", "weighted sum",
         "Weighted sum adds w × normalised score: the score values count, so the normalisation matters.",
-        "weighted sum: ÷ Σw for the arithmetic mean; the harmonic and geometric means already are "
-        "weighted means, shown as they are",
+        "weighted sum: ÷ Σw × each source's top normalised score (harmonic and geometric means: ÷ the "
+        "largest top normalised score)",
         (MethodParam("normalization", "normalisation"), MethodParam("combination", "combination")),
         tuple({"normalization": n, "combination": c} for n in ("minmax", "l2")
               for c in ("arithmetic", "harmonic", "geometric")),
@@ -249,7 +280,7 @@ FUSION_METHODS: dict[str, FusionMethod] = {m.name: m for m in (
     FusionMethod(
         "rrf", "RRF (reciprocal rank fusion)", "RRF",
         "RRF adds w/(k + rank) per source: only ranks count, raw score values are ignored.",
-        "RRF: × (k + 1)/Σw",
+        "RRF: × (k + 1)/Σw (rank 1 in every source)",
         (MethodParam("rrf_k", "RRF k", tuple(float(k) for k in RRF_K_GRID)),),
         tuple({"rrf_k": float(k)} for k in (1, 5, 10, 20, 60)),
         by_rank=True,
@@ -258,7 +289,7 @@ FUSION_METHODS: dict[str, FusionMethod] = {m.name: m for m in (
         "dbsf", "Distribution-based score fusion (mean ± 3σ)", "DBSF",
         "DBSF normalises each source's scores by this query's candidates, (x − (mean − 3σ)) / 6σ, "
         "then adds w × that: robust to one outlying score, unlike min-max.",
-        "DBSF: ÷ Σw",
+        "DBSF: ÷ Σw × each source's top normalised score",
         (),
         ({},),
         normalizer=dbsf_normalize, normalizer_name="dbsf",
@@ -271,9 +302,9 @@ def method_of(config: SearchConfig) -> FusionMethod:
     return FUSION_METHODS[config.fusion]
 
 
-def display_factor(config: SearchConfig) -> float:
-    """display score = fused score × this, for the config's method (Σw over its weights)."""
-    return method_of(config).display_factor(config)
+def display_factor(config: SearchConfig, top_norms: Mapping[str, float] | None = None) -> float:
+    """display score = fused score × this, for the config's method (`FusionMethod.display_factor`)."""
+    return method_of(config).display_factor(config, top_norms)
 
 
 def method_params() -> tuple[str, ...]:

@@ -22,7 +22,15 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from .config import SearchConfig
-from .fusion import PreparedSource, explain, passes_thresholds, prepare_source, rank_ids, scores_from_prepared
+from .fusion import (
+    PreparedSource,
+    explain,
+    passes_thresholds,
+    prepare_source,
+    rank_ids,
+    scores_from_prepared,
+    top_norms,
+)
 from .fusion_methods import FusionMethod, method_of
 from .language import language_rule
 from .rerank import interpolated_order
@@ -86,14 +94,10 @@ class RankingPlan:
         """Every kept candidate's fused score (`fusion.scores_from_prepared` with this method)."""
         return scores_from_prepared(prepared, fused, self.method)
 
-    def display_factor(self, fused: SearchConfig) -> float:
-        """display score = fused score × this (Σw over the fused config's weights)."""
-        return self.method.display_factor(fused)
-
-    def display_factor_for(self, query: str, language: str | None) -> float:
-        """The display factor `explain` gives `query`'s results (after the language rule): the
-        Distributions page draws the minimum fused score on the display scale with it."""
-        return self.display_factor(self.fused_config(query, language)[0])
+    def display_factor(self, fused: SearchConfig, prepared: Mapping[str, PreparedSource]) -> float:
+        """display score = fused score × this, for the query whose candidates are `prepared`
+        (`FusionMethod.display_factor`: 1 / the score of a document every source ranks first)."""
+        return self.method.display_factor(fused, None if self.method.by_rank else top_norms(prepared))
 
     def first_stage(self, sources: Mapping[str, SourceResult], query: str, language: str | None,
                     tie_values: Mapping[str, float] | None = None, limit: int | None = None,
@@ -101,9 +105,16 @@ class RankingPlan:
                     ) -> tuple[list[str], dict[str, float]]:
         """The fused ranking's ids best first (every kept candidate, before the fused-score
         thresholds; at most `limit`) and every kept candidate's fused score."""
+        ids, scores, _ = self._first_stage(sources, query, language, tie_values, limit, memo, memo_key)
+        return ids, scores
+
+    def _first_stage(self, sources, query, language, tie_values, limit, memo, memo_key
+                     ) -> tuple[list[str], dict[str, float], float]:
+        """`first_stage`, and the display factor of the query's candidates."""
         fused, _ = self.fused_config(query, language)
-        scores = self.scores(self.prepare(sources, fused, memo=memo, memo_key=memo_key), fused)
-        return rank_ids(scores, tie_values, limit), scores
+        prepared = self.prepare(sources, fused, memo=memo, memo_key=memo_key)
+        scores = self.scores(prepared, fused)
+        return rank_ids(scores, tie_values, limit), scores, self.display_factor(fused, prepared)
 
     def eligible(self, ranked_ids: Sequence[str], scores: Mapping[str, float], factor: float) -> list[str]:
         """The prefix of `ranked_ids` (best first) that passes the fused-score thresholds."""
@@ -136,9 +147,9 @@ class RankingPlan:
         config = self.config
         limit = None if config.min_score is not None or config.min_display_score is not None else (
             max(config.top_k, config.rerank_top_n) if config.rerank else config.top_k)
-        ids, scores = self.first_stage(sources, query, language, tie_values, limit, memo, memo_key)
+        ids, scores, factor = self._first_stage(sources, query, language, tie_values, limit, memo, memo_key)
         if config.min_score is not None or config.min_display_score is not None:
-            ids = self.eligible(ids, scores, self.display_factor(self.fused_config(query, language)[0]))
+            ids = self.eligible(ids, scores, factor)
         if config.rerank:
             head = ids[: config.rerank_top_n]
             ids = self.reranked(ids, scores, rerank_scores(head) if head else {})
@@ -153,7 +164,7 @@ class RankingPlan:
         prepared = self.prepare(sources, fused, explained=True)
         scores = self.scores(prepared, fused)
         outcome = explain(sources, fused, prepared, scores, rank_ids(scores, tie_values), tie_values,
-                          self.display_factor(fused))
+                          self.display_factor(fused, prepared))
         if note:
             outcome.notes.insert(0, note)
         return outcome

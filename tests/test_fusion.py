@@ -98,7 +98,9 @@ def test_weighted_zscore_and_none():
     assert by_id(z)["a"].sources["bm25"].normalized == pytest.approx(1.0)
     raw = fuse(candidates, SearchConfig(fusion="weighted", normalization="none", weights={"bm25": 0.5, "dense": 2}))
     assert by_id(raw)["b"].score == pytest.approx(0.5 * 1.0 + 2 * 0.7)
-    assert by_id(raw)["b"].display_score == pytest.approx((0.5 + 1.4) / 2.5)
+    # ÷ the best possible, every source's top raw score: 0.5 · 3.0 + 2 · 0.7
+    assert by_id(raw)["b"].display_score == pytest.approx((0.5 + 1.4) / (1.5 + 1.4))
+    assert by_id(raw)["a"].display_score == pytest.approx((1.5 + 1.0) / (1.5 + 1.4))
 
 
 def test_thresholds_report_what_they_removed():
@@ -285,3 +287,25 @@ def test_fused_order_equals_fuse_order_including_ties_and_thresholds():
                         assert fused_order(candidates, config, ties) == [r.doc_id for r in outcome.ranked]
                         assert fused_scores(candidates, config) == {r.doc_id: r.score for r in outcome.ranked}
                         assert fused_order(candidates, config, ties, limit=2) == [r.doc_id for r in outcome.ranked[:2]]
+
+
+def test_the_default_fusion_shows_a_perfect_match_as_1():
+    """The default (weighted sum of l2-normalised scores, BM25 0.4, vector 0.6): a document both
+    sources rank first reads 1.0, and every display score is the share of that best fused score,
+    so a minimum display score of 0.5 keeps exactly the results with at least half of it."""
+    bm25 = ranked("bm25", ("a", 4.0), ("b", 3.0), ("c", 1.0))
+    dense = ranked("dense", ("a", 0.8), ("c", 0.6), ("b", 0.2))
+    n_bm25, n_dense = math.sqrt(16 + 9 + 1), math.sqrt(0.64 + 0.36 + 0.04)
+    best = 0.4 * 4.0 / n_bm25 + 0.6 * 0.8 / n_dense
+    outcome = fuse({"bm25": bm25, "dense": dense}, SearchConfig())
+    shown = by_id(outcome)
+    assert shown["a"].display_score == pytest.approx(1.0, abs=1e-15)
+    assert shown["b"].display_score == pytest.approx((0.4 * 3.0 / n_bm25 + 0.6 * 0.2 / n_dense) / best, abs=1e-15)
+    assert shown["c"].display_score == pytest.approx((0.4 * 1.0 / n_bm25 + 0.6 * 0.6 / n_dense) / best, abs=1e-15)
+    half = fuse({"bm25": bm25, "dense": dense}, SearchConfig(min_display_score=0.5))
+    assert [r.doc_id for r in half.results] == [r.doc_id for r in outcome.ranked if r.score >= 0.5 * best]
+    assert outcome.display_factor == pytest.approx(1 / best, abs=1e-12)
+    # Without c (a filter): the normalisations change, the perfect match still reads 1.0.
+    kept = fuse({"bm25": ranked("bm25", ("a", 4.0), ("b", 3.0)), "dense": ranked("dense", ("a", 0.8), ("b", 0.2))},
+                SearchConfig())
+    assert by_id(kept)["a"].display_score == pytest.approx(1.0, abs=1e-15)

@@ -1,6 +1,7 @@
 """The fusion-method registry: DBSF against hand-computed values, every method's display factor,
 and that every front end reads the methods from the one registry."""
 
+import dataclasses
 import math
 
 import pytest
@@ -45,21 +46,35 @@ def test_dbsf_fuses_the_weighted_sum_of_its_normalised_scores():
     assert [r.doc_id for r in outcome.ranked] == ["d2", "d1", "d3"]
     for result in outcome.ranked:
         assert result.score == pytest.approx(expected[result.doc_id], abs=1e-15)
-        assert result.display_score == pytest.approx(expected[result.doc_id] / 1.0, abs=1e-15)  # ÷ Σw = 1
+        # ÷ the best possible: every source's top normalised score (d1's in BM25, d2's in dense)
+        assert result.display_score == pytest.approx(expected[result.doc_id] / (0.4 * bm25["d1"] + 0.6 * dense["d2"]),
+                                                     abs=1e-15)
         assert sum(c.contribution for c in result.sources.values()) == pytest.approx(result.score, abs=1e-15)
         assert result.sources["bm25"].normalized == pytest.approx(bm25[result.doc_id], abs=1e-15)
     assert outcome.ranked[0].score == pytest.approx(0.4 * 0.5 + 0.6 * (0.5 + 1 / 6), abs=1e-15)
 
 
 def test_display_factor_of_every_method_and_combination():
+    """1 / the best fused score possible from the sources' top normalised scores (tops: bm25 0.8,
+    dense 0.2; a negative top adds nothing to a sum, and a mean never exceeds its largest value)."""
     weights = {"bm25": 0.5, "dense": 1.5}  # Σw = 2
-    assert display_factor(SearchConfig(fusion="rrf", rrf_k=60, weights=weights)) == 61 / 2
-    assert display_factor(SearchConfig(fusion="weighted", combination="arithmetic", weights=weights)) == 1 / 2
-    # The harmonic and geometric means already are weighted means: shown as they are (the
-    # Distributions page once drew them at 1/Σw).
-    assert display_factor(SearchConfig(fusion="weighted", combination="harmonic", weights=weights)) == 1.0
-    assert display_factor(SearchConfig(fusion="weighted", combination="geometric", weights=weights)) == 1.0
-    assert display_factor(SearchConfig(fusion="dbsf", weights=weights)) == 1 / 2
+    tops = {"bm25": 0.8, "dense": 0.2}
+    assert display_factor(SearchConfig(fusion="rrf", rrf_k=60, weights=weights), tops) == 61 / 2  # ranks only
+    arithmetic = SearchConfig(fusion="weighted", combination="arithmetic", weights=weights)
+    assert display_factor(arithmetic, tops) == pytest.approx(1 / (0.5 * 0.8 + 1.5 * 0.2), abs=1e-15)
+    assert display_factor(arithmetic, {"bm25": 0.8, "dense": -0.3}) == pytest.approx(1 / 0.4, abs=1e-15)
+    assert display_factor(arithmetic, {"bm25": 0.8}) == pytest.approx(1 / 0.4, abs=1e-15)  # dense returned nothing
+    for combination in ("harmonic", "geometric"):
+        config = SearchConfig(fusion="weighted", combination=combination, weights=weights)
+        assert display_factor(config, tops) == pytest.approx(1 / 0.8, abs=1e-15)
+        assert display_factor(config, {"bm25": 0.8, "dense": 0.9}) == pytest.approx(1 / 0.9, abs=1e-15)
+        assert display_factor(dataclasses.replace(config, weights={"bm25": 0.0, "dense": 1.0}), tops) == \
+            pytest.approx(1 / 0.2, abs=1e-15)  # a source weighing 0 cannot make a mean
+    assert display_factor(SearchConfig(fusion="dbsf", weights=weights), {"bm25": 0.7, "dense": 0.6}) == \
+        pytest.approx(1 / (0.5 * 0.7 + 1.5 * 0.6), abs=1e-15)
+    # no positive top (z-scores of one candidate each): ÷ Σw
+    assert display_factor(arithmetic, {"bm25": 0.0, "dense": 0.0}) == 1 / 2
+    assert display_factor(arithmetic) == 1 / 2
 
 
 def test_the_config_the_cli_and_the_sweep_read_the_registry():

@@ -130,8 +130,9 @@ MAIN_KNOBS: tuple[Knob, ...] = (
          dict(options=list(COMBINATIONS), format_func=COMBINATION_LABELS.get)),
     Knob("min_display", "Minimum fused score (display scale)",
          "Cuts results whose display score is below this (0 = off); ranks above the cut do not change. "
-         "The display score is the fused score rescaled so 1.0 is the best possible: " + display_help() + ". "
-         "So 0.5 keeps results with at least half the best possible fused score.",
+         "The display score is the fused score as a share of the best possible for this query, a document "
+         "every source ranks first: " + display_help() + ". So 1.0 is the best possible result and 0.5 keeps "
+         "results with at least half of its fused score.",
          st.slider, lambda c: _clamp(c.min_display_score or 0.0, 0.0, 1.0),
          _set("min_display_score", lambda v: float(v) if v > 0 else None),
          dict(min_value=0.0, max_value=1.0, step=0.01)),

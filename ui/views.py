@@ -16,7 +16,6 @@ import streamlit as st
 from retrieval.compare import RankChange
 from retrieval.highlight import escape_markdown, query_terms, snippet, to_html
 from retrieval.limits import EXCERPT_CHARS
-from retrieval.plan import RankingPlan
 from retrieval.sources import label
 from retrieval.workbench import SearchResult
 
@@ -321,9 +320,9 @@ def distributions(result: SearchResult) -> None:
 
 
 def min_fused_factor(result: SearchResult) -> float:
-    """display score = fused score × this for `result`'s results: the plan's own factor, so the
-    minimum fused score's line sits where the core's cut is (tests/ui/test_charts.py)."""
-    return RankingPlan(result.config).display_factor_for(result.query, result.candidates.language)
+    """display score = fused score × this for `result`'s results: the factor the plan used for
+    this query, so the minimum fused score's line sits where the core's cut is (tests/ui/test_charts.py)."""
+    return result.outcome.display_factor
 
 
 def rrf_explainer(ks: Sequence[int], config) -> None:
