@@ -12,7 +12,8 @@ from typing import Any
 
 from .cache import Caches
 from .filters import allowed_ids, check_fields, parse_filters, value_kind
-from .store import Store
+from .store import CollectionInfo, Store
+from .types import RetrievalError
 
 METADATA_VALUES_KEPT = 50  # per field, for the filter controls
 
@@ -47,11 +48,21 @@ class CollectionReads:
         """The collection's state key (`Store.state_key`): what every cache of its data keys on."""
         return self.store.state_key(collection)
 
-    def language(self, collection: str, state: tuple | None = None) -> str:
-        """The collection's language from its catalogue entry, read once per collection state."""
+    def info(self, collection: str, state: tuple | None = None) -> CollectionInfo:
+        """The collection's catalogue entry, read once per collection state."""
         state = state if state is not None else self.state(collection)
-        return self.caches.loaded.get_or_create((collection, state, "_language"),
-                                                lambda: self.store.info(collection).language)
+        return self.caches.loaded.get_or_create((collection, state, "_info"), lambda: self.store.info(collection))
+
+    def language(self, collection: str, state: tuple | None = None) -> str:
+        return self.info(collection, state).language
+
+    def require_documents(self, collection: str, state: tuple | None = None) -> None:
+        """A clear error, not a source's failure, when the collection has no documents (a new
+        collection's, or a cleared one's)."""
+        info = self.info(collection, state)
+        if info.doc_count == 0:
+            raise RetrievalError(f"{info.label!r} has no documents — add some on the Corpus page, or with "
+                                 f"`python -m retrieval ingest FILE --collection {info.name} --add`")
 
     def metadata(self, collection: str, state: tuple | None = None
                  ) -> tuple[list[tuple[str, dict]], dict[str, dict[str, Any]]]:

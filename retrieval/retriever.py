@@ -148,6 +148,7 @@ class Retriever:
         smaller depth reuses a larger fetch, so moving the depth slider down never re-queries),
         with the candidates' rows already cached; the rest are read on demand (`CandidateSet.rows`)."""
         state = self.store.state_key(collection)
+        self.reads.require_documents(collection, state)
         allowed, filtered = self.reads.allowed(collection, config.filters, state)
         [results], seconds, all_cached = self._retrieve(collection, [query], config, state, allowed)
         doc_ids = {h.doc_id for r in results.values() for h in r.hits}
@@ -164,6 +165,7 @@ class Retriever:
         (in-memory vectors) searches the uncached queries in one call. `state` pins the
         collection state, so a long evaluation checks the table version once."""
         state = state if state is not None else self.store.state_key(collection)
+        self.reads.require_documents(collection, state)
         allowed, _ = self.reads.allowed(collection, config.filters, state)
         return self._retrieve(collection, queries, config, state, allowed)[0]
 

@@ -644,6 +644,8 @@ def warm_up(service: KnowledgeService) -> None:
     for served in service.served.values():
         try:
             service.workbench.search(served.collection, "warm up", served.config)
+        except RetrievalError as exc:  # e.g. no documents yet: said once, each call says it again
+            log.warning("not warmed up: %s", exc)
         except Exception:  # the call itself will report it; serving goes on
             log.warning("warm-up search on %s failed", served.collection, exc_info=True)
 

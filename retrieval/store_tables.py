@@ -137,7 +137,10 @@ def collection_schema(dim: int, xl_dim: int = 0) -> pa.Schema:
 
 
 def vector_matrix(rows: pa.Table, column: str) -> np.ndarray:
-    """A vector column of `rows` as a new (writable) n × dim float32 matrix, in row order."""
+    """A vector column of `rows` as a new (writable) n × dim float32 matrix, in row order (0 × dim
+    for no rows: the dimension is the column type's)."""
+    if not rows.num_rows:
+        return np.zeros((0, getattr(rows.schema.field(column).type, "list_size", 0)), dtype=np.float32)
     flat = rows.column(column).combine_chunks().flatten().to_numpy(zero_copy_only=False)
     return np.array(flat, dtype=np.float32).reshape(rows.num_rows, -1)
 

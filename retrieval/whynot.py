@@ -374,6 +374,7 @@ def explain(workbench, collection: str, query: str, config: SearchConfig, doc_id
     doc_id = (doc_id or "").strip()
     if not doc_id:
         raise RetrievalError("Give a document id to explain")
+    workbench.reads.require_documents(collection)
     row = workbench.documents(collection, [doc_id]).get(doc_id)
     if row is None:
         raise RetrievalError(f"Unknown document id {doc_id!r} in collection {collection!r}")

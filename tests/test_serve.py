@@ -75,6 +75,8 @@ def db(tmp_path_factory) -> Path:
     create_collection(store, "records", parse_path(REPO / "sample_data/catalogue/records.json"), MINILM)
     (root / "faq.csv").write_text(QA_CSV, encoding="utf-8")
     create_collection(store, "kb", parse_path(root / "faq.csv"), MINILM)
+    create_collection(store, "empty", parse_path(root / "faq.csv"), MINILM)
+    store.clear("empty")  # served with no documents: a clear answer, not a source's failure
     Workbench(store).configs.save("tuned", TUNED)
     (root / "kb.json").write_text(KB_CONFIG.to_json(), encoding="utf-8")
     return path
@@ -98,7 +100,8 @@ def http_server(db):
     port = _free_port()
     args = [sys.executable, "-m", "retrieval", "--db", str(db), "serve", "--collection", "xq", "--config", "tuned",
             "--collection", "kb", "--config", str(db.parent / "kb.json"), "--collection", "records",
-            "--config", "tuned", "--records", "records", "--allow-write", "--http", f"127.0.0.1:{port}"]
+            "--config", "tuned", "--records", "records", "--collection", "empty", "--config", "tuned",
+            "--allow-write", "--http", f"127.0.0.1:{port}"]
     log = (db.parent / "http.log").open("w")
     proc = subprocess.Popen(args, cwd=REPO, env={**_env(), "WORKBENCH_MCP_TOKEN": TOKEN}, stdout=log,
                             stderr=subprocess.STDOUT)
@@ -274,6 +277,8 @@ def test_http_bad_arguments_are_tool_errors(http_url):
         ("add_knowledge", {"entries": [{"question": "q", "answer": "a"}, {"question": "q", "answer": "a"}]},
          "same question and answer"),
         ("no_such_tool", {}, "no_such_tool"),
+        ("retrieve_knowledge", {"query": "x", "collection_name": "empty"}, "'empty' has no documents — add some"),
+        ("kb_qa", {"question": "x", "collection_name": "empty"}, "'empty' has no documents"),
     ]
 
     async def body(session):

@@ -190,3 +190,14 @@ def test_truncated_documents_are_counted_at_ingest_and_in_the_corpus_stats(empty
     assert [plain(c.value) for c in at.caption if "token window" in c.value] == [
         "long-docs: 3 of 5 documents are longer than the encoder's 256-token window and were embedded from their "
         "first 256 tokens; BM25 indexes all of their text"]
+
+
+def test_an_emptied_collection_says_it_has_no_documents(cache_db):
+    """After a clear, Search says what to do, not "dense failed … cannot reshape"."""
+    cache_db.clear("notes")
+    at = open_fresh(SEARCH)
+    at.sidebar.selectbox(key="view.collection").set_value("notes").run()
+    at.text_input(key="view.query").set_value("green tea").run()
+    errors = [e.value for e in at.error]
+    assert any("'notes' has no documents — add some on the Corpus page" in plain(e) for e in errors), errors
+    assert not any("reshape" in e or "failed" in e for e in errors)
