@@ -1,7 +1,7 @@
 """Command line: `python -m retrieval {ingest,search,evaluate,sweep,collections,serve} …`.
 
 Results and JSON go to stdout; progress and messages go to stderr. Every command takes the
-fusion config as options (or a saved config with `--config FILE.json`).
+fusion config as options (or a saved config with `--config FILE.json` or `--config NAME`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def _progress(stage: str, done: int, total: int) -> None:
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("search config")
-    g.add_argument("--config", type=Path, help="a saved SearchConfig JSON; options below override it")
+    g.add_argument("--config", metavar="FILE.json|NAME",
+                   help="a SearchConfig JSON file, or the name of a config saved on the Evaluate page; the "
+                        "options below override it")
     g.add_argument("--fusion", choices=FUSION_METHODS,
                    help=" ".join(f"{m.name}: {m.help}" for m in METHOD_REGISTRY.values()))
     g.add_argument("--k", type=float, dest="rrf_k", help="RRF k (≥ 1)")
@@ -77,7 +79,14 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
-    data = SearchConfig.from_json(args.config.read_text(encoding="utf-8")).to_dict() if args.config else {}
+    """The config the options give: `--config` (a JSON file or a saved config's name,
+    `ConfigStore.resolve`), then each option over it."""
+    data = {}
+    if args.config:
+        from .configs import ConfigStore
+        from .store import Store
+
+        data = ConfigStore(Store(args.db)).resolve(args.config)[0].to_dict()
     for name in ("fusion", "rrf_k", "normalization", "combination", "depth", "top_k", "min_score", "min_display_score",
                  "tie_field", "bm25_backend", "bm25_k1", "bm25_b", "rerank", "rerank_top_n", "rerank_lambda",
                  "reranker", "graph_focus", "language_aware"):

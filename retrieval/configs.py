@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -84,6 +85,27 @@ class ConfigStore:
             table = self._table(create=True)
             (table.merge_insert("name").when_matched_update_all().when_not_matched_insert_all()
              .execute(pa.Table.from_pylist([row], schema=CONFIGS_SCHEMA)))
+
+    def resolve(self, spec: str | None) -> tuple[SearchConfig, str]:
+        """The config `--config SPEC` names, and how to say where it came from: an existing file
+        (or a name ending in .json, or with a path separator) is read as a `SearchConfig` JSON file, anything else is a
+        config saved on the Evaluate page; None: the defaults. A missing file or name, or a bad
+        config, is a one-line `RetrievalError`."""
+        if not spec:
+            return SearchConfig(), "defaults"
+        path = Path(spec)
+        if path.is_file() or spec.lower().endswith(".json") or "/" in spec or "\\" in spec:
+            try:
+                text = path.read_text(encoding="utf-8-sig")
+            except OSError as exc:
+                raise RetrievalError(f"Cannot read config file {spec}: {exc.strerror or exc}") from exc
+            try:
+                return SearchConfig.from_json(text), f"file {path.name}"
+            except RetrievalError as exc:
+                raise RetrievalError(f"{spec}: {exc}") from exc
+            except (TypeError, ValueError, AttributeError) as exc:  # e.g. "depth": "ten"
+                raise RetrievalError(f"{spec} is not a valid search config: {exc}") from exc
+        return self.load(spec), f"saved config {spec!r}"
 
     def load(self, name: str) -> SearchConfig:
         """The config saved under `name`."""

@@ -124,26 +124,6 @@ class Served:
         return shown if shown == self.collection else f"{shown} ({self.collection})"
 
 
-def collection_config(workbench, spec: str | None) -> tuple[SearchConfig, str]:
-    """The config `--config` names: an existing file (or a name ending in .json) is read as a
-    `SearchConfig` JSON file, anything else is a config saved on the Evaluate page."""
-    if not spec:
-        return SearchConfig(), "defaults"
-    path = Path(spec)
-    if path.is_file() or spec.lower().endswith(".json"):
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except OSError as exc:
-            raise RetrievalError(f"Cannot read config file {spec}: {exc.strerror or exc}") from exc
-        try:
-            return SearchConfig.from_json(text), f"file {path.name}"
-        except RetrievalError as exc:
-            raise RetrievalError(f"{spec}: {exc}") from exc
-        except (TypeError, ValueError, AttributeError) as exc:  # e.g. "depth": "ten"
-            raise RetrievalError(f"{spec} is not a valid search config: {exc}") from exc
-    return workbench.configs.load(spec), f"saved config {spec!r}"
-
-
 # ---- the tools' logic, without MCP -------------------------------------------------------------
 class KnowledgeService:
     """What each tool does, over one Workbench; methods return the tool's JSON or raise
@@ -629,7 +609,7 @@ def build_service(workbench, args: argparse.Namespace) -> KnowledgeService:
         name = workbench.resolve(given)  # a table or display name; unknown: a readable error, before serving
         info = workbench.info(name)
         spec = configs[i] if len(configs) == len(names) else (configs[0] if configs else None)
-        config, label = collection_config(workbench, spec)
+        config, label = workbench.configs.resolve(spec)
         served.append(Served(name, config, label, info.model, info.label))
     if args.qa_score not in QA_SCORES and not any(args.qa_score in s.config.sources for s in served):
         raise RetrievalError(f"--qa-score must be one of {', '.join(QA_SCORES)} or a served source name, "

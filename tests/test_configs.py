@@ -61,3 +61,36 @@ def test_json_export_and_import(configs):
     with pytest.raises(RetrievalError, match="Invalid search config"):
         configs.import_json("bad", json.dumps({"depth": "ten"}))
     assert configs.names() == ["copy", "rrf10"]  # nothing saved by the failed imports
+
+
+def test_search_evaluate_and_sweep_take_a_saved_config_by_name(tmp_path, capsys):
+    """`--config NAME` reads a config saved on the Evaluate page, `--config FILE.json` a file; a
+    missing name or file, or a bad file, is one line on stderr and exit 2 (never a traceback)."""
+    import json
+
+    from corpora import ANIMALS
+
+    from retrieval import cli
+    from retrieval.ingest import parse_bytes
+    from retrieval.workbench import Workbench
+
+    db = str(tmp_path / "db")
+    workbench = Workbench(Store(db))
+    workbench.create("animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    workbench.configs.save("bm25 only", SearchConfig(weights={"bm25": 1.0}, top_k=2))
+    (tmp_path / "bad.json").write_text('{"depth": "ten"}', encoding="utf-8")
+    search = lambda *extra: cli.main(["--db", db, "search", "animals", "mice", "--json", *extra])  # noqa: E731
+    assert search("--config", "bm25 only") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["config"]["weights"] == {"bm25": 1.0} and [r["id"] for r in out["results"]] == ["cat", "fox"]
+    assert search("--config", "bm25 only", "--top-k", "1") == 0  # an option overrides the saved config
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)["results"]] == ["cat"]
+    for spec, message in [("nope", "No saved config named 'nope' (saved: bm25 only)"),
+                          (str(tmp_path / "missing.json"), "Cannot read config file"),
+                          (str(tmp_path / "missing"), "Cannot read config file"),
+                          (str(tmp_path / "bad.json"), "bad.json")]:
+        for command in (["search", "animals", "mice"], ["evaluate", str(tmp_path)], ["sweep", str(tmp_path)]):
+            assert cli.main(["--db", db, *command, "--config", spec]) == 2, (command, spec)
+            err = capsys.readouterr().err
+            assert err.startswith("error: ") and message in err and err.count("\n") == 1, (command, spec, err)
+            assert "Traceback" not in err

@@ -276,8 +276,11 @@ def test_the_ci_gate_exits_0_when_as_good_and_2_when_worse(tmp_path, beir_folder
     assert "kept snapshot 'base'" in capsys.readouterr().err
     assert run("--baseline", "base", "--fail-if-worse", "0.01") == 0  # the same config: Δ = 0, p = 1
     assert "(Δ +0.0000" in capsys.readouterr().err
-    # One candidate per source: every query whose first relevant paragraph was below rank 1 loses.
-    assert run("--baseline", "base", "--fail-if-worse", "0.01", "--depth", "1", "--snapshot", "shallow") == 2
+    # One candidate per source (a config saved by name): every query whose first relevant
+    # paragraph was below rank 1 loses.
+    Workbench(Store(db)).configs.save("one candidate", SearchConfig(depth=1))
+    assert run("--baseline", "base", "--fail-if-worse", "0.01", "--config", "one candidate", "--snapshot",
+               "shallow") == 2
     err = capsys.readouterr().err
     assert "worse than the baseline by more than 0.01 (p < 0.05)" in err
     store = SnapshotStore(Store(db))
