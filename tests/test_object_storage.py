@@ -127,7 +127,8 @@ def test_ingest_search_add_clear_delete_on_s3(s3, locks, tmp_path, monkeypatch):
     assert remote.clear("xquad-en").doc_count == 0
     assert remote.judgments.ratings("xquad-en", "mine", "zeppelin") == {"zep": 3}  # clear keeps judgments
     assert remote.store.column("xquad-en", ["id"]).num_rows == 0
-    assert ranking(remote, "xquad-en", "zeppelin", SOURCES["bm25 (rank-bm25)"]) == []
+    with pytest.raises(RetrievalError, match="'xquad-en' has no documents"):
+        ranking(remote, "xquad-en", "zeppelin", SOURCES["bm25 (rank-bm25)"])
 
     remote.delete("xquad-en")
     assert remote.collection_names() == [] and not remote.exists("xquad-en")
