@@ -147,7 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_options(p)
 
     p = sub.add_parser("evaluate", help="evaluate on a BEIR folder (ingested once into a cache collection)")
-    p.add_argument("beir_dir", type=Path)
+    p.add_argument("source", type=Path, metavar="DIR|COLLECTION",
+                   help="a BEIR folder, or with --queryset a collection")
+    p.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME (judged in the "
+                                                      "app, or imported with 'queryset import')")
     p.add_argument("--model", help="embedding model (default: by corpus language)")
     p.add_argument("--max-queries", type=int, help="evaluate only the first N judged queries")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -160,7 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="judge the fusion grid (every method × 11 weight splits) on a BEIR folder "
                                          "(retrieval once per query)")
-    p.add_argument("beir_dir", type=Path)
+    p.add_argument("source", type=Path, metavar="DIR|COLLECTION",
+                   help="a BEIR folder, or with --queryset a collection")
+    p.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME")
     p.add_argument("--model", help="embedding model (default: by corpus language)")
     p.add_argument("--max-queries", type=int, help="use only the first N judged queries")
     p.add_argument("--sources", default="bm25,dense", help="the two sources the grid splits weight between")
@@ -193,6 +198,16 @@ def build_parser() -> argparse.ArgumentParser:
                    default="list")
     p.add_argument("name", nargs="?", help="the collection's table name or display name")
 
+    p = sub.add_parser("queryset", help="a collection's query sets: list them, export one (queries and judgments "
+                                        "in one JSONL file), import one")
+    p.add_argument("action", choices=("list", "export", "import"))
+    p.add_argument("collection", help="its table name or display name")
+    p.add_argument("name", nargs="?", help="the query set")
+    p.add_argument("file", nargs="?", type=Path, help="import: a queries file (JSONL, TSV or CSV); a query set "
+                                                        "exported here carries its judgments")
+    p.add_argument("--qrels", type=Path, help="import: a judgments file (TREC, BEIR tsv or CSV)")
+    p.add_argument("--replace", action="store_true", help="import: replace a query set of the same name")
+
     p = sub.add_parser("serve", help="serve collections with their saved configs to agents (MCP: stdio or HTTP)")
     serve.add_arguments(p)
     return parser
@@ -221,16 +236,29 @@ def _workbench(args):
     return Workbench(Store(args.db))
 
 
-def _beir_judged(args, workbench) -> tuple[str, object, dict]:
-    """The BEIR folder's cache collection (ingested once), its parsed corpus, and the judgments
-    to use (the first `--max-queries` judged queries when that is given)."""
-    from .evaluate import ensure_beir_collection
+def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
+    """What `evaluate` and `sweep` judge: the collection, the queries, the judgments (the first
+    `--max-queries` judged queries when that is given) and the query set's name for snapshots.
+    SOURCE is a BEIR folder (ingested once into a cache collection), or with `--queryset NAME` a
+    collection whose query set NAME was judged in the app (or imported)."""
+    if args.queryset:
+        name = workbench.resolve(str(args.source))
+        queries = workbench.judgments.queries(name, args.queryset)
+        qrels = {q: d for q, d in workbench.judgments.qrels(name, args.queryset).items() if d}
+        if not qrels:
+            raise RetrievalError(f"Query set {args.queryset!r} of {name!r} has no judgments yet")
+        label = args.queryset
+    else:
+        from .evaluate import ensure_beir_collection
 
-    name, corpus = ensure_beir_collection(workbench.store, args.beir_dir, args.model, _log, _progress)
-    qrels = corpus.qrels
+        if not args.source.is_dir():
+            raise RetrievalError(f"{args.source} is not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/); to "
+                                 "judge a collection with a query set of its own, add --queryset NAME")
+        name, corpus = ensure_beir_collection(workbench.store, args.source, args.model, _log, _progress)
+        queries, qrels, label = corpus.queries, corpus.qrels, f"beir:{args.source.name}"
     if args.max_queries:
         qrels = dict(list(qrels.items())[: args.max_queries])
-    return name, corpus, qrels
+    return name, queries, qrels, label
 
 
 def cmd_ingest(args) -> int:
@@ -388,7 +416,7 @@ def cmd_evaluate(args) -> int:
 
     config = config_from_args(args)
     workbench = _workbench(args)
-    name, corpus, qrels = _beir_judged(args, workbench)
+    name, queries, qrels, label = _judged(args, workbench)
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -401,29 +429,29 @@ def cmd_evaluate(args) -> int:
     baseline = snapshots.get(args.baseline) if args.baseline else None  # bad names fail before the work
     if args.snapshot:
         snapshots.check_free(args.snapshot)
-    report = evaluate_collection(workbench, name, corpus.queries, qrels, config, progress=progress)
+    report = evaluate_collection(workbench, name, queries, qrels, config, progress=progress)
     if args.json:
         print(json.dumps(report.to_json_dict(), ensure_ascii=False))
     else:
         metric_names = list(next(iter(report.metrics.values())))
-        print(f"{report.n_queries} queries on {args.beir_dir}")
+        print(f"{report.n_queries} queries on {args.source}" + (f" ({label})" if args.queryset else ""))
         print(f"{'system':<8} " + " ".join(f"{m:>12}" for m in metric_names))
         for system, values in report.metrics.items():
             print(f"{system:<8} " + " ".join(f"{values[m]:>12.4f}" for m in metric_names))
     if args.snapshot or args.baseline:
-        return _snapshot_and_gate(args, snapshots, baseline, workbench, name, corpus.queries, qrels, config)
+        return _snapshot_and_gate(args, snapshots, baseline, workbench, name, queries, qrels, config, label)
     return 0
 
 
-def _snapshot_and_gate(args, snapshots, baseline, workbench, collection: str, queries, qrels, config) -> int:
+def _snapshot_and_gate(args, snapshots, baseline, workbench, collection: str, queries, qrels, config,
+                       query_set: str) -> int:
     """`evaluate … --snapshot NAME` keeps the evaluation; `--baseline NAME` diffs it against that
     snapshot and, with `--fail-if-worse MARGIN`, returns 2 when the metric fell by more than MARGIN
     with p < 0.05 (the losers printed to stderr), else 0."""
     from .snapshot_diff import diff, summary
     from .snapshots import rerun_at, take_snapshot
 
-    current = take_snapshot(workbench, collection, args.snapshot or "current", config, queries, qrels,
-                            f"beir:{args.beir_dir.name}")
+    current = take_snapshot(workbench, collection, args.snapshot or "current", config, queries, qrels, query_set)
     if args.snapshot:
         snapshots.add(current)
         _log(f"kept snapshot {current.name!r}")
@@ -454,14 +482,14 @@ def cmd_sweep(args) -> int:
         top_ns = [_positive_int(n, "--rerank-top-ns") for n in (args.rerank_top_ns or "").split(",") if n.strip()]
         variants = with_rerank_grid(variants, base, RERANK_LAMBDAS, top_ns or None)
     workbench = _workbench(args)
-    name, corpus, qrels = _beir_judged(args, workbench)
+    name, queries, qrels, label = _judged(args, workbench)
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
         if done == total or done % 100 == 0:
             _log(f"  {done}/{total} steps (queries, then variants) ({time.perf_counter() - started:.0f} s)")
 
-    result = run_sweep(workbench, name, corpus.queries, qrels, variants, DEFAULT_METRICS, progress)
+    result = run_sweep(workbench, name, queries, qrels, variants, DEFAULT_METRICS, progress)
     _log(f"{len(variants)} variants over {result.n_queries} queries: retrieval "
          f"{result.seconds['retrieval']:.1f} s, fusion + metrics {result.seconds['fusion+metrics']:.1f} s")
     rows = result.to_json_list()[: args.top] if args.top else result.to_json_list()
@@ -474,7 +502,8 @@ def cmd_sweep(args) -> int:
             _log(held_out_line)
         return 0
     metrics = list(result.metrics)
-    print(f"{len(variants)} variants, {result.n_queries} queries on {args.beir_dir}, best first")
+    print(f"{len(variants)} variants, {result.n_queries} queries on {args.source}"
+          + (f" ({label})" if args.queryset else "") + ", best first")
     print(f"{'#':>3} {'variant':<46} " + " ".join(f"{m:>12}" for m in metrics))
     for rank, row in enumerate(rows, start=1):
         print(f"{rank:>3} {row['label']:<46} " + " ".join(f"{row['metrics'][m]:>12.4f}" for m in metrics))
@@ -603,5 +632,36 @@ def cmd_snapshot(args) -> int:
     return 0
 
 
+def cmd_queryset(args) -> int:
+    """`queryset list|export|import`: what the Evaluate page's query set section does."""
+    workbench = _workbench(args)
+    collection = workbench.resolve(args.collection)
+    judgments = workbench.judgments
+    if args.action == "list":
+        for name in judgments.query_sets(collection):
+            qrels = judgments.qrels(collection, name)
+            print(f"{name}\t{len(judgments.queries(collection, name))} queries\t{sum(1 for d in qrels.values() if d)} "
+                  f"judged\t{sum(len(d) for d in qrels.values())} judgments")
+        return 0
+    if not args.name:
+        raise RetrievalError(f"'queryset {args.action}' needs the query set's name")
+    if args.action == "export":
+        print(judgments.export_query_set(collection, args.name), end="")
+        return 0
+    if args.file is None:
+        raise RetrievalError("'queryset import' needs a queries file")
+    if args.name in judgments.query_sets(collection) and not args.replace:
+        raise RetrievalError(f"Query set {args.name!r} exists: add --replace to overwrite it, or pick another name")
+    try:
+        data = args.file.read_bytes()
+        qrels = args.qrels.read_bytes() if args.qrels else None
+    except OSError as exc:
+        raise RetrievalError(f"Cannot read {exc.filename}: {exc.strerror}") from exc
+    n_queries, n_judgments = judgments.import_files(collection, args.name, data, args.file.name, qrels,
+                                                    qrels_filename=args.qrels.name if args.qrels else "qrels")
+    _log(f"query set {args.name!r} of {collection!r}: {n_queries} queries, {n_judgments} judgments")
+    return 0
+
+
 COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "evaluate": cmd_evaluate, "sweep": cmd_sweep,
-            "collections": cmd_collections, "serve": cmd_serve, "snapshot": cmd_snapshot}
+            "collections": cmd_collections, "serve": cmd_serve, "snapshot": cmd_snapshot, "queryset": cmd_queryset}

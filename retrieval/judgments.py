@@ -219,18 +219,14 @@ class JudgmentStore:
         queries_filename: str,
         qrels_data: bytes | None = None,
         replace: bool = True,
+        qrels_filename: str = "qrels",
     ) -> tuple[int, int]:
-        """Upload: parse a queries file (JSONL / TSV / CSV, `qrels.parse_queries`) and optionally
-        a qrels file (BEIR TSV / TREC / CSV, `qrels.parse_qrels`), then `save_query_set`.
-        Returns (queries, judgments) stored. Any parse or validation error: nothing changes."""
-        from .encoding import decode_bytes
-        from .qrels import parse_qrels, parse_queries
-
-        queries = parse_queries(queries_data, queries_filename)
-        qrels = None
-        if qrels_data is not None:
-            text, _ = decode_bytes(qrels_data)
-            qrels = parse_qrels(text)
+        """Upload: parse a queries file (JSONL / TSV / CSV, `qrels.parse_queries`; a query set
+        file with its judgments, `qrels.parse_query_set`) and optionally a qrels file (BEIR TSV /
+        TREC / CSV, `qrels.parse_qrels`), then `save_query_set`. Returns (queries, judgments)
+        stored. Any parse or validation error: nothing changes."""
+        queries, qrels = read_query_set_files((queries_filename, queries_data),
+                                              None if qrels_data is None else (qrels_filename, qrels_data))
         self.save_query_set(collection, set_name, queries, qrels, replace=replace)
         return len(queries), sum(len(docs) for docs in (qrels or {}).values())
 
@@ -295,6 +291,16 @@ class JudgmentStore:
                                                        for d, g in docs.items()]
         return "\n".join(lines) + "\n"
 
+    def export_query_set(self, collection: str, set_name: str) -> str:
+        """The set in one file: its queries in order as JSONL, each with its judgments
+        (`{"_id": …, "text": …, "judgments": {doc id: grade}}`), which `import_files` reads back
+        exactly (`qrels.parse_query_set`) and BEIR tools read as a queries file."""
+        import json
+
+        qrels = self.qrels(collection, set_name)
+        return "".join(json.dumps({"_id": q, "text": t, "judgments": qrels.get(q, {})}, ensure_ascii=False) + "\n"
+                       for q, t in self.queries(collection, set_name).items())
+
     def export_queries(self, collection: str, set_name: str) -> str:
         """The set's queries as JSONL (`{"_id": …, "text": …}` per line), as BEIR ships them."""
         import json
@@ -340,6 +346,27 @@ class JudgmentStore:
             if judgment_rows or delete_rest:
                 _merge(judgments, JUDGMENT_KEY, pa.Table.from_pylist(judgment_rows, schema=JUDGMENTS_SCHEMA),
                        delete_rest)
+
+
+def read_query_set_files(queries_file: tuple[str, bytes], qrels_file: tuple[str, bytes] | None
+                         ) -> tuple[dict[str, str], dict[str, dict[str, int]] | None]:
+    """Queries and judgments from an upload: a queries file (which may carry its judgments:
+    `qrels.parse_query_set`) and an optional qrels file ((file name, bytes) each). Judgments in
+    both is an error: which to keep is not ours to guess."""
+    from .encoding import decode_bytes
+    from .qrels import parse_qrels, parse_query_set
+    from .types import IngestError
+
+    queries, qrels = parse_query_set(queries_file[1], queries_file[0])
+    if qrels_file is not None:
+        if qrels is not None:
+            raise RetrievalError(f"{queries_file[0]} carries judgments already: upload it without a qrels file, or "
+                                 "a queries file without judgments with one")
+        try:
+            qrels = parse_qrels(decode_bytes(qrels_file[1])[0])
+        except IngestError as exc:
+            raise IngestError(f"{qrels_file[0]}: {exc}") from exc  # str(exc) lists the problems already
+    return queries, qrels
 
 
 def _merge(table, key: list[str], rows: pa.Table, delete_rest: str | None) -> None:

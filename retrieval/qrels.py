@@ -20,6 +20,10 @@ Queries (`parse_queries`), chosen by file extension:
 - `.tsv`: `id<TAB>text` per line (the text is everything after the first tab), with an optional
   header such as `query-id<TAB>text` or `id<TAB>query`;
 - `.csv`: a header with an id column and a text column (same names as JSONL).
+
+A query set in one file (`parse_query_set`, what `JudgmentStore.export_query_set` writes): JSONL
+as above with each query's judgments under `judgments`, `{doc id: grade}` (`{}`: not judged yet),
+so the file is also a BEIR queries file.
 """
 
 from __future__ import annotations
@@ -105,6 +109,37 @@ def parse_queries(data: bytes, filename: str) -> dict[str, str]:
     if not queries:
         raise IngestError(f"{name}: no queries found")
     return queries
+
+
+def parse_query_set(data: bytes, filename: str) -> tuple[dict[str, str], dict[str, dict[str, int]] | None]:
+    """A queries file (`parse_queries`) and, when its JSONL lines carry `judgments`, the
+    judgments it holds (query id -> doc id -> grade); None when no line has any. Problems are
+    reported by line, in one IngestError."""
+    queries = parse_queries(data, filename)
+    if PurePath(filename).suffix.lower() not in (".jsonl", ".ndjson"):
+        return queries, None
+    qrels: dict[str, dict[str, int]] = {}
+    problems: list[str] = []
+    found = False
+    for number, item, _ in read_json_lines(decode_bytes(data)[0]):
+        if not isinstance(item, dict) or "judgments" not in item:
+            continue
+        found = True
+        judged = item["judgments"]
+        query_id = str(next(item[key] for key in QUERY_ID_KEYS if key in item)).strip()
+        if not isinstance(judged, dict):
+            problems.append(f"line {number}: judgments must be an object {{document id: grade}}")
+            continue
+        for doc_id, grade in judged.items():
+            value = _grade(str(grade)) if isinstance(grade, (int, float)) and not isinstance(grade, bool) else None
+            if value is None or not str(doc_id).strip():
+                problems.append(f"line {number}: judgment {doc_id!r}: {grade!r} is not a document id with an "
+                                "integer grade")
+                continue
+            qrels.setdefault(query_id, {})[str(doc_id).strip()] = value
+    if problems:
+        raise IngestError(f"{PurePath(filename).name}: {len(problems)} problem(s) in the judgments", problems)
+    return queries, qrels if found else None
 
 
 def read_json_lines(text: str) -> Iterator[tuple[int, Any, str | None]]:

@@ -21,26 +21,35 @@ FLASH_KEY = "eval.flash"
 def upload_query_set(judgments, collection: str, name: str, queries_file: tuple[str, bytes] | None,
                      qrels_file: tuple[str, bytes] | None, existing: list[str], replace: bool) -> QuerySet:
     """Parse the uploaded files and store them as query set `name`. All or nothing: any problem
-    raises RetrievalError (IngestError for file problems) before anything is written."""
-    from retrieval.encoding import decode_bytes
-    from retrieval.qrels import parse_qrels, parse_queries
-    from retrieval.types import IngestError
+    raises RetrievalError (IngestError for file problems) before anything is written.
+
+    A queries file (which may carry its judgments: a query set exported here) makes the set; a
+    qrels file alone adds its judgments to the existing set `name`, whose queries it must name."""
+    from retrieval.judgments import read_query_set_files
 
     name = (name or "").strip()
     if not name:
         raise RetrievalError("Give the query set a name")
+    if queries_file is None:
+        if qrels_file is None:
+            raise RetrievalError("Upload a queries file (JSONL, TSV or CSV), or a judgments file for an existing set")
+        if name not in existing:
+            raise RetrievalError(f"There is no query set {name!r} to add these judgments to: upload its queries "
+                                 "file too (judgments need the query texts), or pick an existing set's name")
+        from retrieval.encoding import decode_bytes
+        from retrieval.qrels import parse_qrels
+        from retrieval.types import IngestError
+
+        try:
+            qrels = parse_qrels(decode_bytes(qrels_file[1])[0])
+        except IngestError as exc:
+            raise IngestError(f"{qrels_file[0]}: {exc}") from exc
+        queries = judgments.queries(collection, name)
+        judgments.save_query_set(collection, name, queries, qrels, replace=False)  # merged: nothing removed
+        return QuerySet(name, queries, judgments.qrels(collection, name))
     if name in existing and not replace:
         raise RetrievalError(f"Query set {name!r} exists: tick 'Replace' to overwrite it, or pick another name")
-    if queries_file is None:
-        raise RetrievalError("Upload a queries file (JSONL, TSV or CSV): judgments need the query texts")
-    queries = parse_queries(queries_file[1], queries_file[0])
-    qrels = None
-    if qrels_file is not None:
-        try:
-            text, _ = decode_bytes(qrels_file[1])
-            qrels = parse_qrels(text)
-        except IngestError as exc:
-            raise IngestError(f"{qrels_file[0]}: {exc}") from exc  # str(exc) lists the problems already
+    queries, qrels = read_query_set_files(queries_file, qrels_file)
     judgments.save_query_set(collection, name, queries, qrels, replace=True)
     return QuerySet(name, queries, qrels or {})
 
@@ -109,13 +118,19 @@ def _with_sample_set(workbench, collection: str) -> list[str]:
 
 def _qrels_downloads(workbench, collection: str, name: str) -> None:
     judgments = workbench.judgments
-    left, right, _ = st.columns([1, 1, 3])
+    whole, left, right, _ = st.columns([1, 1, 1, 2])
     try:
-        trec, beir = memo_read(workbench, ("qrels", collection, name), lambda: (
-            judgments.export_qrels(collection, name, fmt="trec"), judgments.export_qrels(collection, name, fmt="beir")))
+        trec, beir, both = memo_read(workbench, ("qrels", collection, name), lambda: (
+            judgments.export_qrels(collection, name, fmt="trec"), judgments.export_qrels(collection, name, fmt="beir"),
+            judgments.export_query_set(collection, name)))
     except Exception as exc:
         views.show_error(exc)
         return
+    whole.download_button("Query set (queries + judgments)", both, file_name=f"{collection}-{name}.jsonl",
+                          mime="application/x-ndjson", key="eval.queryset_jsonl",
+                          help="The whole set in one file: each query's id, text and judgments (JSONL). Upload it "
+                               "into another collection or database, or give it to `python -m retrieval queryset "
+                               "import`; BEIR tools read it as a queries file.")
     left.download_button("Judgments (TREC qrels)", trec, file_name=f"{collection}-{name}.qrels", mime="text/plain",
                          key="eval.qrels_trec", help="This set's judgments as TREC qrels: 'qid 0 docid grade' lines.")
     right.download_button("Judgments (BEIR tsv)", beir, file_name=f"{collection}-{name}.tsv",
@@ -143,16 +158,19 @@ def _delete_form(judgments, collection: str, name: str) -> None:
 
 def _upload_form(judgments, collection: str, names: list[str]) -> None:
     with st.expander("Upload a query set"):
-        st.caption("Queries: JSONL (`_id`/`id` and `text`/`query`), TSV (`id<TAB>text`) or CSV with a header. "
-                   "Judgments (optional): TREC qrels (`qid 0 docid grade`), BEIR tsv "
-                   "(`query-id<TAB>corpus-id<TAB>score`) or CSV with query, document and grade columns.")
+        st.caption("Queries: JSONL (`_id`/`id` and `text`/`query`), TSV (`id<TAB>text`) or CSV with a header; a "
+                   "query set downloaded here carries its judgments too. Judgments (optional): TREC qrels "
+                   "(`qid 0 docid grade`), BEIR tsv (`query-id<TAB>corpus-id<TAB>score`) or CSV with query, "
+                   "document and grade columns; alone, they are added to the existing set of that name.")
         name = st.text_input("Query set name", key="eval.upload.name",
                              help="The name the set is stored under in this collection.")
         queries = st.file_uploader("Queries file", type=QUERY_TYPES, key="eval.upload.queries",
-                                   help="The query texts with their ids (JSONL, TSV or CSV).")
+                                   help="The query texts with their ids (JSONL, TSV or CSV), or a whole query set "
+                                        "(JSONL with judgments).")
         qrels = st.file_uploader("Judgments file (qrels)", type=QRELS_TYPES, key="eval.upload.qrels",
                                  help="Graded relevance per query id and document id: TREC, BEIR tsv or CSV. "
-                                      "Optional: without it the queries start unjudged.")
+                                      "Optional: without it the queries start unjudged. Without a queries file "
+                                      "the judgments are added to the existing set of this name.")
         replace = st.checkbox("Replace a set of the same name", key="eval.upload.replace",
                               help="Overwrite an existing set with this name (its ratings are lost).")
         submitted = st.button("Save query set", key="eval.upload.save",

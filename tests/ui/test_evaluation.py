@@ -46,8 +46,18 @@ def test_failures_change_nothing(judgments):
         upload_query_set(judgments, "docs", "mine", QUERIES_TSV, ("j.qrels", b"q9 0 d1 1\n"), ["mine"], replace=True)
     with pytest.raises(RetrievalError, match="exists: tick 'Replace'"):
         upload_query_set(judgments, "docs", "mine", QUERIES_TSV, None, ["mine"], replace=False)
-    with pytest.raises(RetrievalError, match="Upload a queries file"):
+    with pytest.raises(RetrievalError, match="There is no query set 'other' to add these judgments to"):
         upload_query_set(judgments, "docs", "other", None, ("j.qrels", b"q1 0 d1 1\n"), ["mine"], replace=False)
+    with pytest.raises(RetrievalError, match="Upload a queries file"):
+        upload_query_set(judgments, "docs", "other", None, None, ["mine"], replace=False)
+    with pytest.raises(RetrievalError, match="not in the query set: 'q9'"):  # judgments alone, unknown query
+        upload_query_set(judgments, "docs", "mine", None, ("j.qrels", b"q9 0 d1 1\n"), ["mine"], replace=False)
+    with pytest.raises(RetrievalError, match="carries judgments already"):
+        upload_query_set(judgments, "docs", "mine", ("s.jsonl", b'{"_id": "q1", "text": "t", "judgments": {}}\n'),
+                         ("j.qrels", b"q1 0 d1 1\n"), ["mine"], replace=True)
+    with pytest.raises(IngestError, match=r"line 1: judgment 'd1': 'two' is not a document id with an integer grade"):
+        upload_query_set(judgments, "docs", "mine", ("s.jsonl", b'{"_id": "q1", "text": "t", "judgments": '
+                                                                b'{"d1": "two"}}\n'), None, ["mine"], replace=True)
     with pytest.raises(RetrievalError, match="Invalid query set name"):
         upload_query_set(judgments, "docs", "Bad Name", QUERIES_TSV, None, ["mine"], replace=False)
     assert (judgments.queries("docs", "mine"), judgments.qrels("docs", "mine")) == before
@@ -65,3 +75,22 @@ def test_sweep_key_ignores_what_the_grid_varies():
     minmax = SearchConfig(fusion="weighted", normalization="minmax", weights={"bm25": 0.2, "dense": 0.8})
     assert config_label(minmax) == \
         "weighted sum (minmax, arithmetic), BM25 0.2, vector 0.8, depth 100"
+
+
+def test_a_query_set_travels_in_one_file(judgments):
+    """Exported with its texts and grades in one JSONL file, uploaded elsewhere: the same queries in
+    the same order and the same judgments (an unjudged query stays unjudged), byte for byte."""
+    queries = {"q2": "Who won the game?", "q1": "How many points? 多少分", "q3": "Not judged yet"}
+    qrels = {"q2": {"d2": 1, "d3": 0}, "q1": {"d1": 2, "d9": -1}}
+    judgments.save_query_set("docs", "mine", queries, qrels)
+    exported = judgments.export_query_set("docs", "mine")
+    assert exported.splitlines()[0] == '{"_id": "q2", "text": "Who won the game?", "judgments": {"d2": 1, "d3": 0}}'
+    saved = upload_query_set(judgments, "other", "moved", ("mine.jsonl", exported.encode("utf-8")), None, [],
+                             replace=False)
+    assert list(judgments.queries("other", "moved").items()) == list(queries.items())
+    assert judgments.qrels("other", "moved") == qrels and saved.judged == ["q2", "q1"]
+    assert judgments.export_query_set("other", "moved") == exported
+    # judgments alone are added to the existing set: q3 gets its first, q1's d1 is re-graded, nothing removed
+    upload_query_set(judgments, "other", "moved", None, ("more.qrels", b"q3 0 d4 3\nq1 0 d1 1\n"), ["moved"],
+                     replace=False)
+    assert judgments.qrels("other", "moved") == {"q2": {"d2": 1, "d3": 0}, "q1": {"d1": 1, "d9": -1}, "q3": {"d4": 3}}
