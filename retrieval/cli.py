@@ -471,7 +471,15 @@ def cmd_sweep(args) -> int:
     """Ingest once (cache collection), fetch candidates once per query, rank every variant of
     `sweep.default_grid(config)` in memory and print the variants best first."""
     from .evaluate import DEFAULT_METRICS
-    from .sweep import RERANK_LAMBDAS, default_grid, held_out_estimate, run_sweep, with_rerank_grid
+    from .sweep import (
+        RERANK_LAMBDAS,
+        default_grid,
+        headline,
+        held_out_estimate,
+        run_sweep,
+        with_current,
+        with_rerank_grid,
+    )
 
     base = config_from_args(args)
     sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
@@ -481,6 +489,7 @@ def cmd_sweep(args) -> int:
     if args.rerank_grid:
         top_ns = [_positive_int(n, "--rerank-top-ns") for n in (args.rerank_top_ns or "").split(",") if n.strip()]
         variants = with_rerank_grid(variants, base, RERANK_LAMBDAS, top_ns or None)
+    variants, current = with_current(variants, base)  # the config the options give, scored beside the grid
     workbench = _workbench(args)
     name, queries, qrels, label = _judged(args, workbench)
     started = time.perf_counter()
@@ -496,8 +505,10 @@ def cmd_sweep(args) -> int:
     held_out = held_out_estimate(result, folds=min(5, result.n_queries)) if result.n_queries >= 2 else None
     held_out_line = (f"held-out {held_out.metric} of taking the best variant ({held_out.folds}-fold over queries): "
                      f"{held_out.score:.4f} (in-sample best {held_out.in_sample:.4f})") if held_out else ""
+    said = headline(result, current).sentence()
     if args.json:
         print(json.dumps(rows, ensure_ascii=False))
+        _log(said)
         if held_out_line:
             _log(held_out_line)
         return 0
@@ -514,6 +525,7 @@ def cmd_sweep(args) -> int:
         if family not in seen:
             seen.add(family)
             print(f"    {row['label']:<46} " + " ".join(f"{row[m]:>12.4f}" for m in metrics))
+    print(said)
     if held_out_line:
         print(held_out_line)
     return 0

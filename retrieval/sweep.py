@@ -342,6 +342,72 @@ def describe(variant: Variant) -> dict[str, Any]:
 
 
 
+CURRENT_LABEL = "current config"
+TIE_TOLERANCE = 1e-12  # means this close are the same score (floats summed in another order)
+
+
+def with_current(variants: Sequence[Variant], current: SearchConfig) -> tuple[list[Variant], str]:
+    """`variants` with `current` (the config being tuned) among them, and its label: the grid
+    variant with exactly that config, or `CURRENT_LABEL` added at the end."""
+    for variant in variants:
+        if variant.config == current:
+            return list(variants), variant.label
+    return [*variants, Variant(CURRENT_LABEL, current)], CURRENT_LABEL
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What a sweep says about the config being tuned: its score, the best score, every variant
+    tied at the best, and whether the first of them is significantly better than the current one
+    (paired randomization test over the queries, two-sided, `paired.randomization_p`)."""
+
+    metric: str
+    n_variants: int
+    current: str  # the current config's label
+    current_value: float
+    best: str  # the first best row
+    best_value: float
+    tied: tuple[str, ...]  # every variant scoring the best value, best row first
+    p_value: float
+
+    @property
+    def significant(self) -> bool:
+        return self.best_value > self.current_value and self.p_value < 0.05
+
+    def sentence(self) -> str:
+        """The headline for a person: current beside best, ties named, the test's verdict."""
+        metric = self.metric
+        head = (f"Current config: {metric} {self.current_value:.4f}. Best of {self.n_variants} variants: "
+                f"{self.best_value:.4f}")
+        if self.current in self.tied:
+            others = len(self.tied) - 1
+            return head + (" — the current config is already the best" +
+                           (f", tied with {others} other variant(s)." if others else "."))
+        verdict = ("significantly better" if self.significant else "not significantly better: the difference "
+                   "may be noise over these queries")
+        tie = (f" {len(self.tied)} variants tie at the best; the first in the table is offered, any of them "
+               "scores the same." if len(self.tied) > 1 else "")
+        return (head + f" (Δ {self.best_value - self.current_value:+.4f}, paired randomization p = "
+                f"{self.p_value:.3g}: {verdict}).{tie}")
+
+
+def headline(result: SweepResult, current: str, metric: str | None = None, seed: int = 42) -> Headline:
+    """The `Headline` of `result` for the variant labelled `current` (see `with_current`)."""
+    from .paired import randomization_p
+
+    metric = metric or result.metrics[0]
+    values = {row["label"]: row[metric] for row in result.rows}
+    if current not in values:
+        raise RetrievalError(f"No variant labelled {current!r} in this sweep")
+    best = result.rows[0]["label"]
+    best_value = values[best]
+    tied = tuple(row["label"] for row in result.rows if abs(row[metric] - best_value) <= TIE_TOLERANCE)
+    queries = sorted(result.per_query[best])
+    deltas = [result.per_query[best][q][metric] - result.per_query[current][q][metric] for q in queries]
+    p_value = 1.0 if current in tied else randomization_p(deltas, seed=seed)
+    return Headline(metric, len(result.rows), current, values[current], best, best_value, tied, p_value)
+
+
 @dataclass(frozen=True)
 class HeldOut:
     """A cross-validated estimate of what picking the sweep's best variant is worth."""

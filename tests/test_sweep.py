@@ -219,3 +219,34 @@ def test_a_rerank_variant_takes_a_query_without_candidates(small_sample):
     result = run_sweep(workbench, "xsmall", queries, qrels, variants, metrics=("ndcg@10",))
     values = result.per_query[variants[0].label]
     assert values["nothing"]["ndcg@10"] == 0.0 and values[qid]["ndcg@10"] > 0.0
+
+
+def test_the_headline_puts_the_current_config_beside_the_best_and_names_ties():
+    """By hand: three queries; 'a' and 'b' tie at the best mean 0.8, the current config scores 0.5."""
+    from retrieval.paired import randomization_p
+    from retrieval.sweep import CURRENT_LABEL, SweepResult, Variant, headline, with_current
+
+    per_query = {"a": {"q1": 1.0, "q2": 0.9, "q3": 0.5}, "b": {"q1": 0.8, "q2": 0.8, "q3": 0.8},
+                 CURRENT_LABEL: {"q1": 0.5, "q2": 0.6, "q3": 0.4}}
+    means = {label: sum(v.values()) / 3 for label, v in per_query.items()}
+    rows = [{"label": label, "ndcg@10": means[label]} for label in ("a", "b", CURRENT_LABEL)]
+    result = SweepResult(("ndcg@10",), 3, rows, {label: Variant(label, SearchConfig()) for label in per_query},
+                         {label: {q: {"ndcg@10": v} for q, v in values.items()} for label, values in per_query.items()})
+    said = headline(result, CURRENT_LABEL)
+    assert said.tied == ("a", "b") and said.best == "a"
+    assert said.current_value == pytest.approx(0.5) and said.best_value == pytest.approx(0.8)
+    assert said.p_value == randomization_p([0.5, 0.3, 0.1])  # a − current, per query
+    assert said.sentence().startswith("Current config: ndcg@10 0.5000. Best of 3 variants: 0.8000 (Δ +0.3000, "
+                                      "paired randomization p = ")
+    assert "2 variants tie at the best" in said.sentence()
+    # three queries all better: a sign-flip test cannot go below 2/8 — not significant
+    assert said.p_value > 0.05 and not said.significant
+    assert "not significantly better: the difference may be noise over these queries" in said.sentence()
+    already = headline(result, "b")
+    assert already.sentence() == ("Current config: ndcg@10 0.8000. Best of 3 variants: 0.8000 — the current config "
+                                  "is already the best, tied with 1 other variant(s).")
+    # with_current finds the config in the grid, or adds it
+    grid = default_grid(SearchConfig())
+    assert with_current(grid, SearchConfig()) == (grid, "weighted l2 arithmetic bm25=0.4 dense=0.6")
+    extended, label = with_current(grid, SearchConfig(depth=7))
+    assert label == CURRENT_LABEL and extended[-1].config == SearchConfig(depth=7) and len(extended) == 133

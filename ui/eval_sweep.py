@@ -21,7 +21,7 @@ RERANK_TOP_NS = (10, 20, 50)
 
 
 def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConfig) -> None:
-    from retrieval.sweep import RERANK_LAMBDAS, default_grid, with_rerank_grid
+    from retrieval.sweep import RERANK_LAMBDAS, default_grid, headline, with_current, with_rerank_grid
 
     sources = tuple(s for s in state.UI_SOURCES if s in config.weights) or state.UI_SOURCES
     with_rerank = st.checkbox(
@@ -39,6 +39,7 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
         first_stage_count = len(variants)
         if with_rerank and top_ns:
             variants = with_rerank_grid(variants, config, RERANK_LAMBDAS, top_ns)
+        variants, current = with_current(variants, config)  # config A scored beside the grid
     except Exception as exc:
         views.show_error(exc)
         return
@@ -63,7 +64,8 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
         except Exception as exc:
             views.show_error(exc)
             return
-        results()["sweep"] = {"key": key, "result": result, "best": best, "when": time.strftime("%H:%M:%S")}
+        results()["sweep"] = {"key": key, "result": result, "best": best, "when": time.strftime("%H:%M:%S"),
+                              "current": current}
     stored = results().get("sweep")
     if stored is None or stored["key"][0] != collection:
         st.info("Press **Run the sweep** to score every variant.")
@@ -72,10 +74,15 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
     result, best = stored["result"], stored["best"]
     rows = list(result.rows)
     names = [m for m in DEFAULT_METRICS if rows and m in rows[0]]
-    top = rows[0] if rows else {}
-    st.markdown(views.markdown_safe(
-        f"Best of {len(rows)} variants: {best.label} — nDCG@10 {top.get('ndcg@10', float('nan')):.4f} "
-        f"({config_label(best.config)})."))
+    # Config A as it is now, if the sweep scored it; else config A as it was when the sweep ran.
+    now = next((v.label for v in result.variants.values() if v.config == config), None)
+    said = headline(result, now or stored["current"], "ndcg@10")
+    st.markdown(views.markdown_safe(said.sentence().replace("Current config", "Config A" if now else
+                                                            "Config A when the sweep ran", 1)
+                                    + f" Best: {best.label} ({config_label(best.config)})."))
+    if len(said.tied) > 1:
+        st.caption(views.markdown_safe("Tied at the best: " + "; ".join(said.tied[:20])
+                                       + (f" … and {len(said.tied) - 20} more" if len(said.tied) > 20 else "")))
     applied = stored.get("applied")
     st.button("Apply the best config to config A", key="sweep.apply", on_click=_apply_best, args=(best.config,),
               help="Replace config A (the sidebar, shared by every page) with the best variant's config.")
