@@ -184,7 +184,7 @@ def test_the_first_run_stores_the_sample_queries_and_judgments(tmp_path, monkeyp
 
 
 def test_applying_the_sweep_best_changes_config_a(small_set, workbench):
-    from retrieval.sweep import default_grid, run_sweep
+    from retrieval.sweep import default_grid, headline, run_sweep
 
     queries, qrels = small_set
     at = open_page(EVALUATE, set="small-eval")
@@ -199,6 +199,9 @@ def test_applying_the_sweep_best_changes_config_a(small_set, workbench):
     heat = next(c for c in at.get("plotly_chart"))
     assert heat is not None
     assert best.config != SearchConfig(), "the premise: the best variant is not the default config"
+    said = headline(expected, "weighted l2 arithmetic bm25=0.4 dense=0.6")  # config A, a grid point
+    assert any(plain(m.value).startswith(said.sentence().replace("Current config", "Config A", 1))
+               for m in at.markdown), [m.value for m in at.markdown]
 
     at.button(key="sweep.apply").click().run()
     assert not at.exception
