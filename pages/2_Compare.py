@@ -14,6 +14,7 @@ config_a = controls.config_controls("a", title="Config A", rerank_always=mode ==
 if mode == "configs":
     summary = st.container()
     left, right, b_column = st.columns([2, 2, 1])
+    controls.config_b_actions(context.workbench, b_column)
     config_b = controls.config_controls("b", b_column, title="Config B")
 version = controls.version_picker(context.workbench, collection, today=False) if mode == "versions" else None
 state.write_url("compare")

@@ -29,6 +29,7 @@ NORMALIZATION_LABELS = {"minmax": "min-max", "zscore": "z-score", "l2": "l2 (x /
 COMBINATION_LABELS = {name: combination.label for name, combination in COMBINATIONS.items()}
 # Config fields some fusion method reads: a control of one the current method does not read is greyed out.
 METHOD_PARAMS = method_params()
+B_DONE_KEY = "b.done"  # what a Compare shortcut just did to config B, said once
 
 
 def _clamp(value: float, low: float, high: float) -> float:
@@ -228,6 +229,39 @@ def _draw(knob: Knob, which: str, **extra: Any) -> Any:
                        help=knob.help, **knob.kwargs, **extra)
 
 
+def config_b_actions(workbench: Workbench, container: Any = None) -> None:
+    """Compare's shortcuts for config B: copy config A into it, load a saved config into it, or
+    reset it to its defaults (each a callback, so B's controls show the new config at once)."""
+    def set_b(config: SearchConfig, what: str) -> None:
+        state.view().config_b = state.with_ui_sources(config)
+        st.session_state[B_DONE_KEY] = f"Config B is now {what}."
+
+    with container if container is not None else st:
+        done = st.session_state.pop(B_DONE_KEY, None)
+        if done:
+            st.success(markdown_safe(done))
+        st.button("Copy A → B", key="b.copy_a", on_click=lambda: set_b(state.view().config_a, "a copy of config A"),
+                  help="Config B becomes a copy of config A (the sidebar), to change one thing from there.")
+        try:
+            saved = workbench.configs.names()
+        except Exception as exc:
+            views.show_error(exc)
+            saved = []
+        if saved:
+            name = st.selectbox("Saved config", saved, key="b.saved", help="A config saved on the Evaluate page.")
+
+            def load() -> None:
+                try:
+                    set_b(workbench.configs.load(name), f"the saved config '{name}'")
+                except RetrievalError as exc:  # e.g. deleted meanwhile
+                    st.session_state[B_DONE_KEY] = f"Config B is unchanged: {exc}"
+
+            st.button("Load into B", key="b.load", on_click=load, help="Config B becomes the saved config.")
+        st.button("Reset B to defaults", key="b.reset",
+                  on_click=lambda: set_b(state.default_config_b(), "the default RRF k = 60, BM25 0.5 / vector 0.5"),
+                  help="Config B goes back to its defaults: RRF k = 60, BM25 0.5, vector 0.5.")
+
+
 def graph_controls(which: str = "a", container: Any = None) -> SearchConfig:
     """The entity graph's parameters alone (the same `GRAPH_KNOBS`, bound to the same keys as in
     `config_controls`), for the Graph page; returns the View's config."""
@@ -250,9 +284,15 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
         if title:
             st.subheader(title)
         for knob in MAIN_KNOBS:
-            disabled = ((knob.key in METHOD_PARAMS and not _method(config).uses(knob.key))
-                        or (knob.key in ("rerank_top_n", "rerank_lambda") and not (config.rerank or rerank_always)))
-            _draw(knob, which, **({"disabled": True} if disabled else {}))
+            config = state.view().config(which)
+            unused = knob.key in METHOD_PARAMS and not _method(config).uses(knob.key)
+            rerank_off = knob.key in ("rerank_top_n", "rerank_lambda") and not (config.rerank or rerank_always)
+            _draw(knob, which, **({"disabled": True} if unused or rerank_off else {}))
+            if unused:  # say why it is greyed out, beside it
+                st.caption(markdown_safe(f"Greyed out: {_method(config).short} does not use the "
+                                         f"{knob.label.lower()} ({_method(config).help})"))
+            elif rerank_off:
+                st.caption("Greyed out: turn “Rerank” on to use it.")
             if knob.key == "rerank":  # what reranking did where it was measured, beside its switch
                 st.caption(markdown_safe(measured_effect(state.view().config(which))))
         _draw(SOURCES_KNOB, which)

@@ -1,9 +1,10 @@
 """Compare page: first stage vs reranked, and config A vs config B."""
 
-from conftest import QUERY, fused, open_page
+from conftest import QUERY, fused, open_page, plain
 
 from retrieval.compare import overlap_at_k, rank_changes, rbo
 from retrieval.config import SearchConfig
+from ui.state import default_config_b, with_ui_sources
 
 COMPARE = "pages/2_Compare.py"
 
@@ -54,3 +55,31 @@ def test_config_a_against_config_b(workbench):
     assert at.query_params["b.weights"] == "bm25=0.5,dense=0.9"
     assert at.query_params["b.fusion"] == "rrf"
     assert at.query_params["mode"] == "configs"
+
+
+def test_config_b_shortcuts_copy_load_and_reset(workbench):
+    from retrieval.configs import ConfigStore
+
+    ConfigStore(workbench.store).save("b-shortcut", SearchConfig(fusion="rrf", rrf_k=5, weights={"bm25": 1.0}))
+    at = open_page(COMPARE, q=QUERY, mode="configs", fusion="weighted", weights="bm25=0.3,dense=0.7", top_k="6")
+    at.button(key="b.copy_a").click().run()
+    view = at.session_state["_workbench_view"]
+    assert view.config_b == view.config_a and at.slider(key="b.w_bm25").value == 0.3
+    assert any("Config B is now a copy of config A" in s.value for s in at.success)
+    left, right = at.dataframe[0].value, at.dataframe[1].value
+    assert list(left["id"]) == list(right["id"])  # the same config: the same ranking
+    at.selectbox(key="b.saved").set_value("b-shortcut").run()
+    at.button(key="b.load").click().run()
+    assert at.selectbox(key="b.fusion").value == "rrf" and at.slider(key="b.rrf_k").value == 5
+    assert at.session_state["_workbench_view"].config_b.weights == {"bm25": 1.0, "dense": 0.0}
+    at.button(key="b.reset").click().run()
+    assert at.session_state["_workbench_view"].config_b == with_ui_sources(default_config_b())
+    assert at.query_params["b.fusion"] == "rrf" and at.query_params["b.weights"] == "bm25=0.5,dense=0.5"
+
+
+def test_a_greyed_out_control_says_why(workbench):
+    at = open_page(COMPARE, q=QUERY, mode="configs", fusion="rrf")
+    assert at.sidebar.selectbox(key="a.normalization").disabled
+    assert any(plain(c.value).startswith("Greyed out: RRF does not use the score normalisation (RRF adds w/(k + rank)")
+               for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+    assert any(c.value == "Greyed out: turn “Rerank” on to use it." for c in at.sidebar.caption)
