@@ -119,10 +119,12 @@ def rank_scatter(points: Sequence[Mapping[str, Any]], depth: int, x_source: str 
     ))
     for axis in (fig.update_xaxes, fig.update_yaxes):
         axis(range=[0, missing + 1])
+    # The two lines meet in the top-right corner: their labels go to opposite ends (the top
+    # left and the bottom right), so they never sit on each other or on the points there.
     fig.add_hline(y=missing, line_color="#94a3b8", line_dash="dot",
-                  annotation_text=f"not in {y_name}", annotation_position="bottom right")
+                  annotation_text=f"not in {y_name}", annotation_position="top left")
     fig.add_vline(x=missing, line_color="#94a3b8", line_dash="dot",
-                  annotation_text=f"not in {x_name}", annotation_position="top left")
+                  annotation_text=f"not in {x_name}", annotation_position="bottom left", annotation_textangle=-90)
     fig.update_xaxes(title_text=f"{x_name} rank")
     fig.update_yaxes(title_text=f"{y_name} rank")
     return _layout(fig, 480)

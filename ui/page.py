@@ -100,9 +100,33 @@ def at_version(workbench: Workbench, collection: str, version: int | None, hint:
 
 
 def need_query(query: str) -> bool:
-    """True when there is a query; otherwise a hint is shown."""
+    """True when there is a query; otherwise a hint naming queries of the current collection."""
     if query.strip():
         return True
-    st.info("Type a query above to see results. With the sample corpus, try "
-            "“How many points did the Panthers defense surrender?” or “黑豹队的防守丢了多少分？”.")
+    examples = example_queries(resources.workbench(), state.view().collection)
+    st.info(views.markdown_safe("Type a query above to see results." +
+                                (" For this collection, try " + " or ".join(f"“{q}”" for q in examples) + "."
+                                 if examples else "")))
     return False
+
+
+def example_queries(workbench: Workbench, collection: str | None, n: int = 2) -> list[str]:
+    """Up to `n` queries to try on `collection`: its query sets' first queries, else its first
+    documents' titles (six words at most); [] when it has neither or cannot be read. Read once
+    per collection version."""
+    if not collection:
+        return []
+
+    def read() -> list[str]:
+        for set_name in workbench.judgments.query_sets(collection):
+            queries = list(workbench.judgments.queries(collection, set_name).values())
+            if queries:
+                return queries[:n]
+        rows = workbench.store.table(collection).search().select(["title"]).limit(50).to_arrow()
+        titles = [" ".join(t.split()[:6]) for t in rows.column("title").to_pylist() if t and t.strip()]
+        return list(dict.fromkeys(titles))[:n]
+
+    try:
+        return state.memo_read(workbench, ("example-queries", collection, workbench.store.version(collection)), read)
+    except Exception:  # a hint must never break the page
+        return []

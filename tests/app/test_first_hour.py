@@ -201,3 +201,21 @@ def test_an_emptied_collection_says_it_has_no_documents(cache_db):
     errors = [e.value for e in at.error]
     assert any("'notes' has no documents — add some on the Corpus page" in plain(e) for e in errors), errors
     assert not any("reshape" in e or "failed" in e for e in errors)
+
+
+def test_the_empty_query_hint_names_queries_of_the_current_collection(cache_db):
+    """Not the sample's questions: the collection's own query set, else its first titles."""
+    create_collection(cache_db, "teas", parse_bytes(b"id,title,text\nt1,Green tea from Japan,Steamed leaves\n"
+                                                    b"t2,Pu-erh,Fermented for years\n", "teas.csv"))
+    at = open_fresh(SEARCH)
+    at.sidebar.selectbox(key="view.collection").set_value("teas").run()
+    hints = [plain(i.value) for i in at.info if i.value.startswith("Type a query")]
+    assert hints == ["Type a query above to see results. For this collection, try “Green tea from Japan” or "
+                     "“Pu-erh”."]
+    from retrieval.judgments import JudgmentStore
+
+    JudgmentStore(cache_db).save_query_set("teas", "mine", {"q1": "which tea is fermented"})
+    at = open_fresh(SEARCH)
+    at.sidebar.selectbox(key="view.collection").set_value("teas").run()
+    assert any(plain(i.value) == "Type a query above to see results. For this collection, try “which tea is "
+                                 "fermented”." for i in at.info)

@@ -53,6 +53,10 @@ def test_rank_scatter_places_missing_ranks_past_the_depth():
     assert list(trace.x) == [1, 11] and list(trace.y) == [11, 3]
     assert list(trace.marker.color) == [1, 2]
     assert trace.text[1] == "&lt;i&gt; t"
+    # the two "not in" labels sit at opposite ends of their lines (they met in the corner before)
+    labels = {a.text: a for a in fig.layout.annotations}
+    assert (labels["not in vector"].x, labels["not in vector"].xref) == (0, "x domain")
+    assert (labels["not in BM25"].y, labels["not in BM25"].yref) == (0, "y domain")
 
 
 def test_k60_squeeze_numbers():
