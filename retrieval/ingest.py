@@ -9,6 +9,10 @@ Formats, by extension:
 - `.json`: an array of objects, or an object holding exactly one array of objects (otherwise
   name it with `ParseOptions.json_key`). Items are numbered from 1.
 - `.jsonl` / `.ndjson`: one object per line, numbered by file line; blank lines skipped.
+- `.xlsx` (Excel, openpyxl, read-only: no formula is evaluated, cached values are read): the
+  first sheet, its first non-empty row the header; rows numbered as Excel numbers them; empty
+  cells dropped, dates as ISO text (a datetime at midnight as a date: Excel stores dates so),
+  numbers kept as numbers.
 - `.txt`: `text_mode="paragraphs"`: one document per blank-line-separated paragraph, id
   f"{stem}-p{n}" (n from 1; chunk_index n-1, parent_id stem, start_line/end_line set);
   `text_mode="file"`: one document for the whole file, id = stem. The title is the stem.
@@ -55,13 +59,15 @@ from .records import is_catalogue_record, record_document, record_problems
 from .types import Document, IngestError, ParsedCorpus
 
 # Chinese names too, since Chinese spreadsheets are exported with Chinese headers.
-ID_COLUMNS = ("id", "_id", "doc_id", "docid", "uuid", "编号")
+ID_COLUMNS = ("id", "_id", "doc_id", "docid", "uuid", "sku", "product_id", "item_id", "asin", "isbn", "编号")
 TITLE_COLUMNS = ("title", "name", "heading", "subject", "标题", "名称", "题目")
 TEXT_COLUMNS = (
-    "text", "content", "body", "passage", "abstract", "document", "正文", "内容", "文本", "摘要",
+    "text", "content", "body", "passage", "abstract", "document", "description", "正文", "内容", "文本", "摘要",
+    "描述",
 )
 TEXT_MODES = ("paragraphs", "file")
-SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".txt", ".md", ".markdown")
+SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".xlsx", ".txt", ".md", ".markdown")
+BINARY_FORMATS = {".xlsx": "xlsx"}  # read from bytes, not decoded as text
 
 _PROSE_FORMATS = {".txt": "text", ".md": "markdown", ".markdown": "markdown"}
 _INTEGER = re.compile(r"[+-]?(?:0|[1-9][0-9]*)")
@@ -124,14 +130,17 @@ def parse_bytes(data: bytes, filename: str, options: ParseOptions = ParseOptions
             f"{name}: unsupported file type {extension or '(no extension)'!r}; "
             f"supported: {', '.join(SUPPORTED_EXTENSIONS)}"
         )
-    text, encoding = _decode(data, name)
-    if not text.strip():
-        raise IngestError(f"{name}: the file is empty")
-    if extension in _PROSE_FORMATS:
-        documents = _parse_prose(text, name, stem, extension, options)
-        return ParsedCorpus(documents, encoding, _PROSE_FORMATS[extension])
-    reader, form = _RECORD_READERS[extension]
-    records = reader(text, name, options)
+    if extension in BINARY_FORMATS:
+        records, encoding, form = _read_xlsx(data, name), BINARY_FORMATS[extension], BINARY_FORMATS[extension]
+    else:
+        text, encoding = _decode(data, name)
+        if not text.strip():
+            raise IngestError(f"{name}: the file is empty")
+        if extension in _PROSE_FORMATS:
+            documents = _parse_prose(text, name, stem, extension, options)
+            return ParsedCorpus(documents, encoding, _PROSE_FORMATS[extension])
+        reader, form = _RECORD_READERS[extension]
+        records = reader(text, name, options)
     _require_rows(records, name)
     if not records.typed_cells and options.mapping == ColumnMapping() and _holds_catalogue(records):
         documents = _catalogue_documents(records, name)
@@ -158,13 +167,25 @@ def preview(data: bytes, filename: str, options: ParseOptions = ParseOptions(),
         corpus = parse_bytes(data, filename, options)
         rows = [{"id": d.id, "title": d.title, "text": d.text} for d in corpus.documents[:n_rows]]
         return ["id", "title", "text"], rows
-    text, _ = _decode(data, name)
-    if not text.strip():
-        raise IngestError(f"{name}: the file is empty")
-    reader, _ = _RECORD_READERS[extension]
-    records = reader(text, name, options)
+    if extension in BINARY_FORMATS:
+        records = _read_xlsx(data, name)
+    else:
+        text, _ = _decode(data, name)
+        if not text.strip():
+            raise IngestError(f"{name}: the file is empty")
+        reader, _ = _RECORD_READERS[extension]
+        records = reader(text, name, options)
     _require_rows(records, name)
     return records.columns(), [fields for _, fields in records.rows[:n_rows]]
+
+
+def detected_columns(columns: list[str], mapping: ColumnMapping = ColumnMapping(), name: str = "the file"
+                     ) -> dict[str, str | None]:
+    """Which of `columns` would hold the id, title and text under `mapping` (a role left None
+    is detected by name, as an ingest does); None: that role has no column (for the id: ids
+    are generated from the file name and row number). Raises IngestError as an ingest would."""
+    found = _resolve_columns(columns, mapping, name)
+    return {"id": found.id, "title": found.title, "text": found.text}
 
 
 def parse_files(files: list[tuple[str, bytes]], options: ParseOptions = ParseOptions()) -> ParsedCorpus:
@@ -360,6 +381,48 @@ def _read_jsonl(text: str, name: str, options: ParseOptions) -> _Records:
         else:
             records.problems.append((number, f"expected an object, got {_json_type(item)}"))
     return records
+
+
+def _read_xlsx(data: bytes, name: str) -> _Records:
+    """The first sheet of an Excel workbook as records (see the module docstring)."""
+    import datetime as dt
+    import io
+    import zipfile
+
+    from openpyxl import load_workbook
+
+    try:
+        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise IngestError(f"{name}: not a readable .xlsx workbook ({exc}); save it again as Excel .xlsx, or as "
+                          "CSV UTF-8") from None
+    try:
+        sheet = workbook.worksheets[0]
+        records = _Records([], "row", typed_cells=False)
+        header: list[str] | None = None
+        for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+            cells = ["" if v is None else v for v in values]
+            if header is None:
+                if any(str(c).strip() for c in cells):
+                    header = [str(c).strip() or f"column {i}" for i, c in enumerate(cells, start=1)]
+                continue
+            row = {}
+            for column, value in zip(header, cells, strict=False):
+                if isinstance(value, str):
+                    value = value.strip()
+                elif isinstance(value, dt.datetime) and value.time() == dt.time(0):
+                    value = value.date().isoformat()  # Excel keeps a date as a datetime at midnight
+                elif isinstance(value, (dt.datetime, dt.date, dt.time)):
+                    value = value.isoformat()
+                if value != "":
+                    row[column] = value
+            if row:
+                records.rows.append((number, row))
+        if len(workbook.worksheets) > 1:
+            records.notes.append(f"read the first sheet, {sheet.title!r}, of {len(workbook.worksheets)}")
+        return records
+    finally:
+        workbook.close()
 
 
 _RECORD_READERS: dict[str, tuple[Callable[[str, str, ParseOptions], _Records], str]] = {

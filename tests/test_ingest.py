@@ -338,3 +338,48 @@ def test_preview_lists_columns_and_first_rows_before_mapping():
     columns, rows = preview(b"# A\nalpha\n\n# B\nbeta\n", "n.md")
     assert columns == ["id", "title", "text"]
     assert rows == [{"id": "n#0", "title": "A", "text": "alpha"}, {"id": "n#1", "title": "B", "text": "beta"}]
+
+
+def _xlsx(rows: list[list]) -> bytes:
+    """A workbook made here (openpyxl), its first sheet holding `rows`."""
+    import io
+
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "products"
+    for row in rows:
+        sheet.append(row)
+    book.create_sheet("notes").append(["ignored"])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def test_an_excel_workbook_is_read_like_a_csv():
+    import datetime as dt
+
+    from retrieval.ingest import ColumnMapping, detected_columns, parse_bytes, preview
+
+    data = _xlsx([[], ["sku", "name", "description", "price", "added", "colour"],
+                  [1001, "Green tea", "  Steamed leaves from Japan ", 4.5, dt.date(2024, 3, 1), None],
+                  [None, None, None, None, None, None],
+                  ["A-7", "Pu-erh 普洱", "Fermented for years", 12, dt.datetime(2023, 1, 2, 8, 30), "dark"]])
+    corpus = parse_bytes(data, "products.xlsx")
+    assert [(d.id, d.title, d.text) for d in corpus.documents] == [
+        ("1001", "Green tea", "Steamed leaves from Japan"), ("A-7", "Pu-erh 普洱", "Fermented for years")]
+    assert corpus.documents[0].metadata == {"price": 4.5, "added": "2024-03-01"}
+    assert corpus.documents[1].metadata == {"price": 12, "added": "2023-01-02T08:30:00", "colour": "dark"}
+    assert corpus.format == "xlsx" and "read the first sheet, 'products', of 2" in corpus.notes
+    assert "id column 'sku'" in corpus.notes  # a sku column is taken as the id
+    columns, rows = preview(data, "products.xlsx")
+    assert columns == ["sku", "name", "description", "price", "added", "colour"] and rows[0]["sku"] == 1001
+    assert detected_columns(columns) == {"id": "sku", "title": "name", "text": "description"}
+    assert detected_columns(["name", "body"], ColumnMapping(title="body", text="name")) == {
+        "id": None, "title": "body", "text": "name"}
+    with pytest.raises(IngestError, match=r"broken\.xlsx: not a readable \.xlsx workbook .*save it again as Excel "
+                                          r"\.xlsx, or as CSV UTF-8"):
+        parse_bytes(b"id,text\n1,not a workbook\n", "broken.xlsx")
+    with pytest.raises(IngestError, match="row 3: text is empty"):
+        parse_bytes(_xlsx([["id", "text"], ["a", "fine"], ["b", None]]), "holes.xlsx")

@@ -14,15 +14,17 @@ import pandas as pd
 from retrieval import limits
 from retrieval.cache import LRU
 from retrieval.embed import E5, MINILM
-from retrieval.ingest import ColumnMapping, ParseOptions, parse_files, preview
+from retrieval.ingest import ID_COLUMNS, ColumnMapping, ParseOptions, detected_columns, parse_files, preview
 from retrieval.names import display_name
 from retrieval.store import CollectionInfo, Progress
 from retrieval.throughput import Throughput
 from retrieval.types import ParsedCorpus, RetrievalError
 from retrieval.workbench import Workbench
 
-UPLOAD_TYPES = ["csv", "tsv", "json", "jsonl", "ndjson", "txt", "md", "markdown"]
-TABULAR = {".csv", ".tsv", ".json", ".jsonl", ".ndjson"}
+UPLOAD_TYPES = ["csv", "tsv", "json", "jsonl", "ndjson", "xlsx", "txt", "md", "markdown"]
+TABULAR = {".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".xlsx"}
+SPREADSHEET_HINT = ("Excel: .xlsx (its first sheet). Other spreadsheets (.xls, .ods, Numbers): save as "
+                    "“CSV UTF-8” first.")
 DETECT = "(detect)"
 MODEL_AUTO = "auto (by corpus language)"
 MODEL_PATH = "local folder…"
@@ -70,6 +72,29 @@ def _preview(name: str, data: bytes, options: ParseOptions, n_rows: int) -> File
 def mapping_columns(previews: list[FilePreview]) -> list[str]:
     """Every column of the tabular files, in first-seen order (the choices for the mapping)."""
     return list(dict.fromkeys(c for p in previews if p.tabular for c in p.columns))
+
+
+def column_plan(previews: list[FilePreview], options: ParseOptions) -> tuple[list[str], list[str]]:
+    """What an ingest of the tabular files will take as id, title and text, in words, one line
+    per file; and warnings: a file whose ids will be generated (no id column found), or that has
+    no text column. From the previews' columns, by the ingest's own detection."""
+    lines, warnings = [], []
+    for p in previews:
+        if not p.tabular or p.error or not p.columns:
+            continue
+        try:
+            found = detected_columns(p.columns, options.mapping, p.name)
+        except RetrievalError as exc:
+            warnings.append(str(exc))
+            continue
+        roles = ", ".join(f"{role} ← '{column}'" for role, column in found.items() if column)
+        lines.append(f"{p.name}: {roles}")
+        if found["id"] is None:
+            stem = PurePath(p.name).stem
+            warnings.append(f"{p.name}: no id column found (looked for {', '.join(ID_COLUMNS)}), so ids will be "
+                            f"generated from the file name and row ('{stem}-2', '{stem}-3', …). If a column holds "
+                            "the ids, pick it as the id column.")
+    return lines, warnings
 
 
 def parse_options(id_column: str = DETECT, title_column: str = DETECT, text_column: str = DETECT,

@@ -15,6 +15,7 @@ from . import corpus, state, views
 from .state import memo_read
 
 FLASH_KEY = "corpus.flash"
+INGESTED_KEY = "corpus.ingested"  # the last ingest's message, shown under the Ingest button
 PENDING_KEY = "corpus.pending"
 CACHES_PENDING_KEY = "corpus.caches_pending"
 
@@ -86,11 +87,11 @@ def eval_caches(workbench: Workbench) -> None:
 
 def upload_form(workbench: Workbench) -> None:
     uploaded = st.file_uploader(
-        "Files (csv, tsv, json, jsonl, txt, md)", type=corpus.UPLOAD_TYPES, accept_multiple_files=True,
+        "Files (csv, tsv, json, jsonl, xlsx, txt, md)", type=corpus.UPLOAD_TYPES, accept_multiple_files=True,
         key="corpus.files",
         help="One or many files; ids must be unique across them. Tables need a text column; every other "
              "column becomes metadata. Text files split into paragraphs, Markdown into heading chunks.")
-    st.caption(corpus.LARGE_FILES_HINT)
+    st.caption(corpus.SPREADSHEET_HINT + " " + corpus.LARGE_FILES_HINT)
     files = [(f.name, f.getvalue()) for f in uploaded or []]
     c1, c2 = st.columns(2)
     text_mode = c1.selectbox(
@@ -103,6 +104,7 @@ def upload_form(workbench: Workbench) -> None:
         help="Markdown is split at ## headings, then into chunks of at most this many characters: smaller "
              "chunks give sharper scores but less context per result.")
     if not files:
+        ingested()
         st.caption("Upload files to preview them, map their columns and ingest them.")
         return
     base = corpus.parse_options(text_mode=text_mode, markdown_max_chars=max_chars)
@@ -125,6 +127,12 @@ def upload_form(workbench: Workbench) -> None:
         ], strict=True):
             mapping[name] = col.selectbox(f"{name} column", [corpus.DETECT] + columns, key=f"corpus.map_{name}",
                                           help=f"Which column holds {what}.")
+        plan, warnings = corpus.column_plan(previews, corpus.parse_options(
+            mapping["id"], mapping["title"], mapping["text"], text_mode, max_chars))
+        if plan:
+            st.caption(views.markdown_safe("Will use: " + "; ".join(plan)))
+        for warning in warnings:
+            st.warning(views.markdown_safe(warning))
     _target_and_ingest(workbench, files, mapping, text_mode, max_chars)
 
 
@@ -183,7 +191,17 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
             views.show_error(exc)
             return
         state.view().collection = report.info.name
-        _done(report.message)
+        st.session_state[INGESTED_KEY] = report.message
+        st.rerun()
+    ingested()
+
+
+def ingested() -> None:
+    """Under the Ingest button, once: what the last ingest wrote, and the way to search it."""
+    message = st.session_state.pop(INGESTED_KEY, None)
+    if message:
+        st.success(views.markdown_safe(message))
+        st.page_link("pages/1_Search.py", label="Search it now", icon="🔎")
 
 
 def versions(workbench: Workbench) -> None:

@@ -40,7 +40,14 @@ def test_upload_preview_map_and_ingest_creates_a_collection(workbench):
     assert list(preview.columns) == ["key", "heading", "body", "stars"]
     assert list(preview["key"]) == ["n1", "n2", "n3"]
     assert at.selectbox(key="corpus.map_text").options == ["(detect)", "key", "heading", "body", "stars"]
-    at.selectbox(key="corpus.map_id").set_value("key")
+    # before ingest: what "(detect)" picked, and a warning that ids would be generated
+    assert any(plain(c.value) == "Will use: notes.csv: title ← 'heading', text ← 'body'" for c in at.caption)
+    assert any(plain(w.value).startswith("notes.csv: no id column found") and "'notes-2', 'notes-3'" in plain(w.value)
+               for w in at.warning)
+    at.selectbox(key="corpus.map_id").set_value("key").run()
+    assert any(plain(c.value) == "Will use: notes.csv: id ← 'key', title ← 'heading', text ← 'body'"
+               for c in at.caption)
+    assert not any("no id column" in w.value for w in at.warning)
     at.selectbox(key="corpus.map_title").set_value("heading")
     at.selectbox(key="corpus.map_text").set_value("body")
     at.text_input(key="corpus.new_name").set_value("notes")
@@ -50,6 +57,9 @@ def test_upload_preview_map_and_ingest_creates_a_collection(workbench):
     at.button(key="corpus.ingest").click().run()
     assert not at.error, [e.value for e in at.error]
     assert any("Ingested 3 documents" in s.value for s in at.success)
+    links = at.get("page_link")
+    assert [link.proto.label for link in links] == ["Search it now"]
+    assert links[0].proto.page == "Search"
     store = workbench.store
     info = store.info("notes")
     assert info.doc_count == 3 and info.model == "all-MiniLM-L6-v2" and info.xl_model == ""
@@ -147,3 +157,29 @@ def test_versions_of_a_collection_say_what_changed(app_db):
     assert list(frame["documents"]) == [v.documents for v in expected]
     assert list(frame["change"]) == [v.summary for v in expected]
     assert frame["documents"].iloc[0] == app_db.n_docs
+
+
+def test_an_excel_upload_is_previewed_mapped_and_ingested(workbench):
+    import io
+
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.active.append(["sku", "name", "description", "price"])
+    book.active.append(["T-1", "Green tea", "Steamed leaves from Japan", 4.5])
+    book.active.append(["T-2", "Pu-erh", "Fermented for years in Yunnan", 12])
+    data = io.BytesIO()
+    book.save(data)
+    at = open_page(CORPUS)
+    assert any("Excel: .xlsx (its first sheet)" in c.value and "save as “CSV UTF-8”" in c.value for c in at.caption)
+    at.file_uploader(key="corpus.files").set_value([("teas.xlsx", data.getvalue(), "application/vnd.ms-excel")]).run()
+    preview = next(d.value for d in at.dataframe if "sku" in d.value.columns)
+    assert list(preview["sku"]) == ["T-1", "T-2"]
+    assert any(plain(c.value) == "Will use: teas.xlsx: id ← 'sku', title ← 'name', text ← 'description'"
+               for c in at.caption)
+    at.text_input(key="corpus.new_name").set_value("teas-xlsx")
+    at.selectbox(key="corpus.model").set_value("all-MiniLM-L6-v2")
+    at.checkbox(key="corpus.cross_lingual").uncheck()
+    at.button(key="corpus.ingest").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert workbench.store.documents("teas-xlsx", ["T-2"])["T-2"]["metadata"] == {"price": 12}
