@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "'_', '-' is kept as its display name and a safe table name is derived from it")
     p.add_argument("--model", help="embedding model alias, folder or id (default: by corpus language)")
     p.add_argument("--add", action="store_true", help="add to an existing collection")
+    p.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
+                   help="leave out records with a problem (an empty text, a repeated id …) and load the rest, "
+                        "listing what was skipped (default: any problem loads nothing)")
     xl = p.add_mutually_exclusive_group()
     xl.add_argument("--cross-lingual", dest="cross_lingual", action="store_true", default=None,
                     help="also embed with multilingual-e5-small for questions in the other language "
@@ -153,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "app, or imported with 'queryset import')")
     p.add_argument("--model", help="embedding model (default: by corpus language)")
     p.add_argument("--max-queries", type=int, help="evaluate only the first N judged queries")
+    p.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
+                   help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest; their "
+                        "judgments stay, so they count as relevant documents never found")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--snapshot", metavar="NAME", help="also keep this evaluation as snapshot NAME")
     p.add_argument("--baseline", metavar="NAME", help="compare with snapshot NAME (a CI gate with --fail-if-worse)")
@@ -168,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME")
     p.add_argument("--model", help="embedding model (default: by corpus language)")
     p.add_argument("--max-queries", type=int, help="use only the first N judged queries")
+    p.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
+                   help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest; their "
+                        "judgments stay, so they count as relevant documents never found")
     p.add_argument("--sources", default="bm25,dense", help="the two sources the grid splits weight between")
     p.add_argument("--top", type=int, help="print only the N best variants")
     p.add_argument("--rerank-grid", action="store_true",
@@ -254,7 +263,8 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
         if not args.source.is_dir():
             raise RetrievalError(f"{args.source} is not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/); to "
                                  "judge a collection with a query set of its own, add --queryset NAME")
-        name, corpus = ensure_beir_collection(workbench.store, args.source, args.model, _log, _progress)
+        name, corpus = ensure_beir_collection(workbench.store, args.source, args.model, _log, _progress,
+                                              skip_invalid=args.skip_invalid)
         queries, qrels, label = corpus.queries, corpus.qrels, f"beir:{args.source.name}"
     if args.max_queries:
         qrels = dict(list(qrels.items())[: args.max_queries])
@@ -268,7 +278,7 @@ def cmd_ingest(args) -> int:
 
     options = ParseOptions(
         mapping=ColumnMapping(id=args.id_column, title=args.title_column, text=args.text_column),
-        text_mode=args.text_mode, markdown_max_chars=args.max_chunk_chars,
+        text_mode=args.text_mode, markdown_max_chars=args.max_chunk_chars, skip_invalid=args.skip_invalid,
     )
     stream = open_stream(args.path, options, args.batch_size)
     _log(f"found {stream.total} documents ({stream.format}, encoding {stream.encoding}); "
@@ -293,6 +303,10 @@ def cmd_ingest(args) -> int:
          f"language {info.language}; {ingest_rate(result.documents, seconds)}")
     if result.note:
         _log(f"note: {result.note}")
+    if stream.skipped:
+        from .ingest import skipped_note
+
+        _log(f"note: {skipped_note(stream.skipped)}")
     return 0
 
 

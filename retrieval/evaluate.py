@@ -362,15 +362,20 @@ def ensure_beir_collection(
     model: str | None = None,
     log: Callable[[str], None] = lambda message: None,
     progress: Callable[[str, int, int], None] | None = None,
+    skip_invalid: bool = False,
 ) -> tuple[str, ParsedCorpus]:
-    """Parse a BEIR folder; ingest it into a cache collection unless one exists already."""
+    """Parse a BEIR folder; ingest it into a cache collection unless one exists already.
+    `skip_invalid`: corpus lines with a problem are left out (and said), their judgments kept:
+    relevant documents no search can find."""
     from .indexing.pipeline import create_collection
-    from .ingest import parse_path
+    from .ingest import ParseOptions, parse_path, skipped_note
 
     folder = Path(folder)
     if not (folder / "corpus.jsonl").is_file():
         raise RetrievalError(f"{folder} is not a BEIR folder: no corpus.jsonl")
-    corpus = parse_path(folder)
+    corpus = parse_path(folder, ParseOptions(skip_invalid=skip_invalid))
+    if corpus.skipped:
+        log(skipped_note(corpus.skipped))
     if not corpus.qrels:
         raise RetrievalError(f"{folder} has no qrels/*.tsv judgments")
     name = beir_collection_name(folder, model)

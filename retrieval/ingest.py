@@ -32,7 +32,10 @@ Rules for records (table, JSON and JSONL formats):
 - Without an id column, ids are f"{stem}-{n}", n the record's row/line/item number above, so an
   id points at its place in the file and stays the same when the same file is parsed again.
 - Ids are str()-ed and stripped and must be non-empty and unique; text must be non-empty; text
-  and title are stripped. Every problem is collected and reported, by row, in one IngestError.
+  and title are stripped. Every problem is collected and reported, by row, in one IngestError:
+  a file with any problem loads nothing. With `ParseOptions.skip_invalid` a record with a problem
+  (or repeating an earlier record's id) is left out instead and listed in `ParsedCorpus.skipped`,
+  and the rest loads: real collections have a few empty documents.
 - Every other column goes to `Document.metadata`: CSV/TSV cells are stripped, empty cells dropped,
   integers and decimals (no leading zeros, so codes like "007" stay strings) become numbers; JSON
   values are kept as they are.
@@ -94,6 +97,7 @@ class ParseOptions:
     text_mode: str = "paragraphs"  # .txt only: "paragraphs" or "file"
     markdown_max_chars: int = 1500
     json_key: str | None = None  # .json only: the key of the array of documents
+    skip_invalid: bool = False  # leave out records with problems (listed) instead of loading nothing
 
     def __post_init__(self) -> None:
         problems = []
@@ -142,16 +146,39 @@ def parse_bytes(data: bytes, filename: str, options: ParseOptions = ParseOptions
         reader, form = _RECORD_READERS[extension]
         records = reader(text, name, options)
     _require_rows(records, name)
+    skipped: list[str] | None = [] if options.skip_invalid else None
     if not records.typed_cells and options.mapping == ColumnMapping() and _holds_catalogue(records):
-        documents = _catalogue_documents(records, name)
+        documents = _catalogue_documents(records, name, skipped)
         note = ("catalogue records ('name' as an {en, zh} object): title = the names, text = descriptions, "
                 "tags, domains, organisation and content; each whole record kept as metadata")
-        return ParsedCorpus(documents, encoding, form, records.notes + [note])
+        return _with_skipped(ParsedCorpus(documents, encoding, form, records.notes + [note]), skipped, name)
     found = records.columns()
     columns = _resolve_columns(found, options.mapping, name)
-    documents = _documents(records, columns, stem, name)
+    documents = _documents(records, columns, stem, name, skipped)
     notes = records.notes + _column_notes(columns, found, records.unit, stem)
-    return ParsedCorpus(documents, encoding, form, notes)
+    return _with_skipped(ParsedCorpus(documents, encoding, form, notes), skipped, name)
+
+
+SKIPPED_SHOWN = 5  # skipped records named in a note (`ParsedCorpus.skipped` has them all)
+
+
+def _with_skipped(corpus: ParsedCorpus, skipped: list[str] | None, name: str) -> ParsedCorpus:
+    """`corpus` with what `skip_invalid` left out, in `skipped` and in a note; no document left
+    is still an error (there is nothing to load)."""
+    if not skipped:
+        return corpus
+    if not corpus.documents:
+        raise IngestError(f"{name}: every record has a problem; nothing to load", skipped)
+    corpus.skipped.extend(skipped)
+    corpus.notes.append(skipped_note(skipped))
+    return corpus
+
+
+def skipped_note(skipped: list[str]) -> str:
+    """'skipped 2 invalid record(s): corpus.jsonl: line 7: text is empty; …'"""
+    shown = "; ".join(skipped[:SKIPPED_SHOWN]) + (f"; … and {len(skipped) - SKIPPED_SHOWN} more"
+                                                   if len(skipped) > SKIPPED_SHOWN else "")
+    return f"skipped {len(skipped)} invalid record(s): {shown}"
 
 
 def preview(data: bytes, filename: str, options: ParseOptions = ParseOptions(),
@@ -206,6 +233,18 @@ def parse_files(files: list[tuple[str, bytes]], options: ParseOptions = ParseOpt
             problems += [f"{name}: {problem}" for problem in err.problems] or [str(err)]
     if problems:
         raise IngestError(f"{len(files) - len(parsed)} of {len(files)} files could not be parsed", problems)
+    skipped = [entry for _, corpus in parsed for entry in corpus.skipped]
+    if options.skip_invalid:  # an id an earlier file has: left out too
+        seen: dict[str, str] = {}
+        for name, corpus in parsed:
+            kept = []
+            for document in corpus.documents:
+                if document.id in seen:
+                    skipped.append(f"{name}: id {document.id!r} is in {seen[document.id]} already")
+                else:
+                    seen[document.id] = name
+                    kept.append(document)
+            corpus.documents = kept
     files_of: dict[str, list[str]] = {}
     for name, corpus in parsed:
         for document in corpus.documents:
@@ -226,6 +265,7 @@ def parse_files(files: list[tuple[str, bytes]], options: ParseOptions = ParseOpt
         encoding=encodings.pop() if len(encodings) == 1 else None,
         format=formats.pop() if len(formats) == 1 else "mixed",
         notes=notes,
+        skipped=skipped,
     )
 
 
@@ -241,7 +281,7 @@ def parse_path(path: str | Path, options: ParseOptions = ParseOptions()) -> Pars
     if not path.is_dir():
         raise IngestError(f"{path}: no such file or folder")
     if (path / "corpus.jsonl").is_file():
-        return _parse_beir(path)
+        return _parse_beir(path, options.skip_invalid)
     entries = sorted(entry for entry in path.iterdir() if entry.is_file())
     supported = [entry for entry in entries if entry.suffix.lower() in SUPPORTED_EXTENSIONS]
     if not supported:
@@ -469,8 +509,10 @@ def _column(
     return next((by_lower[c] for c in candidates if c in by_lower), None)
 
 
-def _documents(records: _Records, columns: _Columns, stem: str, name: str) -> list[Document]:
-    """Build and validate documents; raise one IngestError listing every problem."""
+def _documents(records: _Records, columns: _Columns, stem: str, name: str,
+               skipped: list[str] | None = None) -> list[Document]:
+    """Build and validate documents; raise one IngestError listing every problem, or with
+    `skipped` (a list) leave the problem records out and append each, with its reason, to it."""
     row_problems = list(records.problems)
     documents = []
     numbers_of: dict[str, list[int]] = {}
@@ -492,16 +534,34 @@ def _documents(records: _Records, columns: _Columns, stem: str, name: str) -> li
         if records.typed_cells:
             metadata = {key: _cell_value(value) for key, value in metadata.items() if value.strip()}
         documents.append(Document(id=doc_id, text=text, title=title, metadata=metadata))
+    return _checked(documents, row_problems, numbers_of, records.unit, name, skipped, "")
+
+
+def _checked(documents: list[Document], row_problems: list[tuple[int, str]], numbers_of: dict[str, list[int]],
+             unit: str, name: str, skipped: list[str] | None, kind: str) -> list[Document]:
+    """`documents` when there is no problem; else one IngestError listing them all, or with
+    `skipped` the documents without the problem records and the repeats of an id after its
+    first record (each listed in `skipped`)."""
     row_problems.sort(key=lambda problem: problem[0])
-    problems = [f"{records.unit} {number}: {reason}" for number, reason in row_problems]
-    problems += [
-        f"id {doc_id!r} appears in {records.unit}s {_and_join(numbers)}"
-        for doc_id, numbers in numbers_of.items()
-        if len(numbers) > 1
-    ]
-    if problems:
-        raise IngestError(f"{name}: {len(problems)} problem(s); nothing was loaded", problems)
-    return documents
+    repeated = {doc_id: numbers for doc_id, numbers in numbers_of.items() if len(numbers) > 1}
+    if skipped is None:
+        problems = [f"{unit} {number}: {reason}" for number, reason in row_problems]
+        problems += [f"id {doc_id!r} appears in {unit}s {_and_join(numbers)}" for doc_id, numbers in repeated.items()]
+        if problems:
+            raise IngestError(f"{name}: {len(problems)} problem(s){kind}; nothing was loaded", problems)
+        return documents
+    skipped += [f"{name}: {unit} {number}: {reason}" for number, reason in row_problems]
+    if not repeated:
+        return documents
+    kept, seen = [], set()
+    for document in documents:  # in record order: the first record of an id is kept
+        if document.id in seen:
+            continue
+        seen.add(document.id)
+        kept.append(document)
+    skipped += [f"{name}: {unit} {number}: id {doc_id!r} repeats {unit} {numbers[0]}"
+                for doc_id, numbers in repeated.items() for number in numbers[1:]]
+    return kept
 
 
 def _holds_catalogue(records: _Records) -> bool:
@@ -510,7 +570,7 @@ def _holds_catalogue(records: _Records) -> bool:
     return any(is_catalogue_record(fields) for _, fields in records.rows)
 
 
-def _catalogue_documents(records: _Records, name: str) -> list[Document]:
+def _catalogue_documents(records: _Records, name: str, skipped: list[str] | None = None) -> list[Document]:
     """Catalogue records as Documents (`records.record_document`); one IngestError lists every
     problem of every record, and duplicate ids, by item or line number."""
     row_problems = list(records.problems)
@@ -524,13 +584,7 @@ def _catalogue_documents(records: _Records, name: str) -> list[Document]:
         document = record_document(fields)
         numbers_of.setdefault(document.id, []).append(number)
         documents.append(document)
-    row_problems.sort(key=lambda problem: problem[0])
-    problems = [f"{records.unit} {number}: {reason}" for number, reason in row_problems]
-    problems += [f"id {doc_id!r} appears in {records.unit}s {_and_join(numbers)}"
-                 for doc_id, numbers in numbers_of.items() if len(numbers) > 1]
-    if problems:
-        raise IngestError(f"{name}: {len(problems)} problem(s) in catalogue records; nothing was loaded", problems)
-    return documents
+    return _checked(documents, row_problems, numbers_of, records.unit, name, skipped, " in catalogue records")
 
 
 def _require_rows(records: _Records, name: str) -> None:
@@ -576,8 +630,10 @@ def _column_notes(columns: _Columns, found: list[str], unit: str, stem: str) -> 
     return notes
 
 
-def _parse_beir(folder: Path) -> ParsedCorpus:
-    """A BEIR folder: corpus.jsonl, optional queries.jsonl and qrels/*.tsv (test.tsv preferred)."""
+def _parse_beir(folder: Path, skip_invalid: bool = False) -> ParsedCorpus:
+    """A BEIR folder: corpus.jsonl, optional queries.jsonl and qrels/*.tsv (test.tsv preferred).
+    `skip_invalid`: corpus lines with a problem are left out (`ParsedCorpus.skipped`); their
+    judgments stay, so an evaluation counts them as relevant documents never found."""
     text, encoding = _decode((folder / "corpus.jsonl").read_bytes(), "corpus.jsonl")
     records = _read_jsonl(text, "corpus.jsonl", ParseOptions())
     _require_rows(records, "corpus.jsonl")
@@ -585,8 +641,10 @@ def _parse_beir(folder: Path) -> ParsedCorpus:
     if "_id" not in found or "text" not in found:
         raise IngestError(f"corpus.jsonl: BEIR lines need '_id' and 'text'; keys found: {', '.join(found)}")
     columns = _Columns(text="text", id="_id", title="title" if "title" in found else None)
-    corpus = ParsedCorpus(_documents(records, columns, "corpus", "corpus.jsonl"), encoding, "beir")
+    skipped: list[str] | None = [] if skip_invalid else None
+    corpus = ParsedCorpus(_documents(records, columns, "corpus", "corpus.jsonl", skipped), encoding, "beir")
     corpus.notes.append(f"BEIR folder {folder.name}: {len(corpus.documents)} documents")
+    _with_skipped(corpus, skipped, "corpus.jsonl")
     if (folder / "queries.jsonl").is_file():
         corpus.queries = parse_queries((folder / "queries.jsonl").read_bytes(), "queries.jsonl")
         corpus.notes.append(f"{len(corpus.queries)} queries from queries.jsonl")
@@ -646,6 +704,7 @@ class DocumentStream:
     encoding: str | None
     notes: list[str]
     beir: bool = False
+    skipped: list[str] = field(default_factory=list)  # skip_invalid: what was left out so far, and why
 
     @property
     def total(self) -> int:
@@ -657,8 +716,16 @@ class DocumentStream:
         span files. Raises IngestError, naming the file and line or row, at the first batch
         with a problem."""
         pending: list[Document] = []
+        self.skipped.clear()  # a pass over the stream lists what it skips (the pipeline may read it twice)
+        seen: set[str] = set()  # skip_invalid: ids already yielded (a repeat in a later batch or file is left out)
         for file in self.files:
             for documents in self._documents_of(file):
+                if self.options.skip_invalid:
+                    kept = [d for d in documents if d.id not in seen]
+                    self.skipped += [f"{file.name}: id {d.id!r} was read already" for d in documents
+                                     if d.id in seen]
+                    seen.update(d.id for d in kept)
+                    documents = kept
                 pending.extend(documents)
                 while len(pending) >= self.batch_size:
                     yield pending[: self.batch_size]
@@ -668,7 +735,9 @@ class DocumentStream:
 
     def _documents_of(self, file: _StreamFile) -> Iterator[list[Document]]:
         if not file.streamed:
-            yield parse_bytes(file.path.read_bytes(), file.name, self.options).documents
+            corpus = parse_bytes(file.path.read_bytes(), file.name, self.options)
+            self.skipped += corpus.skipped
+            yield corpus.documents
             return
         records_of = _jsonl_batches if file.format == "jsonl" else _delimited_batches
         build = None
@@ -682,19 +751,20 @@ class DocumentStream:
         """How the records of `file` become documents, decided from its first batch."""
         found = records.columns()
         prefix = f"{file.name}: " if len(self.files) > 1 else ""
+        skipped = self.skipped if self.options.skip_invalid else None
         if self.beir:
             if "_id" not in found or "text" not in found:
                 raise IngestError(f"corpus.jsonl: BEIR lines need '_id' and 'text'; keys found: {', '.join(found)}")
             columns = _Columns(text="text", id="_id", title="title" if "title" in found else None)
-            return lambda batch: _documents(batch, columns, "corpus", "corpus.jsonl")
+            return lambda batch: _documents(batch, columns, "corpus", "corpus.jsonl", skipped)
         self.notes.extend(prefix + note for note in records.notes)
         if not records.typed_cells and self.options.mapping == ColumnMapping() and _holds_catalogue(records):
             self.notes.append(prefix + "catalogue records ('name' as an {en, zh} object), read as in a one-shot ingest")
-            return lambda batch: _catalogue_documents(batch, file.name)
+            return lambda batch: _catalogue_documents(batch, file.name, skipped)
         columns = _resolve_columns(found, self.options.mapping, file.name)
         stem = PurePath(file.name).stem
         self.notes.extend(prefix + note for note in _column_notes(columns, found, records.unit, stem))
-        return lambda batch: _documents(batch, columns, stem, file.name)
+        return lambda batch: _documents(batch, columns, stem, file.name, skipped)
 
 
 def open_stream(path: str | Path, options: ParseOptions = ParseOptions(),

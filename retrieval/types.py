@@ -52,6 +52,8 @@ class ParsedCorpus:
     notes: list[str] = field(default_factory=list)
     queries: dict[str, str] = field(default_factory=dict)  # BEIR queries.jsonl, if present
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)  # query id -> doc id -> grade
+    # With `ParseOptions.skip_invalid`: each record left out and why ("corpus.jsonl: line 7: text is empty").
+    skipped: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

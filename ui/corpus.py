@@ -14,7 +14,15 @@ import pandas as pd
 from retrieval import limits
 from retrieval.cache import LRU
 from retrieval.embed import E5, MINILM
-from retrieval.ingest import ID_COLUMNS, ColumnMapping, ParseOptions, detected_columns, parse_files, preview
+from retrieval.ingest import (
+    ID_COLUMNS,
+    ColumnMapping,
+    ParseOptions,
+    detected_columns,
+    parse_files,
+    preview,
+    skipped_note,
+)
 from retrieval.names import display_name
 from retrieval.store import CollectionInfo, Progress
 from retrieval.throughput import Throughput
@@ -98,13 +106,14 @@ def column_plan(previews: list[FilePreview], options: ParseOptions) -> tuple[lis
 
 
 def parse_options(id_column: str = DETECT, title_column: str = DETECT, text_column: str = DETECT,
-                  text_mode: str = "paragraphs", markdown_max_chars: int = 1500) -> ParseOptions:
+                  text_mode: str = "paragraphs", markdown_max_chars: int = 1500,
+                  skip_invalid: bool = False) -> ParseOptions:
     """ParseOptions from the page's choices: DETECT leaves a column to the parser's detection."""
     def pick(value: str) -> str | None:
         return None if value in (DETECT, "") else value
 
     return ParseOptions(mapping=ColumnMapping(id=pick(id_column), title=pick(title_column), text=pick(text_column)),
-                        text_mode=text_mode, markdown_max_chars=int(markdown_max_chars))
+                        text_mode=text_mode, markdown_max_chars=int(markdown_max_chars), skip_invalid=skip_invalid)
 
 
 def model_name(choice: str, path: str = "") -> str | None:
@@ -149,7 +158,11 @@ class IngestReport:
         xl = f"; cross-lingual vectors {self.info.xl_model}" if self.info.xl_model else ""
         text = (f"{verb} {len(self.corpus.documents)} documents: collection '{self.info.label}' now holds "
                 f"{self.info.doc_count} ({self.info.model}, language {self.info.language}{xl}).")
-        return f"{text} {self.note}." if self.note else text
+        if self.note:
+            text = f"{text} {self.note}."
+        if self.corpus.skipped:
+            text = f"{text} {skipped_note(self.corpus.skipped).capitalize()}."
+        return text
 
 
 def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseOptions, collection: str,

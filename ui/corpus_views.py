@@ -172,6 +172,11 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
                  "multilingual-e5-small vectors, searched when a question is in the other language "
                  "(Chinese questions over English XQuAD: nDCG@10 0.82 instead of 0.10). Costs about "
                  "3× the ingest time; by default only below 20,000 documents. Off: one model only.") else False
+    skip_invalid = st.checkbox(
+        "Skip invalid records", key="corpus.skip_invalid",
+        help="Off (the default): a file with any problem — an empty text, a repeated id — loads nothing, and "
+             "every problem is listed. On: those records are left out, the rest loads, and what was skipped "
+             "is listed with the result.")
     if st.button("Ingest", type="primary", key="corpus.ingest",
                  help="Parse, tokenise and embed everything, then write it in one commit: on any error "
                       "nothing is written."):
@@ -182,7 +187,8 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
             bar.progress(*stages(stage, done, total))
 
         try:
-            options = corpus.parse_options(mapping["id"], mapping["title"], mapping["text"], text_mode, max_chars)
+            options = corpus.parse_options(mapping["id"], mapping["title"], mapping["text"], text_mode, max_chars,
+                                           skip_invalid)
             report = corpus.ingest(workbench, files, options, name, add=add,
                                    model=corpus.model_name(model_choice, model_path), progress=progress,
                                    cross_lingual=cross_lingual)

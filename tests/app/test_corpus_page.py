@@ -183,3 +183,21 @@ def test_an_excel_upload_is_previewed_mapped_and_ingested(workbench):
     at.button(key="corpus.ingest").click().run()
     assert not at.error, [e.value for e in at.error]
     assert workbench.store.documents("teas-xlsx", ["T-2"])["T-2"]["metadata"] == {"price": 12}
+
+
+def test_skip_invalid_records_loads_the_rest_and_lists_them(workbench):
+    data = b"id,text\nk1,Green tea is steamed\nk2,\nk3,Coffee is roasted\n"
+    at = open_page(CORPUS)
+    at.file_uploader(key="corpus.files").set_value([("bad.csv", data, "text/csv")]).run()
+    at.text_input(key="corpus.new_name").set_value("skipping")
+    at.selectbox(key="corpus.model").set_value("all-MiniLM-L6-v2")
+    at.checkbox(key="corpus.cross_lingual").uncheck()
+    at.button(key="corpus.ingest").click().run()
+    assert any("bad.csv: row 3: text is empty" in plain(e.value) for e in at.error), [e.value for e in at.error]
+    assert not workbench.exists("skipping")
+    at.checkbox(key="corpus.skip_invalid").check()
+    at.button(key="corpus.ingest").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert any("Ingested 2 documents" in plain(s.value) and "Skipped 1 invalid record(s): bad.csv: row 3: text is "
+               "empty" in plain(s.value) for s in at.success), [s.value for s in at.success]
+    assert workbench.info("skipping").doc_count == 2
