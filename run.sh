@@ -26,8 +26,9 @@ setup_python() {
   local stamp="$VENV/.${reqs%.txt}.sha256" want
   want="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "installing $reqs (torch CPU build, streamlit, lancedb, models …) and the project" >&2
-    "$PY" -m pip install --quiet --disable-pip-version-check -r "$reqs"
+    echo "installing $reqs (torch CPU build, streamlit, lancedb, models …) and the project; the first time takes a" \
+         "few minutes, pip shows each package as it goes" >&2
+    "$PY" -m pip install --disable-pip-version-check -r "$reqs" >&2
     "$PY" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
     echo "$want" > "$stamp"
   fi
