@@ -197,7 +197,7 @@ def _pick_sources(config: SearchConfig, picked: list[str]) -> SearchConfig:
 
 SOURCES_KNOB = Knob(
     "extra_sources", "Extra sources",
-    " ".join(["Adds a seed system as a third (or fourth) fused source.",
+    " ".join(["Adds another retrieval system as a third (or fourth) fused source.",
               *(SOURCES[s].description for s in EXTRA_SOURCES),
               "Each adds w/(k + its rank) in RRF, or w × its normalised score."]),
     st.multiselect, lambda c: [s for s in EXTRA_SOURCES if s in c.weights], _pick_sources,

@@ -334,7 +334,7 @@ def rrf_explainer(ks: Sequence[int], config) -> None:
         f"At **k = 60** a source adds 1/(60 + rank): **{s60['hi']:.4f}** at rank 1 and **{s60['lo']:.4f}** at "
         f"rank 10, only {s60['spread']:.0%} apart. With weights summing to 1, a document ranked alike in both "
         f"sources scores the same, so every top-10 fused score lies in **{s60['lo']:.3f}–{s60['hi']:.3f}** "
-        "(seed 001's 0.014–0.016). Nothing is wrong with the ranking; the numbers just read badly. "
+        "(the 0.014–0.016 people often see from RRF). Nothing is wrong with the ranking; the numbers just read badly. "
         "The display score multiplies by (k + 1)/Σw, so rank 1 everywhere reads 1.0.  \n"
         f"With the current **k = {config.rrf_k:g}** and Σw = {sum(config.weights.values()):g}: raw "
         f"{cur['lo']:.4f}–{cur['hi']:.4f}, display {cur['display_lo']:.3f}–{cur['display_hi']:.3f} "

@@ -194,7 +194,7 @@ class PendingGraph:
 
 
 _TYPE_HELP = ("Weight of this entity type in relevance(A, B) = Σ w_t·Jaccard_t / Σ w_t over the types both "
-              "sides have (seed 002 default {:g}). Higher: sharing this type's entities counts more.")
+              "sides have (default {:g}). Higher: sharing this type's entities counts more.")
 # Seed 002: entity-type weights (§4.2), multi-hop recall (§6: depth, breadth per hop, relevance
 # threshold — 0.1, not the seed's 0.5: rule-found entities give a chunk many entities per type, so
 # chunk-to-chunk relevance stays around 0.02–0.2 and a higher threshold stops every hop) and the
@@ -213,13 +213,13 @@ PARAMS: tuple[Param, ...] = tuple(
     Param("graph.threshold", "Hop relevance threshold", "A chunk is activated by a hop only if its entity "
           "relevance to the chunk it spreads from reaches this.", 0.0, 1.0, 0.05, default=0.1),
     Param("graph.match", "Final score: entity match", "Weight of the entity match (match_ratio × 0.4 + "
-          "relevance × 0.6) in the graph's final score (seed 0.3).", 0.0, 1.0, 0.05, default=0.3),
+          "relevance × 0.6) in the graph's final score (default 0.3).", 0.0, 1.0, 0.05, default=0.3),
     Param("graph.vector", "Final score: vector similarity", "Weight of the cosine similarity between query "
-          "and chunk in the graph's final score (seed 0.3).", 0.0, 1.0, 0.05, default=0.3),
+          "and chunk in the graph's final score (default 0.3).", 0.0, 1.0, 0.05, default=0.3),
     Param("graph.recency", "Final score: time decay", "Weight of the time decay e^(−λ·days) in the graph's "
-          "final score (seed 0.2).", 0.0, 1.0, 0.05, default=0.2),
+          "final score (default 0.2).", 0.0, 1.0, 0.05, default=0.2),
     Param("graph.preference", "Final score: preference", "Weight of the preference score (chunk topics or "
-          "tags among the focus topics) in the graph's final score (seed 0.2).", 0.0, 1.0, 0.05, default=0.2),
+          "tags among the focus topics) in the graph's final score (default 0.2).", 0.0, 1.0, 0.05, default=0.2),
     Param("graph.decay", "Time decay λ (per day)", "λ in e^(−λ·days): 0 ignores age; 0.01 halves the "
           "recency score after about 69 days.", 0.0, 0.1, 0.001, default=0.01),
 )
@@ -231,7 +231,7 @@ SPEC = SourceSpec(
     embeds_query=True,
     weight_help="Multiplies the entity graph's part of the fused score: RRF adds w/(k + graph rank), weighted "
                 "sum adds w × normalised graph score.",
-    description="Entity graph: seed 002's entity activation over typed entities (person, place, time, topic, "
+    description="Entity graph: entity activation over typed entities (person, place, time, topic, "
                 "action, tag) with multi-hop recall.",
 )
 

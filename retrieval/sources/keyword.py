@@ -66,23 +66,23 @@ _FIELD_HELP = "Points a record gets when a query term (lowercased, split on spac
 # Seed 000's field points, its minimum relevance and its result limit (1–50).
 PARAMS: tuple[Param, ...] = (
     Param("keyword.name_exact", "Name: whole query", "Points when the whole lowercased query is a substring of "
-          "the record's English or Chinese name (seed default 10).", 0, 30, 1, default=10.0),
-    Param("keyword.name_partial", "Name: any term", _FIELD_HELP + "the name, when the whole query is not (seed "
-          "default 5).", 0, 30, 1, default=5.0),
+          "the record's English or Chinese name (default 10).", 0, 30, 1, default=10.0),
+    Param("keyword.name_partial", "Name: any term", _FIELD_HELP + "the name, when the whole query is not "
+          "(default 5).", 0, 30, 1, default=5.0),
     Param("keyword.description", "Description", _FIELD_HELP + "the English or Chinese description (once per "
-          "record; seed default 3).", 0, 20, 1, default=3.0),
-    Param("keyword.tag", "Each tag", _FIELD_HELP + "a tag, for every matching tag (seed default 2).",
+          "record; default 3).", 0, 20, 1, default=3.0),
+    Param("keyword.tag", "Each tag", _FIELD_HELP + "a tag, for every matching tag (default 2).",
           0, 10, 0.5, default=2.0),
-    Param("keyword.domain", "Each domain", _FIELD_HELP + "a coverage domain, for every matching domain (seed "
-          "default 2).", 0, 10, 0.5, default=2.0),
-    Param("keyword.organization", "Organisation", _FIELD_HELP + "the organisation's name (seed default 2).",
+    Param("keyword.domain", "Each domain", _FIELD_HELP + "a coverage domain, for every matching domain "
+          "(default 2).", 0, 10, 0.5, default=2.0),
+    Param("keyword.organization", "Organisation", _FIELD_HELP + "the organisation's name (default 2).",
           0, 10, 0.5, default=2.0),
     Param("keyword.content", "Each content item", _FIELD_HELP + "a data-content item, for every matching item "
-          "(seed default 1).", 0, 5, 0.5, default=1.0),
+          "(default 1).", 0, 5, 0.5, default=1.0),
     Param("keyword.min_relevance", "Minimum relevance", "Records scoring fewer points are not returned by the "
-          "keyword source at all (seed default 5).", 0, 30, 0.5, default=5.0),
-    Param("keyword.limit", "Result limit", "How many records the keyword source returns, best first (seed: "
-          "1–50, default 10); ties are broken by the mean quality score.", 1, 50, 1, default=10.0),
+          "keyword source at all (default 5).", 0, 30, 0.5, default=5.0),
+    Param("keyword.limit", "Result limit", "How many records the keyword source returns, best first "
+          "(1–50, default 10); ties are broken by the mean quality score.", 1, 50, 1, default=10.0),
 )
 KEYWORD_DEFAULTS: dict[str, float] = {p.key: p.default for p in PARAMS}
 PARAM_ORDER = tuple(KEYWORD_DEFAULTS)
@@ -313,6 +313,6 @@ SPEC = SourceSpec(
     lexical=True,
     weight_help="Multiplies the keyword scorer's part of the fused score: RRF adds w/(k + keyword rank), "
                 "weighted sum adds w × normalised keyword points.",
-    description="Keyword: seed 000's field-weighted substring scorer over structured records (name, "
+    description="Keyword: a field-weighted substring scorer over structured records (name, "
                 "description, tags, domains, organisation, content).",
 )
