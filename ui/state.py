@@ -35,7 +35,7 @@ B_PREFIX = "b."
 COMPARE_MODES = ("rerank", "configs", "sources", "versions")
 RRF_K_CHOICES = (1, 2, 5, 10, 20, 30, 60, 100, 200)
 DEFAULT_RRF_KS = [1, 10, 60, 200]
-PAGES = ("home", "search", "compare", "distributions", "corpus", "evaluate", "graph")
+PAGES = ("home", "search", "compare", "distributions", "corpus", "evaluate", "graph", "present")
 
 
 def default_config_b() -> SearchConfig:

@@ -72,3 +72,33 @@ def test_keep_two_snapshots_and_diff_them(snap_set):
 
     at = keep(at, "vector top 1")  # a name is used once
     assert any("'vector top 1' already exists" in plain(e.value) for e in at.error)
+
+
+def test_the_present_page_shows_the_change_for_people(snap_set, workbench):
+    """No sidebar, the headline in plain words, one question's results before and after by title:
+    every number the diff's own."""
+    from retrieval.config import SearchConfig
+    from retrieval.snapshot_diff import result_lists
+    from ui.present import PRESENTATION_CSS, headline_words
+
+    before = snap_set.create(workbench, COLLECTION, "present before", SearchConfig(depth=1), SET)
+    after = snap_set.create(workbench, COLLECTION, "present after", SearchConfig(), SET)
+    at = open_page("pages/7_Present.py")
+    at.selectbox(key="present.a").set_value("present before").run()
+    at.selectbox(key="present.b").set_value("present after").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    expected = diff(before, after, "ndcg@10")
+    values = {m.label: (m.value, m.proto.delta) for m in at.metric}
+    assert values["Before: present before"][0] == f"{expected['a']['value']:.2f}"
+    assert values["After: present after"] == (f"{expected['b']['value']:.2f}", f"{expected['delta']:+.2f}")
+    assert values["Questions improved / worse"][0] == f"{expected['wins']} / {expected['losses']}"
+    assert any(plain(m.value) == headline_words(expected) for m in at.markdown)
+    assert headline_words(expected).startswith(("Search got better: ndcg@10 ", "Search got worse: ndcg@10 "))
+    assert any(h.proto.body == PRESENTATION_CSS for h in at.get("html"))  # the sidebar hidden, large type
+    first = (expected["winners"] + expected["losers"])[0]["query_id"]
+    assert at.selectbox(key="present.query").value == first
+    shown = [d.value for d in at.dataframe if "#" in d.value.columns]
+    a_rows, b_rows = result_lists(before, after, first, k=5)
+    titles = workbench.documents(COLLECTION, [r["document"] for r in a_rows + b_rows])
+    assert list(shown[0]["document"]) == [titles[r["document"]]["title"] or r["document"] for r in a_rows]
+    assert list(shown[1]["move"]) == [r["change"] for r in b_rows]
