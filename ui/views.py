@@ -78,7 +78,8 @@ def results_table(result: SearchResult, rows: Sequence[ResultRow]) -> None:
         "snippet": st.column_config.TextColumn(width="large", help="The best-matching window of the text"),
         "fused score": st.column_config.NumberColumn(format="%.5f", help="The score as the fusion formula gives it"),
         "display score": st.column_config.NumberColumn(
-            format="%.4f", help="The fused score rescaled for reading: 1.0 is the best possible"),
+            format="%.4f", help="The fused score as a share of the best possible for this query: 1.0 is a "
+                                "document every source ranks first"),
         "rerank score": st.column_config.NumberColumn(format="%.4f", help="The reranker's score"),
     }
     for source in sources:
