@@ -18,7 +18,9 @@ PRESENTATION_CSS = """<style>
   { display: none !important; }
 .stMainBlockContainer, .block-container { max-width: 1200px; font-size: 1.35rem; }
 .stMainBlockContainer p, .stMainBlockContainer li { font-size: 1.35rem; }
-[data-testid="stMetricValue"] { font-size: 3.2rem; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] div, [data-testid="stMetricValue"] p
+  { font-size: 3.2rem !important; line-height: 1.2; }
+[data-testid="stMetricLabel"] p { font-size: 1.35rem !important; }
 </style>"""
 
 
@@ -34,14 +36,26 @@ def headline_words(d: dict) -> str:
 
 
 def titled(workbench, collection: str, rows: list[dict]) -> list[dict]:
-    """Result rows with each document's title (its id when it has none or is gone)."""
+    """Result rows as people read them: each document by its title, else the start of its text
+    (its id when it is gone from the collection)."""
     found = workbench.documents(collection, [r["document"] for r in rows]) if workbench.exists(collection) else {}
-    return [{"#": r["rank"], "document": (found.get(r["document"], {}).get("title") or r["document"]),
+    return [{"#": r["rank"], "document": document_words(found.get(r["document"]), r["document"]),
              **({"move": r["change"]} if "change" in r else {})} for r in rows]
+
+
+def document_words(row: dict | None, doc_id: str, chars: int = 90) -> str:
+    """A document for people: its title, else its text's first `chars` characters, else its id."""
+    if not row:
+        return doc_id
+    if (row.get("title") or "").strip():
+        return row["title"].strip()
+    text = " ".join((row.get("text") or "").split())
+    return (text[:chars].rstrip() + "…" if len(text) > chars else text) or doc_id
 
 
 def present(workbench, collection: str) -> None:
     st.html(PRESENTATION_CSS)
+    st.title("Search, before and after")
     try:
         kept = memo_read(workbench, ("snapshots", collection), lambda: SnapshotStore(workbench.store).list(collection))
     except Exception as exc:

@@ -79,7 +79,7 @@ def test_the_present_page_shows_the_change_for_people(snap_set, workbench):
     every number the diff's own."""
     from retrieval.config import SearchConfig
     from retrieval.snapshot_diff import result_lists
-    from ui.present import PRESENTATION_CSS, headline_words
+    from ui.present import PRESENTATION_CSS, document_words, headline_words
 
     before = snap_set.create(workbench, COLLECTION, "present before", SearchConfig(depth=1), SET)
     after = snap_set.create(workbench, COLLECTION, "present after", SearchConfig(), SET)
@@ -99,6 +99,6 @@ def test_the_present_page_shows_the_change_for_people(snap_set, workbench):
     assert at.selectbox(key="present.query").value == first
     shown = [d.value for d in at.dataframe if "#" in d.value.columns]
     a_rows, b_rows = result_lists(before, after, first, k=5)
-    titles = workbench.documents(COLLECTION, [r["document"] for r in a_rows + b_rows])
-    assert list(shown[0]["document"]) == [titles[r["document"]]["title"] or r["document"] for r in a_rows]
+    rows = workbench.documents(COLLECTION, [r["document"] for r in a_rows + b_rows])
+    assert list(shown[0]["document"]) == [document_words(rows.get(r["document"]), r["document"]) for r in a_rows]
     assert list(shown[1]["move"]) == [r["change"] for r in b_rows]

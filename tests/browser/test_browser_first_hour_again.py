@@ -132,3 +132,33 @@ def test_compare_copies_config_a_into_b(page, ready_app, browser_db):
     page.get_by_role("button", name="Copy A → B").click()
     page.get_by_text("Config B is now a copy of config A").wait_for()
     harness.wait_table_column(page, 1, "id", a_ids)  # B ranks as A does
+
+
+def test_the_present_page_hides_the_sidebar_and_shows_the_change(page, ready_app, browser_db):
+    from retrieval.judgments import JudgmentStore
+    from retrieval.snapshot_diff import diff
+    from retrieval.snapshots import SnapshotStore
+    from ui.present import headline_words
+
+    store = Store(str(browser_db))
+    workbench = Workbench(store)
+    lines = (harness.REPO / "sample_data" / "xquad" / "queries.jsonl").read_text("utf-8").splitlines()
+    qrels_lines = (harness.REPO / "sample_data" / "xquad" / "qrels" / "test.tsv").read_text("utf-8").splitlines()[1:]
+    in_sample = {f"en-{i:03d}" for i in range(1, harness.SAMPLE_DOCS + 1)}
+    qrels = {}
+    for line in qrels_lines:
+        q, d, g = line.split("\t")
+        if d in in_sample:
+            qrels.setdefault(q, {})[d] = int(g)
+    queries = {item["_id"]: item["text"] for item in map(json.loads, lines) if item["_id"] in qrels}
+    JudgmentStore(store).save_query_set(SAMPLE, "present", queries, qrels)
+    snapshots = SnapshotStore(store)
+    before = snapshots.create(workbench, SAMPLE, "one candidate", SearchConfig(depth=1), "present")
+    after = snapshots.create(workbench, SAMPLE, "default", SearchConfig(), "present")
+    open_page(page, f"{ready_app}/Present?collection={SAMPLE}", "Search, before and after")
+    page.get_by_text(headline_words(diff(before, after, "ndcg@10"))).wait_for()
+    page.get_by_text("Questions improved / worse").wait_for()
+    page.locator('[data-testid="stDataFrame"]').nth(1).wait_for()
+    harness.wait_idle(page)
+    page.locator('[data-testid="stSidebar"]').wait_for(state="hidden")  # the page's CSS: no sidebar
+    page.screenshot(path=str(harness.REPO / "tests" / "browser" / "screenshots" / "present.png"), full_page=True)
