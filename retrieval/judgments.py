@@ -353,20 +353,28 @@ def read_query_set_files(queries_file: tuple[str, bytes], qrels_file: tuple[str,
     """Queries and judgments from an upload: a queries file (which may carry its judgments:
     `qrels.parse_query_set`) and an optional qrels file ((file name, bytes) each). Judgments in
     both is an error: which to keep is not ours to guess."""
-    from .encoding import decode_bytes
-    from .qrels import parse_qrels, parse_query_set
-    from .types import IngestError
+    from .qrels import parse_query_set
 
     queries, qrels = parse_query_set(queries_file[1], queries_file[0])
     if qrels_file is not None:
         if qrels is not None:
             raise RetrievalError(f"{queries_file[0]} carries judgments already: upload it without a qrels file, or "
                                  "a queries file without judgments with one")
-        try:
-            qrels = parse_qrels(decode_bytes(qrels_file[1])[0])
-        except IngestError as exc:
-            raise IngestError(f"{qrels_file[0]}: {exc}") from exc  # str(exc) lists the problems already
+        qrels = read_qrels_file(qrels_file)
     return queries, qrels
+
+
+def read_qrels_file(qrels_file: tuple[str, bytes]) -> dict[str, dict[str, int]]:
+    """A judgments file ((file name, bytes): TREC, BEIR tsv or CSV, `qrels.parse_qrels`), its
+    problems named by the file."""
+    from .encoding import decode_bytes
+    from .qrels import parse_qrels
+    from .types import IngestError
+
+    try:
+        return parse_qrels(decode_bytes(qrels_file[1])[0])
+    except IngestError as exc:
+        raise IngestError(f"{qrels_file[0]}: {exc}") from exc  # str(exc) lists the problems already
 
 
 def _merge(table, key: list[str], rows: pa.Table, delete_rest: str | None) -> None:

@@ -25,7 +25,7 @@ def upload_query_set(judgments, collection: str, name: str, queries_file: tuple[
 
     A queries file (which may carry its judgments: a query set exported here) makes the set; a
     qrels file alone adds its judgments to the existing set `name`, whose queries it must name."""
-    from retrieval.judgments import read_query_set_files
+    from retrieval.judgments import read_qrels_file, read_query_set_files
 
     name = (name or "").strip()
     if not name:
@@ -36,14 +36,7 @@ def upload_query_set(judgments, collection: str, name: str, queries_file: tuple[
         if name not in existing:
             raise RetrievalError(f"There is no query set {name!r} to add these judgments to: upload its queries "
                                  "file too (judgments need the query texts), or pick an existing set's name")
-        from retrieval.encoding import decode_bytes
-        from retrieval.qrels import parse_qrels
-        from retrieval.types import IngestError
-
-        try:
-            qrels = parse_qrels(decode_bytes(qrels_file[1])[0])
-        except IngestError as exc:
-            raise IngestError(f"{qrels_file[0]}: {exc}") from exc
+        qrels = read_qrels_file(qrels_file)
         queries = judgments.queries(collection, name)
         judgments.save_query_set(collection, name, queries, qrels, replace=False)  # merged: nothing removed
         return QuerySet(name, queries, judgments.qrels(collection, name))
