@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -33,6 +33,7 @@ from .evaluate import Qrels, QrelsEvaluator, searched
 from .judgments import JudgmentStore
 from .plan import evaluation_config
 from .store import Store, counts_as_write, sql_string
+from .trust import judged_at
 from .types import RetrievalError
 
 SNAPSHOTS_TABLE = "_snapshots"
@@ -67,12 +68,6 @@ def judgments_key(qrels: Mapping[str, Mapping[str, int]]) -> str:
     """A fingerprint of the judgments: equal judgments, equal key (order does not matter)."""
     canonical = json.dumps({q: dict(sorted(d.items())) for q, d in sorted(qrels.items())}, sort_keys=True)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-
-def judged_at(ranking: Sequence[str], judged: Iterable[str], k: int = JUDGED_AT) -> float:
-    """|first k of `ranking` ∩ judged| / k."""
-    judged = set(judged)
-    return sum(1 for doc_id in ranking[:k] if doc_id in judged) / k
 
 
 def score_rankings(rankings: Mapping[str, Sequence[str]], qrels: Qrels) -> dict[str, dict[str, float]]:

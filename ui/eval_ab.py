@@ -54,16 +54,41 @@ def ab_section(workbench, collection: str, qset: QuerySet) -> None:
                     runs.append(report.runs["hybrid"])
                 judged = {q: qset.qrels[q] for q in qset.judged}
                 outcome = compare(judged, runs[0], runs[1], metric=metric, test=test)
+                trust = judgment_trust(runs[0], runs[1], judged, metric)
         except Exception as exc:
             views.show_error(exc)
             return
-        results()["ab"] = {"key": key, "result": outcome, "queries": dict(qset.queries),
+        results()["ab"] = {"key": key, "result": outcome, "queries": dict(qset.queries), "trust": trust,
                            "when": time.strftime("%H:%M:%S")}
     stored = results().get("ab")
     if stored is None or stored["key"][0] != collection:
         return
     stale_note(workbench, "A/B test", stored, key)
     _show_ab(stored)
+
+
+def judgment_trust(run_a, run_b, judged, metric: str) -> dict[str, Any]:
+    """Beside the A/B result: each config's judged@10, nDCG'@10 and bpref, and whether judging
+    the unjudged documents of the two top 10s could reverse the result (`retrieval.trust`)."""
+    from retrieval.trust import flip_check, trust_metrics
+
+    a, b = ({q: sorted(docs, key=docs.get, reverse=True) for q, docs in run.items()} for run in (run_a, run_b))
+    return {"A": trust_metrics(a, judged)[0], "B": trust_metrics(b, judged)[0],
+            "flip": flip_check(a, b, judged, metric if metric.endswith("@10") else "ndcg@10")}
+
+
+def _show_trust(trust: dict[str, Any], name_a: str, name_b: str) -> None:
+    flip = trust["flip"]
+    (st.warning if flip.can_flip else st.caption)(views.markdown_safe(flip.sentence()))
+    st.dataframe([{"config": name, **{k: round(v, 4) for k, v in trust[side].items()}}
+                  for side, name in (("A", name_a), ("B", name_b))], hide_index=True, width="stretch",
+                 column_config={
+                     "judged@10": st.column_config.NumberColumn(help="The share of the top 10 that has a judgment"),
+                     "ndcg'@10": st.column_config.NumberColumn(help="nDCG@10 with the unjudged documents removed "
+                                                                    "(condensed list, Sakai 2007)"),
+                     "bpref": st.column_config.NumberColumn(help="Relevant documents ranked above judged "
+                                                                 "non-relevant ones; unjudged ones ignored "
+                                                                 "(trec_eval's bpref)")})
 
 
 def _show_ab(stored: dict[str, Any]) -> None:
@@ -80,6 +105,8 @@ def _show_ab(stored: dict[str, Any]) -> None:
     cols[4].metric(f"significant (p < {result.alpha:g})", "yes" if result.significant else "no",
                    help=f"Whether the difference is unlikely under 'A and B are equally good' at the "
                         f"{result.alpha:.0%} level")
+    if "trust" in stored:
+        _show_trust(stored["trust"], name_a, name_b)
     st.plotly_chart(eval_charts.delta_chart(result.deltas, stored["queries"], metric), width="stretch")
     st.dataframe(eval_charts.delta_frame(result.deltas, stored["queries"]), hide_index=True, width="stretch",
                  column_config={"delta (B − A)": st.column_config.NumberColumn(format="%+.4f")})

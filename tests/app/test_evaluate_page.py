@@ -317,6 +317,16 @@ def test_ab_test_of_two_saved_configs_is_the_core_comparison(small_set, workbenc
     assert shown["p-value"] == f"{expected.p_value:.4g}"
     deltas = next(d.value for d in at.dataframe if "delta (B − A)" in d.value.columns)
     assert dict(zip(deltas["query id"], deltas["delta (B − A)"], strict=True)) == dict(expected.deltas)
+    # beside it: how far the judgments can be trusted, the core's own figures
+    from retrieval.trust import flip_check, trust_metrics
+
+    rank = lambda run: {q: sorted(d, key=d.get, reverse=True) for q, d in run.items()}  # noqa: E731
+    trust = next(d.value for d in at.dataframe if "bpref" in d.value.columns)
+    for row, run in zip(trust.to_dict("records"), (run_a, run_b), strict=True):
+        means = trust_metrics(rank(run), qrels)[0]
+        assert row == {"config": row["config"], **{k: round(v, 4) for k, v in means.items()}}
+    said = flip_check(rank(run_a), rank(run_b), qrels).sentence()
+    assert any(plain(x.value) == said for x in [*at.warning, *at.caption]), said
 
 
 def test_configs_save_load_and_import(workbench):
