@@ -65,8 +65,10 @@ def causes_of(a: Snapshot, b: Snapshot, common: list[str], metric: str, deltas: 
     changed = changed_factors(a, b)
     notes: list[str] = []
     retrieval = [f for f in ("config", "corpus") if changed[f]]
-    reruns: dict[frozenset, Mapping[str, Sequence[str]]] = {frozenset(): a.rankings,
-                                                             frozenset(retrieval): b.rankings}
+    # The run of each mix of the retrieval factors taken from B (A's run: none of them).
+    reruns: dict[frozenset, Mapping[str, Sequence[str]]] = {frozenset(): a.rankings}
+    if retrieval:
+        reruns[frozenset(retrieval)] = b.rankings
     if len(retrieval) == 2:
         try:
             if rerun is None:

@@ -391,20 +391,12 @@ def collection_picker(workbench: Workbench) -> str | None:
         if view.collection is not None:
             view.notices.append(f"Collection {view.collection!r} does not exist (any more); "
                                 f"showing {labels.get(fallback, fallback)!r}.")
-        write(fallback)
+        view.switch_collection(fallback)
     return state.bound(st.sidebar.selectbox, "Collection", "view.collection", lambda: state.view().collection,
-                       write, options=names, format_func=lambda n: labels.get(n, n),
+                       lambda value: state.view().switch_collection(value), options=names,
+                       format_func=lambda n: labels.get(n, n),
                        help="The collection every page searches and charts (shared by all pages). "
                             "Each collection has its own documents, BM25 index and embedding model.")
-
-
-def write(collection: str) -> None:
-    """Switch the View to `collection`; what belongs to the one before (an earlier version's
-    number, the "why not?" document) is dropped with it."""
-    view = state.view()
-    if collection != view.collection:
-        view.version, view.why = None, None
-    view.collection = collection
 
 
 def version_picker(workbench: Workbench, collection: str, today: bool = True, container=None) -> int | None:

@@ -196,7 +196,7 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
             bar.empty()
             views.show_error(exc)
             return
-        state.view().collection = report.info.name
+        state.view().switch_collection(report.info.name)
         st.session_state[INGESTED_KEY] = report.message
         st.rerun()
     ingested()

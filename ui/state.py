@@ -59,6 +59,13 @@ class View:
     why: str | None = None  # Search page: the document "Why not this document?" explains (URL 'why=ID')
     version: int | None = None  # Search / Compare: an earlier table version of the collection (URL 'version=N')
 
+    def switch_collection(self, collection: str) -> None:
+        """Show `collection`; what belongs to the one before (an earlier version's number, the
+        "why not?" document) goes with it."""
+        if collection != self.collection:
+            self.version, self.why = None, None
+        self.collection = collection
+
     def config(self, which: str) -> SearchConfig:
         return self.config_b if which == "b" else self.config_a
 

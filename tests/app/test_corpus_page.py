@@ -34,7 +34,7 @@ def test_collections_table_lists_stats(app_db):
 
 
 def test_upload_preview_map_and_ingest_creates_a_collection(workbench):
-    at = open_page(CORPUS)
+    at = open_page(CORPUS, why="en-001")  # a "why not" document of the collection shown before
     at.file_uploader(key="corpus.files").set_value([("notes.csv", NOTES_CSV, "text/csv")]).run()
     preview = next(d.value for d in at.dataframe if "key" in d.value.columns)  # the file's preview
     assert list(preview.columns) == ["key", "heading", "body", "stars"]
@@ -65,7 +65,8 @@ def test_upload_preview_map_and_ingest_creates_a_collection(workbench):
     assert info.doc_count == 3 and info.model == "all-MiniLM-L6-v2" and info.xl_model == ""
     row = store.documents("notes", ["n2"])["n2"]
     assert row["title"] == "Coffee" and row["metadata"] == {"stars": 5}
-    assert at.selectbox(key="view.collection").value == "notes"  # the new collection is selected
+    assert at.selectbox(key="view.collection").value == "notes"  # the new collection is selected …
+    assert at.session_state["_workbench_view"].why is None  # … without the other one's why-not document
     frame = at.dataframe[0].value
     assert "notes" in list(frame["collection"])
 
