@@ -299,6 +299,15 @@ def evaluate_collection(
     return report
 
 
+def fused_rankings(workbench, collection: str, queries: Mapping[str, str], config: SearchConfig
+                   ) -> dict[str, list[str]]:
+    """query id -> the fused ranking that `evaluate_collection` scores as 'hybrid' (cut at
+    `config.depth`, lean), for every query given, judged or not: what the judging queue compares."""
+    ids = list(queries)
+    ranked = ranked_lean(workbench, collection, [queries[q] for q in ids], evaluation_config(config))
+    return {q: fused for q, (_, fused) in zip(ids, ranked, strict=True)}
+
+
 Ranked = tuple[dict[str, SourceResult], list[str]]  # each source's result, the fused ids best first
 
 

@@ -3,8 +3,19 @@
 Two auxiliary tables beside each collection (`store.aux_table_name`; kept by `Store.clear`,
 dropped with the collection by `Store.delete`):
 
-- `_queries__<collection>`: set_name, query_id, text, position (the order queries were given in);
-- `_judgments__<collection>`: set_name, query_id, doc_id, grade.
+- `_queries__<collection>`: set_name, query_id, text, position (the order queries were given in),
+  need (the information need behind the query) and guidelines (what counts as relevant for it),
+  both written per query for the judging page ('' when none);
+- `_judgments__<collection>`: set_name, query_id, doc_id, rater, grade.
+
+Judgments are kept per rater (a name, no login; `raters.validate_rater`). Imported judgments and
+ratings given without a name belong to the unnamed rater `UNNAMED` (''), so a set with one rater
+behaves as a set of plain qrels: re-rating replaces the grade. A rater's "can't tell" is stored as
+the grade `CANT_TELL` (the pair is not asked of that rater again) and never counted. What the
+metrics read (`qrels`) is the consensus of the raters per (query, document), `raters.consensus`:
+the adjudicated grade, else the majority grade, else the mean rounded half up; LLM raters
+(`llm:<model>`) can be left out. Tables written before raters existed get the new columns (''
+for all) at their next write, and read as if they had them.
 
 A query set is a named list of queries (id -> text) with, optionally, graded judgments of
 documents for them (qrels: query id -> doc id -> grade). Sets come from uploaded files (parsed by
@@ -23,11 +34,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from .raters import Rating, consensus_qrels, is_llm_rater, validate_rater
 from .store import Store, aux_table_name, counts_as_write, crash_point, sql_string, validate_collection_name
 from .types import RetrievalError
 
@@ -43,15 +55,24 @@ QUERIES_SCHEMA = pa.schema([
     pa.field("query_id", pa.string(), nullable=False),
     pa.field("text", pa.string(), nullable=False),
     pa.field("position", pa.int64(), nullable=False),
+    pa.field("need", pa.string(), nullable=False),
+    pa.field("guidelines", pa.string(), nullable=False),
 ])
 JUDGMENTS_SCHEMA = pa.schema([
     pa.field("set_name", pa.string(), nullable=False),
     pa.field("query_id", pa.string(), nullable=False),
     pa.field("doc_id", pa.string(), nullable=False),
     pa.field("grade", pa.int32(), nullable=False),
+    pa.field("rater", pa.string(), nullable=False),
 ])
 QUERY_KEY = ["set_name", "query_id"]
-JUDGMENT_KEY = ["set_name", "query_id", "doc_id"]
+JUDGMENT_KEY = ["set_name", "query_id", "doc_id", "rater"]
+# Columns added since the tables were first written: name -> SQL default for existing rows.
+ADDED_COLUMNS = {"queries": {"need": "CAST('' AS STRING)", "guidelines": "CAST('' AS STRING)"},
+                 "judgments": {"rater": "CAST('' AS STRING)"}}
+UNNAMED = ""  # the rater of imported judgments and of ratings given without a name
+CANT_TELL = -99  # a rater's "can't tell", stored as a grade outside every scale; never counted
+MAX_NOTE_CHARS = 4000  # need and guidelines of one query
 
 
 def validate_set_name(name: str) -> str:
@@ -121,16 +142,20 @@ class JudgmentStore:
         search = table.search()
         if set_name is not None:
             search = search.where(f"set_name = {sql_string(set_name)}")
-        return search.limit(None).to_arrow().to_pylist()
+        return _with_added(search.limit(None).to_arrow().to_pylist(), "queries")
 
-    def _judgment_rows(self, collection: str, set_name: str, query_id: str | None = None) -> list[dict]:
+    def _judgment_rows(self, collection: str, set_name: str, query_id: str | None = None,
+                       rater: str | None = None) -> list[dict]:
         table = self._open(collection, "judgments")
         if table is None:
             return []
         where = f"set_name = {sql_string(set_name)}"
         if query_id is not None:
             where += f" AND query_id = {sql_string(query_id)}"
-        return table.search().where(where).limit(None).to_arrow().to_pylist()
+        if rater is not None and "rater" in table.schema.names:
+            where += f" AND rater = {sql_string(rater)}"
+        rows = _with_added(table.search().where(where).limit(None).to_arrow().to_pylist(), "judgments")
+        return rows if rater is None else [r for r in rows if r["rater"] == rater]
 
     def _require_set(self, collection: str, set_name: str) -> list[dict]:
         """The set's query rows in their order; a readable error if the set does not exist."""
@@ -151,16 +176,29 @@ class JudgmentStore:
         """id -> text, in the order the queries were given."""
         return {row["query_id"]: row["text"] for row in self._require_set(collection, set_name)}
 
-    def qrels(self, collection: str, set_name: str) -> dict[str, dict[str, int]]:
-        """query id -> doc id -> grade, for the set's judged queries (queries in set order, then
-        doc ids sorted)."""
+    def notes(self, collection: str, set_name: str) -> dict[str, tuple[str, str]]:
+        """id -> (information need, guidelines) of the set's queries, in order ('' when none)."""
+        return {row["query_id"]: (row["need"], row["guidelines"]) for row in self._require_set(collection, set_name)}
+
+    def ratings_of(self, collection: str, set_name: str, rater: str | None = None) -> list[Rating]:
+        """Every rater's ratings of the set (or one rater's), queries in set order, then doc id
+        and rater; a "can't tell" has grade None."""
         order = {row["query_id"]: i for i, row in enumerate(self._require_set(collection, set_name))}
-        rows = sorted(self._judgment_rows(collection, set_name),
-                      key=lambda r: (order.get(r["query_id"], len(order)), r["query_id"], r["doc_id"]))
-        out: dict[str, dict[str, int]] = {}
-        for row in rows:
-            out.setdefault(row["query_id"], {})[row["doc_id"]] = int(row["grade"])
-        return out
+        rows = sorted(self._judgment_rows(collection, set_name, rater=rater),
+                      key=lambda r: (order.get(r["query_id"], len(order)), r["query_id"], r["doc_id"], r["rater"]))
+        return [Rating(r["query_id"], r["doc_id"], r["rater"], None if r["grade"] == CANT_TELL else int(r["grade"]))
+                for r in rows]
+
+    def raters(self, collection: str, set_name: str) -> list[str]:
+        """The names of the set's raters, sorted ('' is the unnamed rater)."""
+        return sorted({r.rater for r in self.ratings_of(collection, set_name)})
+
+    def qrels(self, collection: str, set_name: str, with_llm: bool = True) -> dict[str, dict[str, int]]:
+        """query id -> doc id -> grade, for the set's judged queries (queries in set order, then
+        doc ids sorted): per (query, document) the raters' consensus (`raters.consensus`); with
+        `with_llm` False, LLM raters are left out."""
+        exclude = () if with_llm else tuple(r for r in self.raters(collection, set_name) if is_llm_rater(r))
+        return consensus_qrels(self.ratings_of(collection, set_name), exclude_raters=exclude)
 
     def query_id(self, collection: str, set_name: str, query_text: str) -> str | None:
         """The id of the query with exactly this text (surrounding spaces ignored), or None."""
@@ -170,13 +208,15 @@ class JudgmentStore:
                 return query_id
         return None
 
-    def ratings(self, collection: str, set_name: str, query_text: str) -> dict[str, int]:
-        """doc id -> grade for the query with this text in the set ({} when it has none)."""
+    def ratings(self, collection: str, set_name: str, query_text: str, rater: str = UNNAMED) -> dict[str, int]:
+        """doc id -> grade that `rater` gave for the query with this text in the set ({} when
+        none; "can't tell" left out)."""
         query_id = self.query_id(collection, set_name, query_text)
         if query_id is None:
             return {}
         return {row["doc_id"]: int(row["grade"]) for row in
-                sorted(self._judgment_rows(collection, set_name, query_id), key=lambda r: r["doc_id"])}
+                sorted(self._judgment_rows(collection, set_name, query_id, rater=rater), key=lambda r: r["doc_id"])
+                if row["grade"] != CANT_TELL}
 
     # ---- writes ----------------------------------------------------------------------------
     @counts_as_write
@@ -189,24 +229,28 @@ class JudgmentStore:
         replace: bool = True,
     ) -> None:
         """Store a query set. `replace=True`: the set becomes exactly these queries and judgments
-        (qrels None: no judgments). `replace=False`: merged into the set — new ids added, texts
-        and grades of known ids updated, nothing removed. Judgments must name queries of the set;
-        grades are integers from −2 to 4. All validated first; a failure changes nothing."""
+        (qrels None: no judgments; every rater's ratings go). `replace=False`: merged into the set
+        — new ids added, texts and grades of known ids updated, nothing removed. The judgments are
+        the unnamed rater's. Judgments must name queries of the set; grades are integers from −2
+        to 4. A known query keeps its need and guidelines. All validated first; a failure changes
+        nothing."""
         validate_collection_name(collection)
         validate_set_name(set_name)
         if not isinstance(queries, Mapping) or not queries:
             raise RetrievalError(f"Query set {set_name!r} needs at least one query")
         clean_queries = {validate_id(q, "query"): validate_query_text(t) for q, t in queries.items()}
         with self._lock(collection):
-            existing = {} if replace else {r["query_id"]: r for r in self._query_rows(collection, set_name)}
-            known_ids = set(clean_queries) | set(existing)
+            existing = {r["query_id"]: r for r in self._query_rows(collection, set_name)}
+            known_ids = set(clean_queries) | (set() if replace else set(existing))
             clean_qrels = self._validated_qrels(qrels or {}, known_ids)
-            start = max((r["position"] for r in existing.values()), default=-1) + 1
+            start = 0 if replace else max((r["position"] for r in existing.values()), default=-1) + 1
             query_rows = []
             for i, (query_id, text) in enumerate(clean_queries.items()):
-                position = existing[query_id]["position"] if query_id in existing else start + i
-                query_rows.append({"set_name": set_name, "query_id": query_id, "text": text, "position": position})
-            judgment_rows = [{"set_name": set_name, "query_id": q, "doc_id": d, "grade": g}
+                old = existing.get(query_id, {})
+                position = start + i if replace or not old else old["position"]
+                query_rows.append({"set_name": set_name, "query_id": query_id, "text": text, "position": position,
+                                   "need": old.get("need", ""), "guidelines": old.get("guidelines", "")})
+            judgment_rows = [_judgment_row(set_name, q, d, UNNAMED, g)
                              for q, docs in clean_qrels.items() for d, g in docs.items()]
             delete_rest = f"set_name = {sql_string(set_name)}" if replace else None
             self._write_both(collection, query_rows, judgment_rows, delete_rest)
@@ -231,15 +275,17 @@ class JudgmentStore:
         return len(queries), sum(len(docs) for docs in (qrels or {}).values())
 
     @counts_as_write
-    def rate(self, collection: str, set_name: str, query_text: str, doc_id: str, grade: int) -> str:
-        """Grade (0–3) `doc_id` for the query with this text in the set, saved at once. The query
-        is found by its text or added with id `ui-<8 hex of sha1(text)>` (the set is created if
-        needed); re-rating replaces the grade. Returns the query id."""
+    def rate(self, collection: str, set_name: str, query_text: str, doc_id: str, grade: int,
+             rater: str = UNNAMED) -> str:
+        """`rater`'s grade (0–3) of `doc_id` for the query with this text in the set, saved at
+        once. The query is found by its text or added with id `ui-<8 hex of sha1(text)>` (the set
+        is created if needed); re-rating replaces that rater's grade. Returns the query id."""
         validate_collection_name(collection)
         validate_set_name(set_name)
         text = validate_query_text(query_text)
         validate_id(doc_id, "document")
         validate_grade(grade)
+        rater = _valid_rater(rater)
         with self._lock(collection):
             rows = self._query_rows(collection, set_name)
             taken = {r["query_id"]: r["text"] for r in rows}
@@ -248,27 +294,116 @@ class JudgmentStore:
             if query_id is None:
                 query_id = ui_query_id(text, taken)
                 position = max((r["position"] for r in rows), default=-1) + 1
-                new_query = [{"set_name": set_name, "query_id": query_id, "text": text, "position": position}]
-            judgment = [{"set_name": set_name, "query_id": query_id, "doc_id": doc_id, "grade": grade}]
-            self._write_both(collection, new_query, judgment, None)
+                new_query = [{"set_name": set_name, "query_id": query_id, "text": text, "position": position,
+                              "need": "", "guidelines": ""}]
+            self._write_both(collection, new_query, [_judgment_row(set_name, query_id, doc_id, rater, grade)], None)
         return query_id
 
     @counts_as_write
-    def unrate(self, collection: str, set_name: str, query_text: str, doc_id: str) -> bool:
-        """Remove the grade of `doc_id` for this query (the query stays in the set). Returns
-        whether there was one."""
+    def rate_many(self, collection: str, set_name: str, grades: Mapping[tuple[str, str], int | None],
+                  rater: str = UNNAMED) -> int:
+        """`rater`'s grades (0–3, or None for "can't tell") of (query id, doc id) pairs of the
+        set's queries, in one commit; re-rating replaces that rater's grade. `rater` may be
+        `raters.ADJUDICATED` (the resolution of a disagreement). Returns how many were saved."""
+        validate_collection_name(collection)
+        validate_set_name(set_name)
+        rater = _valid_rater(rater, allow_reserved=True)
+        rows = []
+        for key, grade in grades.items():
+            if not isinstance(key, tuple) or len(key) != 2:
+                raise RetrievalError(f"Ratings are keyed by (query id, document id), got {key!r}")
+            query_id, doc_id = validate_id(key[0], "query"), validate_id(key[1], "document")
+            rows.append(_judgment_row(set_name, query_id, doc_id, rater,
+                                      CANT_TELL if grade is None else validate_grade(grade)))
+        if not rows:
+            return 0
+        with self._lock(collection):
+            known = {r["query_id"] for r in self._require_set(collection, set_name)}
+            unknown = sorted({r["query_id"] for r in rows} - known)
+            if unknown:
+                raise RetrievalError(f"Query set {set_name!r} has no query {unknown[0]!r}"
+                                     + (f" (and {len(unknown) - 1} more unknown)" if len(unknown) > 1 else ""))
+            self._write_both(collection, [], rows, None)
+        return len(rows)
+
+    @counts_as_write
+    def unrate_many(self, collection: str, set_name: str, pairs, rater: str = UNNAMED) -> int:
+        """Remove `rater`'s ratings of these (query id, doc id) pairs, in one commit (undo).
+        Returns how many there were."""
+        validate_set_name(set_name)
+        rater = _valid_rater(rater, allow_reserved=True)
+        pairs = {(validate_id(q, "query"), validate_id(d, "document")) for q, d in pairs}
+        with self._lock(collection):
+            table = self._open(collection, "judgments")
+            if table is None or not pairs:
+                return 0
+            present = [r for r in self._judgment_rows(collection, set_name, rater=rater)
+                       if (r["query_id"], r["doc_id"]) in pairs]
+            if present:
+                self._delete_judgments(collection, set_name, [(r["query_id"], r["doc_id"]) for r in present], rater)
+            return len(present)
+
+    @counts_as_write
+    def unrate(self, collection: str, set_name: str, query_text: str, doc_id: str, rater: str = UNNAMED) -> bool:
+        """Remove `rater`'s grade of `doc_id` for this query (the query stays in the set).
+        Returns whether there was one."""
         validate_id(doc_id, "document")
+        rater = _valid_rater(rater)
         with self._lock(collection):
             query_id = self.query_id(collection, set_name, query_text)
-            table = self._open(collection, "judgments")
-            if query_id is None or table is None:
+            if query_id is None or not self._judgment_rows(collection, set_name, query_id, rater=rater):
                 return False
-            where = (f"set_name = {sql_string(set_name)} AND query_id = {sql_string(query_id)} "
-                     f"AND doc_id = {sql_string(doc_id)}")
-            if not table.search().where(where).limit(1).to_arrow().num_rows:
+            if not any(r["doc_id"] == doc_id for r in self._judgment_rows(collection, set_name, query_id, rater=rater)):
                 return False
-            table.delete(where)
+            self._delete_judgments(collection, set_name, [(query_id, doc_id)], rater)
             return True
+
+    @counts_as_write
+    def save_ratings(self, collection: str, set_name: str, ratings: Sequence[Rating],
+                     queries: Mapping[str, str] | None = None, replace: bool = False) -> int:
+        """Import several raters' ratings (a ratings CSV, a Quepid file). `queries` (id -> text)
+        are added to the set (created if needed) or update the texts of known ids; every rating
+        must name a query of the set. `replace`: the set's ratings become exactly these (the
+        queries stay). One commit per table; a failure changes nothing. Returns the ratings saved."""
+        validate_collection_name(collection)
+        validate_set_name(set_name)
+        clean_queries = {validate_id(q, "query"): validate_query_text(t) for q, t in (queries or {}).items()}
+        rows = [_judgment_row(set_name, validate_id(r.query_id, "query"), validate_id(r.doc_id, "document"),
+                              _valid_rater(r.rater, allow_reserved=True),
+                              CANT_TELL if r.grade is None else
+                              validate_grade(r.grade, range(MIN_IMPORTED_GRADE, MAX_IMPORTED_GRADE + 1)))
+                for r in ratings]
+        with self._lock(collection):
+            existing = {r["query_id"]: r for r in self._query_rows(collection, set_name)}
+            unknown = sorted({r["query_id"] for r in rows} - set(existing) - set(clean_queries))
+            if unknown:
+                raise RetrievalError(f"The ratings name {len(unknown)} query id(s) that are not in query set "
+                                     f"{set_name!r}: {', '.join(map(repr, unknown[:10]))}")
+            start = max((r["position"] for r in existing.values()), default=-1) + 1
+            query_rows, added = [], 0
+            for query_id, text in clean_queries.items():
+                old = existing.get(query_id)
+                if old is None:
+                    position, added = start + added, added + 1
+                query_rows.append({"set_name": set_name, "query_id": query_id, "text": text,
+                                   "position": old["position"] if old else position,
+                                   "need": (old or {}).get("need", ""), "guidelines": (old or {}).get("guidelines", "")})
+            self._write_both(collection, query_rows, rows, None,
+                             delete_judgments=f"set_name = {sql_string(set_name)}" if replace else None)
+        return len(rows)
+
+    @counts_as_write
+    def set_notes(self, collection: str, set_name: str, query_id: str, need: str, guidelines: str) -> None:
+        """Write a query's information need and guidelines (for the judging page; '' clears)."""
+        for text, what in ((need, "information need"), (guidelines, "guidelines")):
+            if not isinstance(text, str) or len(text) > MAX_NOTE_CHARS:
+                raise RetrievalError(f"The {what} must be text of at most {MAX_NOTE_CHARS} characters")
+        validate_id(query_id, "query")
+        with self._lock(collection):
+            row = next((r for r in self._require_set(collection, set_name) if r["query_id"] == query_id), None)
+            if row is None:
+                raise RetrievalError(f"Query set {set_name!r} has no query {query_id!r}")
+            self._write_both(collection, [{**row, "need": need.strip(), "guidelines": guidelines.strip()}], [], None)
 
     @counts_as_write
     def delete_query_set(self, collection: str, set_name: str) -> None:
@@ -330,22 +465,60 @@ class JudgmentStore:
         return clean
 
     def _write_both(self, collection: str, query_rows: list[dict], judgment_rows: list[dict],
-                    delete_rest: str | None) -> None:
-        """Upsert the rows into both tables (one commit each); with `delete_rest`, rows matching
-        it that are not in the new rows are deleted in the same commit. All or nothing across both
-        tables (`Store.transaction`), also when the process is killed half-way."""
+                    delete_rest: str | None, delete_judgments: str | None = None) -> None:
+        """Upsert the rows into both tables (one commit each); with `delete_rest`, rows of either
+        table matching it that are not in the new rows are deleted in the same commit
+        (`delete_judgments`: the judgments table's only). All or nothing across both tables
+        (`Store.transaction`), also when the process is killed half-way."""
         # One store transaction: a failure or a killed process rolls both tables back (the
         # caller holds the collection's writer lock, across processes).
         tables = [aux_table_name(collection, "queries"), aux_table_name(collection, "judgments")]
+        delete_judgments = delete_judgments or delete_rest
         with self.store.transaction(collection, "ratings", tables):
             queries = self._open(collection, "queries", create=True)
             judgments = self._open(collection, "judgments", create=True)
             if query_rows or delete_rest:
+                _add_missing_columns(queries, "queries")
                 _merge(queries, QUERY_KEY, pa.Table.from_pylist(query_rows, schema=QUERIES_SCHEMA), delete_rest)
             crash_point("ratings:queries")
-            if judgment_rows or delete_rest:
+            if judgment_rows or delete_judgments:
+                _add_missing_columns(judgments, "judgments")
                 _merge(judgments, JUDGMENT_KEY, pa.Table.from_pylist(judgment_rows, schema=JUDGMENTS_SCHEMA),
-                       delete_rest)
+                       delete_judgments)
+
+    def _delete_judgments(self, collection: str, set_name: str, pairs: list[tuple[str, str]], rater: str) -> None:
+        """Delete `rater`'s rows of these pairs in one commit (ids and rater validated already)."""
+        tables = [aux_table_name(collection, "judgments")]
+        with self.store.transaction(collection, "ratings", tables):
+            table = self._open(collection, "judgments")
+            _add_missing_columns(table, "judgments")
+            keys = " OR ".join(f"(query_id = {sql_string(q)} AND doc_id = {sql_string(d)})" for q, d in pairs)
+            table.delete(f"set_name = {sql_string(set_name)} AND rater = {sql_string(rater)} AND ({keys})")
+
+
+def _judgment_row(set_name: str, query_id: str, doc_id: str, rater: str, grade: int) -> dict:
+    return {"set_name": set_name, "query_id": query_id, "doc_id": doc_id, "grade": grade, "rater": rater}
+
+
+def _valid_rater(name: str, allow_reserved: bool = False) -> str:
+    """A rater name (`raters.validate_rater`), or '' for the unnamed rater."""
+    return UNNAMED if name == UNNAMED else validate_rater(name, allow_reserved=allow_reserved)
+
+
+def _with_added(rows: list[dict], kind: str) -> list[dict]:
+    """Rows of a table written before `ADDED_COLUMNS` existed, read with their defaults ('')."""
+    for row in rows:
+        for column in ADDED_COLUMNS[kind]:
+            row.setdefault(column, "")
+    return rows
+
+
+def _add_missing_columns(table, kind: str) -> None:
+    """Give a table written before `ADDED_COLUMNS` existed its new columns (one commit, inside
+    the caller's transaction)."""
+    missing = {name: sql for name, sql in ADDED_COLUMNS[kind].items() if name not in table.schema.names}
+    if missing:
+        table.add_columns(missing)
 
 
 def read_query_set_files(queries_file: tuple[str, bytes], qrels_file: tuple[str, bytes] | None

@@ -175,3 +175,107 @@ def test_a_failing_judgments_write_restores_the_queries_table(judgments, monkeyp
     monkeypatch.undo()
     assert judgments.queries("docs", "test") == QUERIES
     assert judgments.qrels("docs", "test") == QRELS
+
+
+# ---- raters -----------------------------------------------------------------------------------
+def test_ratings_are_kept_per_rater_and_metrics_read_their_consensus(judgments):
+    from retrieval.raters import ADJUDICATED, Rating
+
+    judgments.save_query_set("docs", "s", QUERIES, QRELS)  # the unnamed rater: q1 MED-10 2, MED-2427 1; q3 MED-1 0
+    assert judgments.raters("docs", "s") == [""]
+    judgments.rate_many("docs", "s", {("q1", "MED-10"): 0, ("q1", "MED-2427"): 1, ("q2", "A"): 3}, rater="ann")
+    judgments.rate_many("docs", "s", {("q1", "MED-10"): 0, ("q2", "A"): 2, ("q2", "B"): None}, rater="bo")
+    assert judgments.raters("docs", "s") == ["", "ann", "bo"]
+    assert Rating("q2", "B", "bo", None) in judgments.ratings_of("docs", "s")  # can't tell, kept
+    # MED-10: {2, 0, 0} → majority 0; MED-2427: {1, 1} → 1; q2 A: {3, 2} → mean 2.5 rounded half up → 3;
+    # q2 B: only "can't tell" → not judged
+    assert judgments.qrels("docs", "s") == {"q1": {"MED-10": 0, "MED-2427": 1}, "q2": {"A": 3}, "q3": {"MED-1": 0}}
+    judgments.rate_many("docs", "s", {("q2", "A"): 1}, rater=ADJUDICATED)
+    assert judgments.qrels("docs", "s")["q2"] == {"A": 1}  # adjudicated wins
+    # one rater's view for the Search page widgets; "can't tell" is not a grade there
+    assert judgments.ratings("docs", "s", QUERIES["q2"], rater="bo") == {"A": 2}
+    assert judgments.ratings("docs", "s", QUERIES["q1"]) == {"MED-10": 2, "MED-2427": 1}
+    # undo of two of bo's ratings, one commit; ann's stay
+    assert judgments.unrate_many("docs", "s", [("q2", "A"), ("q2", "B"), ("q3", "none")], rater="bo") == 2
+    assert [r for r in judgments.ratings_of("docs", "s", rater="bo")] == [Rating("q1", "MED-10", "bo", 0)]
+    assert judgments.ratings("docs", "s", QUERIES["q2"], rater="ann") == {"A": 3}
+
+
+def test_llm_raters_can_be_left_out_of_the_metrics(judgments):
+    judgments.save_query_set("docs", "s", {"q": "a query"})
+    judgments.rate_many("docs", "s", {("q", "d1"): 3, ("q", "d2"): 0}, rater="llm:qwen2.5-7b")
+    judgments.rate_many("docs", "s", {("q", "d1"): 1}, rater="ann")
+    assert judgments.qrels("docs", "s") == {"q": {"d1": 2, "d2": 0}}  # {3, 1}: mean 2
+    assert judgments.qrels("docs", "s", with_llm=False) == {"q": {"d1": 1}}
+
+
+def test_rate_many_refuses_bad_input_and_writes_nothing(judgments, store):
+    judgments.save_query_set("docs", "s", {"q": "a query"})
+    before = store.db.open_table(aux_table_name("docs", "judgments")).version
+    for grades, rater, message in [
+        ({("q", "d"): 4}, "ann", "Grade must be an integer from 0–3"),
+        ({("nope", "d"): 1}, "ann", "has no query 'nope'"),
+        ({("q", "d e"): 1}, "ann", "Invalid document id"),
+        ({("q", "d"): 1}, "ann\n", "rater"),
+        ({("q", "d"): 1}, "x" * 65, "rater"),
+        ({"q": 1}, "ann", r"keyed by \(query id, document id\)"),
+    ]:
+        with pytest.raises(RetrievalError, match=message):
+            judgments.rate_many("docs", "s", grades, rater=rater)
+    with pytest.raises(RetrievalError):  # the reserved name is not a rater of the Search page
+        judgments.rate("docs", "s", "a query", "d", 1, rater="(adjudicated)")
+    assert store.db.open_table(aux_table_name("docs", "judgments")).version == before
+
+
+def test_save_ratings_imports_several_raters_with_their_queries(judgments):
+    from retrieval.raters import Rating
+
+    judgments.save_query_set("docs", "s", {"q1": "first"})
+    ratings = [Rating("q1", "a", "ann", 2), Rating("q9", "b", "bo", 1), Rating("q9", "b", "ann", None)]
+    assert judgments.save_ratings("docs", "s", ratings, queries={"q9": "ninth"}) == 3
+    assert judgments.queries("docs", "s") == {"q1": "first", "q9": "ninth"}
+    assert judgments.ratings_of("docs", "s") == [ratings[0], ratings[2], ratings[1]]  # query, doc, rater order
+    with pytest.raises(RetrievalError, match="not in query set 's': 'q7'"):
+        judgments.save_ratings("docs", "s", [Rating("q7", "a", "ann", 1)])
+    judgments.save_ratings("docs", "s", [Rating("q1", "z", "cy", 0)], replace=True)
+    assert judgments.ratings_of("docs", "s") == [Rating("q1", "z", "cy", 0)]
+    assert list(judgments.queries("docs", "s")) == ["q1", "q9"]  # replace touches ratings only
+
+
+def test_need_and_guidelines_per_query_survive_a_merge(judgments):
+    judgments.save_query_set("docs", "s", QUERIES)
+    judgments.set_notes("docs", "s", "q2", " People asking whether vitamin D helps bones. ", "2: says so directly")
+    assert judgments.notes("docs", "s")["q2"] == ("People asking whether vitamin D helps bones.", "2: says so directly")
+    assert judgments.notes("docs", "s")["q1"] == ("", "")
+    judgments.save_query_set("docs", "s", {"q2": "vitamin d and bones"}, replace=False)
+    assert judgments.notes("docs", "s")["q2"][1] == "2: says so directly"
+    with pytest.raises(RetrievalError, match="has no query 'q8'"):
+        judgments.set_notes("docs", "s", "q8", "", "")
+    with pytest.raises(RetrievalError, match="at most 4000"):
+        judgments.set_notes("docs", "s", "q1", "x" * 4001, "")
+
+
+def test_tables_written_before_raters_read_as_the_unnamed_rater_and_gain_the_columns(judgments, store):
+    import pyarrow as pa
+
+    old_queries = pa.schema([pa.field("set_name", pa.string(), nullable=False),
+                             pa.field("query_id", pa.string(), nullable=False),
+                             pa.field("text", pa.string(), nullable=False),
+                             pa.field("position", pa.int64(), nullable=False)])
+    old_judgments = pa.schema([pa.field("set_name", pa.string(), nullable=False),
+                               pa.field("query_id", pa.string(), nullable=False),
+                               pa.field("doc_id", pa.string(), nullable=False),
+                               pa.field("grade", pa.int32(), nullable=False)])
+    store.db.create_table(aux_table_name("docs", "queries"), schema=old_queries).add(
+        [{"set_name": "s", "query_id": "q1", "text": "old query", "position": 0}])
+    store.db.create_table(aux_table_name("docs", "judgments"), schema=old_judgments).add(
+        [{"set_name": "s", "query_id": "q1", "doc_id": "d1", "grade": 2}])
+    assert judgments.qrels("docs", "s") == {"q1": {"d1": 2}}
+    assert judgments.raters("docs", "s") == [""]
+    assert judgments.notes("docs", "s") == {"q1": ("", "")}
+    judgments.rate("docs", "s", "old query", "d1", 1)  # the unnamed rater re-rates: replaces, as before
+    judgments.rate("docs", "s", "old query", "d2", 3, rater="ann")
+    assert judgments.qrels("docs", "s") == {"q1": {"d1": 1, "d2": 3}}
+    assert "rater" in store.db.open_table(aux_table_name("docs", "judgments")).schema.names
+    judgments.set_notes("docs", "s", "q1", "need", "")
+    assert judgments.notes("docs", "s") == {"q1": ("need", "")}
