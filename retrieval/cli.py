@@ -1,4 +1,5 @@
-"""Command line: `python -m retrieval {ingest,search,evaluate,sweep,collections,serve} …`.
+"""Command line: `python -m retrieval {ingest,search,evaluate,sweep,collections,snapshot,queryset,judge,serve} …`
+(`judge`: cli_judge.py).
 
 Results and JSON go to stdout; progress and messages go to stderr. Every command takes the
 fusion config as options (or a saved config with `--config FILE.json` or `--config NAME`).
@@ -13,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import limits, serve
+from . import cli_judge, limits, serve
 from .config import (
     BM25_BACKENDS,
     COMBINATIONS,
@@ -216,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "exported here carries its judgments")
     p.add_argument("--qrels", type=Path, help="import: a judgments file (TREC, BEIR tsv or CSV)")
     p.add_argument("--replace", action="store_true", help="import: replace a query set of the same name")
+
+    cli_judge.add_parser(sub)
 
     p = sub.add_parser("serve", help="serve collections with their saved configs to agents (MCP: stdio or HTTP)")
     serve.add_arguments(p)
@@ -690,4 +693,5 @@ def cmd_queryset(args) -> int:
 
 
 COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "evaluate": cmd_evaluate, "sweep": cmd_sweep,
-            "collections": cmd_collections, "serve": cmd_serve, "snapshot": cmd_snapshot, "queryset": cmd_queryset}
+            "collections": cmd_collections, "serve": cmd_serve, "snapshot": cmd_snapshot, "queryset": cmd_queryset,
+            "judge": cli_judge.cmd_judge}

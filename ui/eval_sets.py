@@ -78,8 +78,10 @@ def query_set_section(workbench, collection: str) -> QuerySet | None:
                            help="The queries and judgments (qrels) to evaluate with. Ratings given on the Search "
                                 "page go into this set too. Each collection has its own sets.")
         try:
-            chosen = memo_read(workbench, ("set", collection, name), lambda: QuerySet(
-                name, judgments.queries(collection, name), judgments.qrels(collection, name)))
+            raters = memo_read(workbench, ("raters", collection, name), lambda: judgments.raters(collection, name))
+            with_llm = consensus_note(raters)
+            chosen = memo_read(workbench, ("set", collection, name, with_llm), lambda: QuerySet(
+                name, judgments.queries(collection, name), judgments.qrels(collection, name, with_llm=with_llm)))
         except Exception as exc:
             views.show_error(exc)
             return None
@@ -91,6 +93,27 @@ def query_set_section(workbench, collection: str) -> QuerySet | None:
                 "on the Search page (the first rating creates the set 'judgments').")
     _upload_form(judgments, collection, names)
     return chosen
+
+
+def consensus_note(raters: list[str]) -> bool:
+    """Say how several raters' grades become the judgments the metrics use, and (when an LLM is
+    among them) whether its grades count: the returned toggle, off until the user turns it on."""
+    from retrieval.raters import is_llm_rater
+
+    people = [r for r in raters if not is_llm_rater(r)]
+    llms = [r for r in raters if is_llm_rater(r)]
+    if len(raters) > 1:
+        st.caption(views.markdown_safe(
+            f"{len(raters)} raters judged this set ({', '.join(r or '(unnamed)' for r in raters)}). The metrics use "
+            "their consensus per (query, document): the adjudicated grade, else the grade more than half of them "
+            "gave, else their mean grade rounded half up (the Judge page shows their agreement)."))
+    if not llms:
+        return True
+    return st.toggle("Count the LLM's judgments", value=not people, key="eval.with_llm",
+                     help="Off (unless only an LLM judged this set): the metrics use the people's judgments "
+                          "only. On: the LLM rater(s) "
+                          f"({', '.join(llms)}) count as raters in the consensus. Check their agreement with the "
+                          "people on the Judge page first.")
 
 
 def _with_sample_set(workbench, collection: str) -> list[str]:
