@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from .qrels import MAX_QUERY_CHARS, ui_query_id, validate_query_text  # noqa: F401 (re-exported)
 from .raters import Rating, consensus_qrels, is_llm_rater, validate_rater
 from .store import Store, aux_table_name, counts_as_write, crash_point, sql_string, validate_collection_name
 from .types import RetrievalError
@@ -47,7 +48,6 @@ RATING_GRADES = (0, 1, 2, 3)  # what `rate` accepts
 # Imported files may use TREC's wider scale: −2 spam, −1/0 not relevant … 4 navigational.
 MIN_IMPORTED_GRADE, MAX_IMPORTED_GRADE = -2, 4
 MAX_ID_CHARS = 200
-MAX_QUERY_CHARS = 2000
 _ID_RE = re.compile(r"\S+")  # fullmatch: no trailing newline
 
 QUERIES_SCHEMA = pa.schema([
@@ -90,33 +90,12 @@ def validate_id(value: str, what: str) -> str:
     return value
 
 
-def validate_query_text(text: str) -> str:
-    """Query text, stripped: non-empty, at most 2,000 characters."""
-    if not isinstance(text, str) or not text.strip():
-        raise RetrievalError("Query text is empty")
-    text = text.strip()
-    if len(text) > MAX_QUERY_CHARS:
-        raise RetrievalError(f"Query text is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
-    return text
-
-
 def validate_grade(grade: int, allowed: range | tuple[int, ...] = RATING_GRADES) -> int:
     """An integer grade within `allowed` (bool and float are refused, 2.0 included)."""
     if isinstance(grade, bool) or not isinstance(grade, int) or grade not in allowed:
         shown = f"{allowed[0]}–{allowed[-1]}"
         raise RetrievalError(f"Grade must be an integer from {shown}, got {grade!r}")
     return grade
-
-
-def ui_query_id(text: str, taken: Mapping[str, str] | None = None) -> str:
-    """'ui-' + the first 8 hex digits of sha1(text); longer if that id names another text."""
-    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()
-    taken = taken or {}
-    for length in range(8, len(digest) + 1):
-        candidate = f"ui-{digest[:length]}"
-        if taken.get(candidate, text) == text:
-            return candidate
-    raise RetrievalError("Could not make a query id for this text")  # 2^-160: never in practice
 
 
 class JudgmentStore:
@@ -387,7 +366,8 @@ class JudgmentStore:
                     position, added = start + added, added + 1
                 query_rows.append({"set_name": set_name, "query_id": query_id, "text": text,
                                    "position": old["position"] if old else position,
-                                   "need": (old or {}).get("need", ""), "guidelines": (old or {}).get("guidelines", "")})
+                                   "need": (old or {}).get("need", ""),
+                                   "guidelines": (old or {}).get("guidelines", "")})
             self._write_both(collection, query_rows, rows, None,
                              delete_judgments=f"set_name = {sql_string(set_name)}" if replace else None)
         return len(rows)

@@ -44,6 +44,7 @@ document, so several raters are exported as their consensus (`raters.consensus`)
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -72,7 +73,28 @@ QUEPID_UNSAFE_STARTS = ("-", "=", "+", "@")  # Quepid writes a space before thes
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _WHITESPACE = re.compile(r"\s")
+MAX_QUERY_CHARS = 2000
 
+
+def validate_query_text(text: str) -> str:
+    """Query text, stripped: non-empty, at most 2,000 characters."""
+    if not isinstance(text, str) or not text.strip():
+        raise RetrievalError("Query text is empty")
+    text = text.strip()
+    if len(text) > MAX_QUERY_CHARS:
+        raise RetrievalError(f"Query text is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
+    return text
+
+
+def ui_query_id(text: str, taken: Mapping[str, str] | None = None) -> str:
+    """'ui-' + the first 8 hex digits of sha1(text); longer if that id names another text."""
+    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()
+    taken = taken or {}
+    for length in range(8, len(digest) + 1):
+        candidate = f"ui-{digest[:length]}"
+        if taken.get(candidate, text) == text:
+            return candidate
+    raise RetrievalError("Could not make a query id for this text")  # 2^-160: never in practice
 
 def parse_qrels(text: str) -> dict[str, dict[str, int]]:
     """Parse qrels text (BEIR TSV, TREC or CSV; see module doc) into query id -> doc id -> grade."""
@@ -395,9 +417,8 @@ def parse_quepid_csv(text: str, query_ids: Mapping[str, str] | None = None, rate
                      ) -> tuple[dict[str, str], list[Rating]]:
     """Queries (id -> text, in file order) and ratings from Quepid's ratings CSV (module doc).
     `query_ids`: query text -> id of queries known already; other texts get `ui-<sha1>` ids
-    (`judgments.ui_query_id`). The rater is `rater` unless the file has a rater column. A line
+    (`ui_query_id`). The rater is `rater` unless the file has a rater column. A line
     with a document and no rating is skipped, as Quepid does; problems are reported by line."""
-    from .judgments import ui_query_id, validate_query_text  # here: judgments brings the store (LanceDB)
 
     records = read_rows(text.lstrip("\ufeff"), ",")
     columns = _rating_header(records, QUEPID_COLUMNS, "query, docid and rating (Quepid's query,docid,rating)")
