@@ -197,7 +197,7 @@ def test_ratings_are_kept_per_rater_and_metrics_read_their_consensus(judgments):
     assert judgments.ratings("docs", "s", QUERIES["q1"]) == {"MED-10": 2, "MED-2427": 1}
     # undo of two of bo's ratings, one commit; ann's stay
     assert judgments.unrate_many("docs", "s", [("q2", "A"), ("q2", "B"), ("q3", "none")], rater="bo") == 2
-    assert [r for r in judgments.ratings_of("docs", "s", rater="bo")] == [Rating("q1", "MED-10", "bo", 0)]
+    assert judgments.ratings_of("docs", "s", rater="bo") == [Rating("q1", "MED-10", "bo", 0)]
     assert judgments.ratings("docs", "s", QUERIES["q2"], rater="ann") == {"A": 3}
 
 
