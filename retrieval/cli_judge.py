@@ -115,18 +115,11 @@ def _configs(workbench, spec: str) -> list:
 
 def queue(workbench, collection: str, set_name: str, configs: list | None, budget: int, pool: bool = False):
     """The pairs to judge next for `configs` (None: the default config alone, so its depth-10
-    pool): `judge_next.next_to_judge` over their fused rankings, or `judge_next.depth_pool`."""
+    pool): `judge_next.judging_queue`."""
     from .config import SearchConfig
-    from .evaluate import fused_rankings
-    from .judge_next import depth_pool, next_to_judge
+    from .judge_next import judging_queue
 
-    queries = workbench.judgments.queries(collection, set_name)
-    qrels = workbench.judgments.qrels(collection, set_name)
-    configs = configs or [SearchConfig()]
-    rankings = [fused_rankings(workbench, collection, queries, c) for c in configs]
-    if pool or len(configs) < 2:
-        return depth_pool(rankings, qrels, budget=budget)
-    return next_to_judge(rankings, qrels, budget=budget)
+    return judging_queue(workbench, collection, set_name, configs or [SearchConfig()], budget=budget, pool=pool)
 
 
 def _next(args, workbench, collection: str) -> int:

@@ -35,7 +35,7 @@ B_PREFIX = "b."
 COMPARE_MODES = ("rerank", "configs", "sources", "versions")
 RRF_K_CHOICES = (1, 2, 5, 10, 20, 30, 60, 100, 200)
 DEFAULT_RRF_KS = [1, 10, 60, 200]
-PAGES = ("home", "search", "compare", "distributions", "corpus", "evaluate", "graph", "present")
+PAGES = ("home", "search", "compare", "distributions", "corpus", "evaluate", "graph", "present", "judge")
 
 
 def default_config_b() -> SearchConfig:
@@ -58,6 +58,7 @@ class View:
     judging: bool = False  # Search page: rating widgets under each result (URL 'judge=1')
     why: str | None = None  # Search page: the document "Why not this document?" explains (URL 'why=ID')
     version: int | None = None  # Search / Compare: an earlier table version of the collection (URL 'version=N')
+    rater: str = ""  # Judge: whose ratings (URL 'rater=NAME'; '' the unnamed rater), so each rater gets a link
 
     def switch_collection(self, collection: str) -> None:
         """Show `collection`; what belongs to the one before (an earlier version's number, the
@@ -123,6 +124,7 @@ def view_from_params(params: Mapping[str, str]) -> View:
     # A link that names a query set (e.g. Evaluate's worst queries) comes to judge.
     view.judging = params.get("judge") == "1" or view.query_set is not None
     view.why = params.get("why") or None
+    view.rater = (params.get("rater") or "").strip()[:64]
     view.config_a, problems = config_from_params(params, SearchConfig())
     version = params.get("version")
     if version is not None:
@@ -160,10 +162,12 @@ def params_for(view: View, page: str) -> dict[str, str]:
     params: dict[str, str] = {}
     if view.collection:
         params["collection"] = view.collection
-    if page in ("search", "evaluate") and view.query_set:
+    if page in ("search", "evaluate", "judge") and view.query_set:
         params["set"] = view.query_set
     if page == "search" and view.judging:
         params["judge"] = "1"
+    if page == "judge" and view.rater:
+        params["rater"] = view.rater
     if page == "search" and view.why:
         params["why"] = view.why
     if page == "evaluate":  # the config evaluated is config A

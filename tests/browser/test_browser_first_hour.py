@@ -35,7 +35,7 @@ def test_the_sidebar_starts_with_home_and_there_is_no_developer_toolbar(page, re
     open_page(page, ready_app, "🔎 Search relevance workbench")
     entries = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
     assert [e.strip() for e in entries] == ["Home", "Search", "Compare", "Distributions", "Corpus", "Evaluate",
-                                            "Graph", "Present"]
+                                            "Graph", "Present", "Judge"]
     assert page.locator('[data-testid="stAppDeployButton"]').count() == 0
     assert page.locator('[data-testid="stMainMenu"]').count() == 0
     assert page.get_by_role("button", name="Deploy").count() == 0

@@ -1,0 +1,119 @@
+"""The Judge page: a blind queue judged with the grade buttons (what each stores, under whose name),
+"can't tell", skip and undo; the need and guidelines per query; agreement and adjudication; an
+unconfigured LLM judge; and the Evaluate page counting an LLM rater only when asked. Values come
+from the core on the very database the app uses."""
+
+import pytest
+from conftest import COLLECTION, QUERY, open_page, plain
+
+from retrieval.judgments import JudgmentStore
+from retrieval.raters import ADJUDICATED, Rating, agreement
+from retrieval.store import Store
+
+JUDGE = "pages/8_Judge.py"
+SET = "judge-set"
+QUERIES = {"j1": QUERY, "j2": "Who won Super Bowl 50?"}
+
+
+@pytest.fixture
+def judgments(app_db):
+    store = JudgmentStore(Store(app_db.uri))
+    store.save_query_set(COLLECTION, SET, QUERIES)  # replace: every test starts with no ratings
+    return store
+
+
+def saved_message(at) -> str:
+    return next(plain(c.value) for c in at.caption if plain(c.value).startswith(("Saved", "Skipped", "Undone")))
+
+
+def shown_doc(message: str) -> tuple[str, str]:
+    """(doc id, query id) from 'Saved grade 2 for DOC (query Q). …'."""
+    doc = message.split(" for ", 1)[1].split(" (query ", 1)
+    return doc[0], doc[1].split(")", 1)[0]
+
+
+def test_a_blind_judging_session_stores_grades_under_the_raters_name(judgments):
+    at = open_page(JUDGE, set=SET, rater="ann")
+    assert at.text_input(key="judge.rater").value == "ann"
+    progress = list(at.get("progress"))
+    assert progress and "0 of" in progress[0].proto.text
+    assert not any("ranks config" in plain(c.value) for c in at.caption)  # blind: no rank, no score
+    assert at.button(key="judge.undo").disabled
+
+    at.button(key="judge.grade2").click().run()
+    assert not at.exception
+    first, query = shown_doc(saved_message(at))
+    assert judgments.ratings_of(COLLECTION, SET, rater="ann") == [Rating(query, first, "ann", 2)]
+    assert "1 of" in at.get("progress")[0].proto.text
+
+    at.button(key="judge.cant").click().run()
+    second, query2 = shown_doc(saved_message(at))
+    assert second != first
+    assert Rating(query2, second, "ann", None) in judgments.ratings_of(COLLECTION, SET, rater="ann")
+    at.button(key="judge.undo").click().run()
+    assert saved_message(at).startswith(f"Undone: {second}")
+    assert judgments.ratings_of(COLLECTION, SET, rater="ann") == [Rating(query, first, "ann", 2)]
+
+    at.button(key="judge.skip").click().run()
+    assert saved_message(at).startswith(f"Skipped {second}")
+    at.button(key="judge.grade0").click().run()
+    third, query3 = shown_doc(saved_message(at))
+    assert third != second  # the skipped one went to the end of the queue
+    assert set(judgments.ratings_of(COLLECTION, SET, rater="ann")) == {Rating(query, first, "ann", 2),
+                                                                        Rating(query3, third, "ann", 0)}
+    assert judgments.raters(COLLECTION, SET) == ["ann"]
+
+
+def test_need_and_guidelines_are_written_per_query_and_shown_to_every_rater(judgments):
+    at = open_page(JUDGE, set=SET, rater="bo")
+    form_areas = at.text_area
+    form_areas[0].set_value("Fans asking how strong the defense was.")
+    form_areas[1].set_value("A number of points is a 3.")
+    at.button[[b.label for b in at.button].index("Save")].click().run()
+    assert not at.exception
+    notes = judgments.notes(COLLECTION, SET)
+    shown = [q for q, (need, _) in notes.items() if need]
+    assert len(shown) == 1 and notes[shown[0]] == ("Fans asking how strong the defense was.",
+                                                    "A number of points is a 3.")
+    markdown = " ".join(plain(m.value) for m in at.markdown)
+    assert "Information need: Fans asking how strong the defense was." in markdown.replace("*", "")
+
+
+def test_agreement_and_adjudication_on_the_raters_tab(judgments):
+    grades = {("j1", "en-001"): 3, ("j1", "en-002"): 0, ("j1", "en-003"): 1, ("j2", "en-004"): 2}
+    judgments.rate_many(COLLECTION, SET, grades, rater="ann")
+    judgments.rate_many(COLLECTION, SET, {**grades, ("j1", "en-003"): 3}, rater="bo")
+    at = open_page(JUDGE, set=SET)
+    expected = agreement(judgments.ratings_of(COLLECTION, SET))
+    table = at.dataframe[0].value
+    assert list(table["raters"]) == ["ann vs bo"] and list(table["documents both graded"]) == [4]
+    assert table["Cohen's κ"][0] == pytest.approx(expected.pairs[0].cohen_kappa)
+    assert table["weighted κ (quadratic)"][0] == pytest.approx(expected.pairs[0].weighted_kappa)
+    # en-003: {1, 3} → no majority, mean 2; adjudicated to 1 here
+    assert judgments.qrels(COLLECTION, SET)["j1"]["en-003"] == 2
+    assert next(s for s in at.selectbox if s.label == "Settle").value == 0  # the only disagreement
+    at.radio(key="judge.adjudicated_grade").set_value(1)
+    at.button[[b.label for b in at.button].index("Adjudicate")].click().run()
+    assert not at.exception
+    assert Rating("j1", "en-003", ADJUDICATED, 1) in judgments.ratings_of(COLLECTION, SET)
+    assert judgments.qrels(COLLECTION, SET)["j1"]["en-003"] == 1
+
+
+def test_the_llm_judge_is_off_until_configured(judgments):
+    at = open_page(JUDGE, set=SET)
+    infos = " ".join(plain(i.value) for i in at.info)
+    assert "The LLM judge is not configured" in infos
+
+
+def test_the_evaluate_page_counts_an_llm_rater_only_when_asked(judgments):
+    judgments.rate_many(COLLECTION, SET, {("j1", "en-001"): 3}, rater="ann")
+    judgments.rate_many(COLLECTION, SET, {("j1", "en-001"): 0, ("j2", "en-004"): 2}, rater="llm:tiny")
+    at = open_page("pages/5_Evaluate.py", set=SET)
+    toggle = at.toggle(key="eval.with_llm")
+    assert toggle.value is False
+    captions = " ".join(plain(c.value) for c in at.caption)
+    assert "2 raters judged this set (ann, llm:tiny)" in captions
+    assert "1 of them judged (1 judgment, 1 relevant)" in captions  # the people's only
+    toggle.set_value(True).run()
+    captions = " ".join(plain(c.value) for c in at.caption)
+    assert "2 of them judged (2 judgments, 2 relevant)" in captions  # {3, 0} → mean 1.5 → 2; j2 en-004 2
