@@ -1,0 +1,109 @@
+"""A judging session in a real browser with the keyboard only (issue 21): grades 2 and 3, "can't
+tell", undo and skip by their keys, each checked in the store under the rater's name the link
+carries; blind, so no rank or score is on the page. Then the LLM judge run from the page against a
+real chat-completions server on 127.0.0.1: the page stays usable while it runs (its Stop button is
+clicked mid-run) and every answer received is kept.
+
+Uses the session's app (conftest.py); every request the browser makes outside the app's server
+fails the test (the app's own request to the LLM server on 127.0.0.1 is not the browser's).
+"""
+
+from __future__ import annotations
+
+import time
+
+import harness
+from openai_stub import StubLLM
+
+from retrieval.ingest import parse_bytes
+from retrieval.llm_judge import LLMSettings, save_settings
+from retrieval.raters import Rating
+from retrieval.store import Store
+from retrieval.workbench import Workbench
+
+CORPUS = b"""id,title,text
+cat,Cats,"Cats are small felines that sleep most of the day and hunt mice at night."
+dog,Dogs,"Dogs are loyal companions that need daily walks and enjoy playing fetch."
+owl,Owls,"Owls are nocturnal birds of prey with silent flight and excellent night vision."
+bee,Bees,"Bees pollinate flowers and produce honey in their hives."
+fox,Foxes,"Foxes are clever wild canines that hunt small animals such as mice and rabbits."
+cow,Cows,"Cows graze on grass and give milk on dairy farms."
+"""
+QUERIES = {"k1": "animals that hunt mice", "k2": "who sees at night"}
+
+
+def judging_collection(browser_db, name: str, set_name: str) -> Workbench:
+    workbench = Workbench(Store(str(browser_db)))
+    if not workbench.exists(name):
+        workbench.create(name, parse_bytes(CORPUS, "animals.csv"))
+    workbench.judgments.save_query_set(name, set_name, QUERIES)
+    return workbench
+
+
+def ratings_of(workbench: Workbench, collection: str, set_name: str, rater: str, count: int,
+               timeout: float = 60) -> list[Rating]:
+    """The rater's ratings once there are `count` of them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = workbench.judgments.ratings_of(collection, set_name, rater=rater)
+        if len(found) == count or time.monotonic() > deadline:
+            assert len(found) == count, found
+            return found
+        time.sleep(0.2)
+
+
+def test_a_judging_session_with_the_keyboard_only(page, ready_app, browser_db):
+    workbench = judging_collection(browser_db, "judging", "kb")
+    page.goto(f"{ready_app}/Judge?collection=judging&set=kb&rater=kim")
+    page.get_by_role("heading", name="Judge").wait_for()
+    harness.wait_idle(page)
+    page.get_by_text("0 of", exact=False).first.wait_for()
+    assert page.get_by_text("ranks config").count() == 0  # blind
+
+    page.keyboard.press("2")
+    first = ratings_of(workbench, "judging", "kb", "kim", 1)
+    assert first[0].grade == 2
+    page.get_by_text("1 of", exact=False).first.wait_for()
+    harness.wait_idle(page)
+
+    page.keyboard.press("x")  # can't tell
+    after = ratings_of(workbench, "judging", "kb", "kim", 2)
+    cant = next(r for r in after if r not in first)
+    assert cant.grade is None
+    harness.wait_idle(page)
+
+    page.keyboard.press("u")  # undo the "can't tell"
+    assert ratings_of(workbench, "judging", "kb", "kim", 1) == first
+    page.get_by_text(f"Undone: {cant.doc_id}", exact=False).wait_for()
+    harness.wait_idle(page)
+
+    page.keyboard.press("s")  # skip it: it goes to the end of the queue
+    page.get_by_text(f"Skipped {cant.doc_id}", exact=False).wait_for()
+    harness.wait_idle(page)
+
+    page.keyboard.press("3")
+    final = ratings_of(workbench, "judging", "kb", "kim", 2)
+    third = next(r for r in final if r not in first)
+    assert third.grade == 3 and third.doc_id != cant.doc_id
+    assert workbench.judgments.raters("judging", "kb") == ["kim"]
+
+
+def test_the_llm_judge_runs_in_the_background_and_stopping_keeps_its_answers(page, ready_app, browser_db):
+    workbench = judging_collection(browser_db, "judging-llm", "kl")
+    with StubLLM(delay=0.5) as stub:
+        save_settings(workbench.store, LLMSettings(base_url=stub.base_url, model="stub-model", concurrency=1))
+        page.goto(f"{ready_app}/Judge?collection=judging-llm&set=kl")
+        page.get_by_role("heading", name="Judge").wait_for()
+        harness.wait_idle(page)
+        page.get_by_role("tab", name="LLM judge").click()
+        page.get_by_role("button", name="Judge the queue with the LLM").click()
+        page.get_by_text("LLM judging:", exact=False).first.wait_for(timeout=60_000)
+        deadline = time.monotonic() + 60
+        while stub.stats()["answered"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        page.get_by_role("button", name="Stop").click()  # the page answers while the run goes on
+        page.get_by_text("stopped before the end", exact=False).first.wait_for(timeout=60_000)
+        answered = stub.stats()["answered"]
+    saved = workbench.judgments.ratings_of("judging-llm", "kl", rater="llm:stub-model")
+    assert len(saved) == answered >= 3  # every answer the server gave is saved, the one in flight at Stop too
+    assert answered < len(QUERIES) * 6  # it did stop early
