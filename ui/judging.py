@@ -63,11 +63,12 @@ class Judge:
     query: str
     grades: dict[str, int]
     in_fragment: bool = False
+    rater: str = ""  # '' the unnamed rater; the Judge page's name when one was given there
 
     def __call__(self, doc_id: str) -> None:
         """Draw the rating widget of result `doc_id` (the per-result hook of the result cards)."""
         draw = rating if self.in_fragment else rating_fragment
-        draw(self.judgments, self.collection, self.set_name, self.query, doc_id, self.grades.get(doc_id))
+        draw(self.judgments, self.collection, self.set_name, self.query, doc_id, self.grades.get(doc_id), self.rater)
 
 
 def judge(workbench, collection: str, query: str, in_fragment: bool = False) -> Judge | None:
@@ -81,12 +82,13 @@ def judge(workbench, collection: str, query: str, in_fragment: bool = False) -> 
     if not query.strip():
         return None
     cache = st.session_state.setdefault(CACHE_KEY, {})
-    key = (collection, state.view().query_set, query)
+    rater = current_rater()
+    key = (collection, state.view().query_set, query, rater)
     if key not in cache:
         try:
             judgments = workbench.judgments
             set_name = active_set(judgments, collection, query, state.view().query_set)
-            grades = (judgments.ratings(collection, set_name, query)
+            grades = (judgments.ratings(collection, set_name, query, rater=rater)
                       if set_name in judgments.query_sets(collection) else {})
         except Exception as exc:  # the results still show; judging says why it is off
             views.show_error(exc)
@@ -95,28 +97,43 @@ def judge(workbench, collection: str, query: str, in_fragment: bool = False) -> 
             cache.clear()
         cache[key] = (set_name, dict(grades))
     set_name, grades = cache[key]
+    by = f" as {rater}" if rater else ""
     st.caption(views.markdown_safe(
-        f"Rate results 0–3 below: ratings go to query set '{set_name}' of '{workbench.label(collection)}' "
+        f"Rate results 0–3 below: ratings go to query set '{set_name}' of '{workbench.label(collection)}'{by} "
         f"({len(grades)} rated for this query) and feed the Evaluate page."))
-    return Judge(workbench.judgments, collection, set_name, query, dict(grades), in_fragment)
+    return Judge(workbench.judgments, collection, set_name, query, dict(grades), in_fragment, rater)
 
 
-def widget_key(collection: str, set_name: str, query: str, doc_id: str) -> str:
+def current_rater() -> str:
+    """The rater the Judge page was given a name for (the View's, from its field or a link), else
+    the unnamed rater ('')."""
+    from retrieval.raters import validate_rater
+    from retrieval.types import RetrievalError
+
+    name = state.view().rater
+    try:
+        return validate_rater(name) if name else ""
+    except RetrievalError:
+        return ""
+
+
+def widget_key(collection: str, set_name: str, query: str, doc_id: str, rater: str = "") -> str:
     import hashlib
 
-    digest = hashlib.sha1("\x1f".join((collection, set_name, query, doc_id)).encode()).hexdigest()[:16]
+    parts = (collection, set_name, query, doc_id) + ((rater,) if rater else ())  # unnamed: the keys as before
+    digest = hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
     return f"judge_{digest}"  # [a-zA-Z0-9_-] only: Streamlit puts it as st-key-<key> in the class
 
 
 def rating(judgments: JudgmentStore, collection: str, set_name: str, query: str, doc_id: str,
-           grade: int | None) -> None:
+           grade: int | None, rater: str = "") -> None:
     """One result's rating widget; the grade is saved by its on_change callback."""
-    key = widget_key(collection, set_name, query, doc_id)
+    key = widget_key(collection, set_name, query, doc_id, rater)
     if key not in st.session_state:
         st.session_state[key] = grade
     st.segmented_control(
         "Relevance", options=list(GRADES), format_func=GRADE_LABELS.get,  # no user text in the (hidden) label
-        key=key, on_change=_save, args=(judgments, collection, set_name, query, doc_id, key),
+        key=key, on_change=_save, args=(judgments, collection, set_name, query, doc_id, key, rater),
         help=RATING_HELP, label_visibility="collapsed",
     )
     message = st.session_state.pop(f"{key}.error", None)
@@ -127,15 +144,16 @@ def rating(judgments: JudgmentStore, collection: str, set_name: str, query: str,
 rating_fragment = st.fragment(rating)  # the same widget as its own fragment: a click reruns only it
 
 
-def _save(judgments: JudgmentStore, collection: str, set_name: str, query: str, doc_id: str, key: str) -> None:
+def _save(judgments: JudgmentStore, collection: str, set_name: str, query: str, doc_id: str, key: str,
+          rater: str = "") -> None:
     """on_change: write the new grade (or remove it: 'not rated') before the fragment reruns."""
     grade = st.session_state[key]
     try:
         if grade is None:
-            judgments.unrate(collection, set_name, query, doc_id)
+            judgments.unrate(collection, set_name, query, doc_id, rater=rater)
         else:
-            judgments.rate(collection, set_name, query, doc_id, int(grade))
-        _remember(collection, set_name, query, doc_id, grade)
+            judgments.rate(collection, set_name, query, doc_id, int(grade), rater=rater)
+        _remember(collection, set_name, query, doc_id, grade, rater)
     except Exception as exc:  # bad input or a failing database: readable, the page stays up
         from retrieval.types import RetrievalError
 
@@ -143,10 +161,10 @@ def _save(judgments: JudgmentStore, collection: str, set_name: str, query: str, 
                                             else f"Unexpected error ({type(exc).__name__}): {exc}")
 
 
-def _remember(collection: str, set_name: str, query: str, doc_id: str, grade: int | None) -> None:
+def _remember(collection: str, set_name: str, query: str, doc_id: str, grade: int | None, rater: str = "") -> None:
     """Keep the session's cached grades (see `judge`) in step with a saved rating."""
-    for (c, _, q), (name, grades) in st.session_state.get(CACHE_KEY, {}).items():
-        if (c, q, name) == (collection, query, set_name):
+    for (c, _, q, r), (name, grades) in st.session_state.get(CACHE_KEY, {}).items():
+        if (c, q, name, r) == (collection, query, set_name, rater):
             if grade is None:
                 grades.pop(doc_id, None)
             else:

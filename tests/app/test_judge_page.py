@@ -117,3 +117,13 @@ def test_the_evaluate_page_counts_an_llm_rater_only_when_asked(judgments):
     toggle.set_value(True).run()
     captions = " ".join(plain(c.value) for c in at.caption)
     assert "2 of them judged (2 judgments, 2 relevant)" in captions  # {3, 0} → mean 1.5 → 2; j2 en-004 2
+
+
+def test_the_search_page_rates_as_the_rater_named_on_the_judge_page(judgments):
+    at = open_page("pages/1_Search.py", q=QUERY, set=SET, rater="cy")  # the name the Judge page's link set
+    assert any("as cy" in plain(c.value) for c in at.caption)
+    doc = at.dataframe[0].value["id"][0]
+    at.segmented_control[0].set_value(1).run()
+    assert not at.exception and not at.error
+    assert judgments.ratings(COLLECTION, SET, QUERY, rater="cy") == {doc: 1}
+    assert judgments.ratings(COLLECTION, SET, QUERY) == {}  # not the unnamed rater's
