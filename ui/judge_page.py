@@ -182,13 +182,16 @@ def full_queue(workbench, collection: str, set_name: str, selection: str, names:
     return cache[key]
 
 
-def pending_pairs(queue: list, mine: dict, judged: set, skipped: list, others: bool, budget: int) -> list:
-    """The queue without what this rater rated (any answer) and, unless `others`, without pairs
-    with a consensus judgment; cut at `budget`; skipped pairs last."""
-    out = [c for c in queue if (c.query_id, c.doc_id) not in mine
-           and (others or (c.query_id, c.doc_id) not in judged)]
-    done = len(queue) - len(out)
-    out = out[: max(budget - min(done, budget), 0)] if budget else out
+def queue_window(queue: list, others_judged: set, others: bool, budget: int) -> list:
+    """The queue this rater works through: the first `budget` pairs of `queue` in its order,
+    leaving out (unless `others`) the pairs someone else has judged already."""
+    return [c for c in queue if others or (c.query_id, c.doc_id) not in others_judged][:budget]
+
+
+def pending_pairs(window: list, mine: dict, skipped: list) -> list:
+    """The window without what this rater answered (any answer, "can't tell" too); skipped
+    pairs last."""
+    out = [c for c in window if (c.query_id, c.doc_id) not in mine]
     skipped_set = set(skipped)
     return [c for c in out if (c.query_id, c.doc_id) not in skipped_set] + \
         [c for c in out if (c.query_id, c.doc_id) in skipped_set]
@@ -230,13 +233,13 @@ def judging_session(workbench, collection: str, set_name: str, rater: str) -> No
         views.show_error(exc)
         return
     mine = {(r.query_id, r.doc_id): r.grade for r in ratings if r.rater == rater}
-    judged = {(q, d) for q, docs in consensus.items() for d in docs}
+    others_judged = {(r.query_id, r.doc_id) for r in ratings if r.rater != rater and r.grade is not None}
     work = session((collection, set_name, rater))
-    pending = pending_pairs(queue, mine, judged, work.skipped, others, budget)
-    in_queue = min(budget, len(queue))
-    done = in_queue - len(pending)
-    st.progress(done / in_queue if in_queue else 1.0,
-                text=f"{done} of {in_queue} pairs of this queue judged by {rater or 'the unnamed rater'} · "
+    window = queue_window(queue, others_judged, others, budget)
+    pending = pending_pairs(window, mine, work.skipped)
+    done = len(window) - len(pending)
+    st.progress(done / len(window) if window else 1.0,
+                text=f"{done} of {len(window)} pairs of this queue judged by {rater or 'the unnamed rater'} · "
                      f"{sum(1 for q in queries if consensus.get(q))} of {len(queries)} queries of '{set_name}' have "
                      "judgments")
     if work.message:
