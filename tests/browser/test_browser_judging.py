@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 import harness
+from corpora import ANIMALS
 from openai_stub import StubLLM
 
 from retrieval.ingest import parse_bytes
@@ -21,21 +22,13 @@ from retrieval.raters import Rating
 from retrieval.store import Store
 from retrieval.workbench import Workbench
 
-CORPUS = b"""id,title,text
-cat,Cats,"Cats are small felines that sleep most of the day and hunt mice at night."
-dog,Dogs,"Dogs are loyal companions that need daily walks and enjoy playing fetch."
-owl,Owls,"Owls are nocturnal birds of prey with silent flight and excellent night vision."
-bee,Bees,"Bees pollinate flowers and produce honey in their hives."
-fox,Foxes,"Foxes are clever wild canines that hunt small animals such as mice and rabbits."
-cow,Cows,"Cows graze on grass and give milk on dairy farms."
-"""
 QUERIES = {"k1": "animals that hunt mice", "k2": "who sees at night"}
 
 
 def judging_collection(browser_db, name: str, set_name: str) -> Workbench:
     workbench = Workbench(Store(str(browser_db)))
     if not workbench.exists(name):
-        workbench.create(name, parse_bytes(CORPUS, "animals.csv"))
+        workbench.create(name, parse_bytes(ANIMALS.encode(), "animals.csv"))
     workbench.judgments.save_query_set(name, set_name, QUERIES)
     return workbench
 
