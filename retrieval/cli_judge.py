@@ -130,7 +130,8 @@ def _next(args, workbench, collection: str) -> int:
     queries = workbench.judgments.queries(collection, args.queryset)
     if args.json:
         print(json.dumps({"selection": "pool" if args.pool else "next", "pairs": [
-            {"query_id": c.query_id, "doc_id": c.doc_id, "weight": c.weight, "ranks": list(c.ranks)}
+            {"query_id": c.query_id, "doc_id": c.doc_id, "weight": c.weight, "priority": c.priority,
+             "ranks": list(c.ranks)}
             for c in pairs]}, ensure_ascii=False))
         return 0
     for c in pairs:

@@ -152,8 +152,12 @@ def test_judge_next_lists_the_pairs_that_can_change_the_comparison(tmp_path, cap
     got = {(p["query_id"], p["doc_id"]): p["weight"] for p in listed["pairs"]}
     assert set(got) <= set(expected) and ("q1", "cat") not in got  # the judged pair is never asked again
     assert {k: pytest.approx(v, abs=1e-12) for k, v in got.items()} == {k: expected[k] for k in got}
-    weights = [p["weight"] for p in listed["pairs"]]
-    assert weights == sorted(weights, reverse=True)
+    # the queue's order: priority = weight × disc(best rank), highest first
+    for p in listed["pairs"]:
+        best = min(r for r in p["ranks"] if r is not None)
+        assert p["priority"] == pytest.approx(p["weight"] / math.log2(1 + best), abs=1e-12)
+    priorities = [p["priority"] for p in listed["pairs"]]
+    assert priorities == sorted(priorities, reverse=True)
     assert {k for k, w in expected.items() if w > 0} <= set(got)  # every pair that can change Δ is listed
 
     assert cli.main(["--db", db, "judge", "next", "animals", "--queryset", "s", "--configs", configs,

@@ -147,7 +147,8 @@ def queue_controls(workbench) -> tuple[str, list[str], int, bool, bool]:
         selection = st.radio("Order", (NEXT, POOL), key="judge.selection", horizontal=True,
                              help="What to judge next: the unjudged pairs of the chosen configs' top 10s, those whose "
                                   "judgment can change the comparison most first (minimal test collection weight: the "
-                                  "difference in rank discount the document gets in the rankings). Depth-10 pool: "
+                                  "difference in rank discount the document gets in the rankings, times the discount "
+                                  "of its best rank). Depth-10 pool: "
                                   "every unjudged document of the top 10s, query by query, rank by rank.")
         default = [CONFIG_A, CONFIG_B]
         names = st.multiselect("Configs compared", list(choices), default=default, key="judge.configs",
