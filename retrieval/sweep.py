@@ -215,72 +215,27 @@ def run_sweep(
     fetch_configs = retrieval_plan(variants)
     started = time.perf_counter()
     state = workbench.state(collection)  # one state for the whole sweep
-    fetched: dict[str, dict[tuple, SourceResult]] = {}
-
-    def fetch(batch: list[str]) -> list[list[dict[str, SourceResult]]]:
-        return [workbench.source_results(collection, [queries[q] for q in batch], config, state)
-                for config in fetch_configs]
-
-    done = 0
-    for block in embedded_blocks(workbench, collection, [queries[q] for q in judged], fetch_configs):
-        batches = [judged[i:min(i + QUERY_BATCH, block.stop)] for i in range(block.start, block.stop, QUERY_BATCH)]
-        for batch, fetched_sets in zip(batches, map_queries(fetch, batches), strict=True):
-            for position, qid in enumerate(batch):
-                per_key: dict[tuple, SourceResult] = {}
-                for config, results in zip(fetch_configs, fetched_sets, strict=True):
-                    for source, result in results[position].items():
-                        if result.error:
-                            raise RetrievalError(f"{source} failed on query {qid!r}: {result.error}")
-                        per_key[source_params(source, config)] = result
-                fetched[qid] = per_key
-                done += 1
-                if progress:
-                    progress(done, total_steps)
+    fetched = fetch_candidates(workbench, collection, queries, judged, fetch_configs, state,
+                               (lambda done: progress(done, total_steps)) if progress else None)
     retrieval_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
     evaluator = QrelsEvaluator({q: qrels[q] for q in judged})
-    # A source's candidates prepared (cut at depth, minimum raw score applied, normalised) once
-    # per query and reused by every variant whose plan prepares them the same way.
-    memo: dict[tuple, PreparedSource] = {}
     rows: list[dict[str, Any]] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}
-    language = workbench.reads.language(collection, state)
-    plans = {v.label: RankingPlan(evaluation_config(v.config)) for v in variants}
-
-    def ties_of(config: SearchConfig):
-        return workbench.reads.tie_values(collection, config.tie_field, state) if config.tie_field else None
-
-    def sources_of(qid: str, plan: RankingPlan) -> dict[str, SourceResult]:
-        return {s: fetched[qid][source_params(s, plan.config)] for s in plan.config.weights}
+    ranker = CandidateRanker(workbench, collection, queries, fetched, state)
+    plans = {v.label: ranker.plan(evaluation_config(v.config)) for v in variants}
 
     # Rerank variants: the reranker's scores of the union of their heads taken once per query
     # (the slow part: a model runs), before any variant is ranked.
-    rerank_scores: dict[tuple[str, str], dict[str, float]] = {}
     for n, qid in enumerate(judged if reranking else [], start=1):
-        wanted: dict[str, list[str]] = {v.config.reranker: [] for v in reranking}
-        for variant in reranking:
-            config = variant.config
-            plan = plans[variant.label]
-            head = plan.first_stage(sources_of(qid, plan), queries[qid], language, ties_of(config),
-                                    config.rerank_top_n, memo, qid)[0]
-            seen = set(wanted[config.reranker])
-            wanted[config.reranker].extend(d for d in head if d not in seen)
-        for name, doc_ids in wanted.items():
-            if doc_ids:
-                rerank_scores[(qid, name)] = workbench.rerank_scores(collection, queries[qid], doc_ids, name, state)
+        ranker.score_heads(qid, [plans[v.label] for v in reranking])
         if progress:
             progress(len(judged) + n, total_steps)
     done_before = total_steps - len(variants)
 
     for done, variant in enumerate(variants, start=1):
-        plan = plans[variant.label]
-        reranker = variant.config.reranker
-        rankings = {}
-        for qid in judged:
-            scored = rerank_scores.get((qid, reranker), {})
-            rankings[qid] = plan.final_ids(sources_of(qid, plan), queries[qid], language, ties_of(plan.config),
-                                           lambda head, scored=scored: scored, memo, qid)
+        rankings = ranker.rankings(plans[variant.label], judged)
         mean, values = evaluator.evaluate_rankings(rankings, metrics)
         per_query[variant.label] = values
         rows.append({**describe(variant), **mean})
@@ -315,6 +270,105 @@ def retrieval_plan(variants: Sequence[Variant]) -> list[SearchConfig]:
     return [SearchConfig.from_dict({**config.to_dict(), "depth": max(depths.values()),
                                     "weights": dict.fromkeys(depths, 1.0)})
             for config, depths in groups]
+
+
+def fetch_candidates(workbench, collection: str, queries: Mapping[str, str], query_ids: Sequence[str],
+                     fetch_configs: Sequence[SearchConfig], state: tuple | None = None,
+                     progress: Callable[[int], None] | None = None) -> dict[str, dict[tuple, SourceResult]]:
+    """Every query's candidates, fetched once: query id -> (source, source parameters) -> its
+    `SourceResult`, one `workbench.source_results` call per batch of `evaluate.QUERY_BATCH`
+    queries and fetch config (`retrieval_plan`), through the workbench's candidate cache. What
+    a sweep and the optimiser rank every variant or trial from. A source that failed on a query
+    is an error: a variant scored without it would be scored wrong. `progress(done)` after each
+    query."""
+    state = state if state is not None else workbench.state(collection)
+    fetched: dict[str, dict[tuple, SourceResult]] = {}
+    query_ids = list(query_ids)
+
+    def fetch(batch: list[str]) -> list[list[dict[str, SourceResult]]]:
+        return [workbench.source_results(collection, [queries[q] for q in batch], config, state)
+                for config in fetch_configs]
+
+    done = 0
+    for block in embedded_blocks(workbench, collection, [queries[q] for q in query_ids], fetch_configs):
+        batches = [query_ids[i:min(i + QUERY_BATCH, block.stop)] for i in range(block.start, block.stop, QUERY_BATCH)]
+        for batch, fetched_sets in zip(batches, map_queries(fetch, batches), strict=True):
+            for position, qid in enumerate(batch):
+                per_key: dict[tuple, SourceResult] = {}
+                for config, results in zip(fetch_configs, fetched_sets, strict=True):
+                    for source, result in results[position].items():
+                        if result.error:
+                            raise RetrievalError(f"{source} failed on query {qid!r}: {result.error}")
+                        per_key[source_params(source, config)] = result
+                fetched[qid] = per_key
+                done += 1
+                if progress:
+                    progress(done)
+    return fetched
+
+
+class CandidateRanker:
+    """Any config's evaluation ranking of a query, from candidates fetched once
+    (`fetch_candidates`): the plan's lean `final_ids`, with each source's preparation memoised
+    per query (`RankingPlan.prepare`'s memo: shared by the variants or trials that cut,
+    threshold and normalise a source alike) and the reranker's scores kept per query."""
+
+    MEMO_LIMIT = 200_000  # preparations kept; trials with continuous thresholds would grow it forever
+
+    def __init__(self, workbench, collection: str, queries: Mapping[str, str],
+                 fetched: Mapping[str, Mapping[tuple, SourceResult]], state: tuple):
+        self.workbench, self.collection, self.queries, self.fetched, self.state = (
+            workbench, collection, queries, fetched, state)
+        self.language = workbench.reads.language(collection, state)
+        self.memo: dict[tuple, PreparedSource] = {}
+        self.rerank_scores: dict[tuple[str, str], dict[str, float]] = {}  # (query id, reranker) -> doc -> score
+        self._ties: dict[str, Mapping[str, float]] = {}
+
+    def plan(self, config: SearchConfig) -> RankingPlan:
+        """`config`'s plan, its learned ranker loaded (`Workbench.plan`) at the fetch's state."""
+        return self.workbench.plan(self.collection, config, self.state)
+
+    def ties(self, config: SearchConfig) -> Mapping[str, float] | None:
+        if not config.tie_field:
+            return None
+        if config.tie_field not in self._ties:
+            self._ties[config.tie_field] = self.workbench.reads.tie_values(self.collection, config.tie_field,
+                                                                           self.state)
+        return self._ties[config.tie_field]
+
+    def sources(self, qid: str, plan: RankingPlan) -> dict[str, SourceResult]:
+        return {s: self.fetched[qid][source_params(s, plan.config)] for s in plan.config.weights}
+
+    def head(self, qid: str, plan: RankingPlan) -> list[str]:
+        """The first stage's top-N (`rerank_top_n`) of a reranking plan for query `qid`."""
+        config = plan.config
+        return plan.first_stage(self.sources(qid, plan), self.queries[qid], self.language, self.ties(config),
+                                config.rerank_top_n, self.memo, qid)[0]
+
+    def score_heads(self, qid: str, plans: Sequence[RankingPlan]) -> None:
+        """The reranker's scores of every document in the heads of `plans` not scored yet for
+        `qid`, one model call per reranker (what makes a rerank variant cost more than a fusion)."""
+        wanted: dict[str, list[str]] = {}
+        for plan in plans:
+            name = plan.config.reranker
+            scored = self.rerank_scores.setdefault((qid, name), {})
+            seen = set(wanted.setdefault(name, []))
+            wanted[name].extend(d for d in self.head(qid, plan) if d not in seen and d not in scored)
+        for name, doc_ids in wanted.items():
+            if doc_ids:
+                self.rerank_scores[(qid, name)].update(self.workbench.rerank_scores(
+                    self.collection, self.queries[qid], doc_ids, name, self.state))
+
+    def ranking(self, plan: RankingPlan, qid: str) -> list[str]:
+        """What `plan` shows for query `qid`, as ids (a reranking plan's heads must be scored)."""
+        if len(self.memo) > self.MEMO_LIMIT:
+            self.memo.clear()
+        scored = self.rerank_scores.get((qid, plan.config.reranker), {})
+        return plan.final_ids(self.sources(qid, plan), self.queries[qid], self.language, self.ties(plan.config),
+                              lambda head: scored, self.memo, qid)
+
+    def rankings(self, plan: RankingPlan, query_ids: Iterable[str]) -> dict[str, list[str]]:
+        return {qid: self.ranking(plan, qid) for qid in query_ids}
 
 
 DESCRIPTION_COLUMNS = ("label", "fusion", "normalization", "combination", "weight", "rrf_k", "rerank_top_n",
