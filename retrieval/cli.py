@@ -1,4 +1,5 @@
-"""Command line: `python -m retrieval {ingest,search,evaluate,sweep,collections,snapshot,queryset,judge,serve} …`
+"""Command line:
+`python -m retrieval {ingest,search,evaluate,sweep,optimize,collections,snapshot,queryset,judge,serve} …`
 (`judge`: cli_judge.py).
 
 Results and JSON go to stdout; progress and messages go to stderr. Every command takes the
@@ -186,6 +187,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rerank-top-ns", help="comma-separated top-N values of the rerank variants (default: "
                                            "--rerank-top-n)")
     p.add_argument("--json", action="store_true", help="print a JSON list (best first): label, config, metrics")
+    add_config_options(p)
+
+    p = sub.add_parser("optimize", help="search the fusion parameters on judged queries (Bayesian, Optuna TPE), "
+                                        "cross-validated over queries; retrieval once per query")
+    p.add_argument("source", type=Path, metavar="DIR|COLLECTION",
+                   help="a BEIR folder, or with --queryset a collection")
+    p.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME")
+    p.add_argument("--model", help="embedding model (default: by corpus language)")
+    p.add_argument("--max-queries", type=int, help="use only the first N judged queries")
+    p.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
+                   help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest")
+    p.add_argument("--method", default="bayes", choices=("bayes", "query-dependent", "lambdamart"),
+                   help="bayes: TPE over the weights, fusion method, normalisation, combination, RRF k, depth, "
+                        "per-source minimums (and λ with --rerank); query-dependent: the same, with the two "
+                        "sources' split set per query from its features (length, script, unknown terms, BM25's "
+                        "top-score gap); lambdamart: a learned ranker (LightGBM) over each candidate's scores, "
+                        "ranks, the query's features, document length and title match, reordering the config's "
+                        "candidates")
+    p.add_argument("--trials", type=int, default=50, help="trials per study (default 50; k + 1 studies)")
+    p.add_argument("--seconds", type=float, help="stop after this many seconds in all (the best so far is kept)")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds over queries (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="folds and sampler seed (default 0): same seed, same result")
+    p.add_argument("--metric", default="ndcg@10", help="the metric maximised (default ndcg@10)")
+    p.add_argument("--sources", help="the sources weighed (default: the config's)")
+    p.add_argument("--save", metavar="NAME", help="save the learned config under NAME (as the Evaluate page does)")
+    p.add_argument("--overwrite", action="store_true", help="with --save: replace a saved config of that name")
+    p.add_argument("--json", action="store_true", help="print one JSON object: method, cv and in_sample (each "
+                   "with the metric and ci95), default, gain, config, seconds, …")
     add_config_options(p)
 
     p = sub.add_parser("snapshot", help="keep an evaluation of a collection's query set as a named snapshot, list, "
@@ -548,6 +577,53 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_optimize(args) -> int:
+    """Fetch each judged query's candidates once, run k + 1 studies (`optimize.cross_validate`),
+    print the cross-validated and in-sample scores beside the base config's, and the config."""
+    from .optimize import cross_validate, prepare
+
+    base = config_from_args(args)
+    workbench = _workbench(args)
+    if args.save:  # a bad or taken name fails before the work
+        from .configs import validate_config_name
+
+        validate_config_name(args.save)
+        if args.save in workbench.configs.names() and not args.overwrite:
+            raise RetrievalError(f"A config named {args.save!r} exists; add --overwrite to replace it")
+    name, queries, qrels, label = _judged(args, workbench)
+    sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
+    started = time.perf_counter()
+    prepared = prepare(workbench, name, queries, qrels, base, sources, args.metric,
+                       lambda done, total: _log(f"  candidates {done}/{total}") if done == total or done % 200 == 0
+                       else None, args.method)
+    _log(f"candidates of {prepared.queries_fetched} queries fetched in {time.perf_counter() - started:.1f} s")
+
+    def progress(event: dict) -> None:
+        if event["trial"] == event["trials"] or event["trial"] % 10 == 0:
+            _log(f"  {event['label']}: trial {event['trial']}/{event['trials']}, best {event['best']:.4f}")
+
+    result = cross_validate(prepared, args.trials, args.folds, args.seed, args.seconds, progress=progress)
+    result.seconds["total"] = time.perf_counter() - started
+    if result.model_text:  # the learned config names its model: keep it in the store
+        from .ranker_models import RankerModels
+
+        RankerModels(workbench.store).save(result.model_text)
+        _log(f"kept the learned ranker {result.config.ranker}")
+    if args.save:
+        workbench.configs.save(args.save, result.config, overwrite=args.overwrite)
+        _log(f"saved the learned config as {args.save!r}")
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+        return 0
+    print(f"{prepared.queries_fetched} queries on {args.source}" + (f" ({label})" if args.queryset else ""))
+    print(result.summary())
+    print("learned config: " + json.dumps({k: v for k, v in result.config.to_dict().items()
+                                          if v != base.to_dict().get(k)}, ensure_ascii=False))
+    if result.full.importance:
+        print("parameter importance: " + ", ".join(f"{k} {v:.2f}" for k, v in result.full.importance.items()))
+    return 0
+
+
 def _positive_int(text: str, option: str) -> int:
     """`text` as an int ≥ 1, or a RetrievalError naming `option`."""
     try:
@@ -693,5 +769,6 @@ def cmd_queryset(args) -> int:
 
 
 COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "evaluate": cmd_evaluate, "sweep": cmd_sweep,
-            "collections": cmd_collections, "serve": cmd_serve, "snapshot": cmd_snapshot, "queryset": cmd_queryset,
+            "optimize": cmd_optimize, "collections": cmd_collections, "serve": cmd_serve, "snapshot": cmd_snapshot,
+            "queryset": cmd_queryset,
             "judge": cli_judge.cmd_judge}

@@ -132,6 +132,24 @@ class CollectionReads:
 
         return self.caches.loaded.get_or_create((collection, state, "_ties", field_name), read)
 
+    def doc_stats(self, collection: str, state: tuple | None = None):
+        """Every document's number of analysed terms and its title's terms (a learned ranker's
+        document features, `learned_ranker.DocumentStats`), read once per state."""
+        from .learned_ranker import DocumentStats
+        from .tokenize import tokenize
+
+        state = state if state is not None else self.state(collection)
+
+        def read():
+            table = self.store.column(collection, ["id", "tokens", "title"])
+            ids = table.column("id").to_pylist()
+            lengths = {i: len(t.split()) for i, t in zip(ids, table.column("tokens").to_pylist(), strict=True)}
+            titles = {i: frozenset(tokenize(t)) for i, t in zip(ids, table.column("title").to_pylist(), strict=True)
+                      if t}
+            return DocumentStats(lengths, titles)
+
+        return self.caches.loaded.get_or_create((collection, state, "_doc_stats"), read)
+
     def find_documents(self, collection: str, text: str, limit: int = 20) -> list[tuple[str, str]]:
         """(id, title) of documents whose title or id contains `text` (case-insensitive), at most
         `limit`, in collection order: the why-not picker's title search. Titles read once per state."""

@@ -129,6 +129,12 @@ class SearchConfig:
     # Metadata filters applied before ranking in every source (`retrieval.filters`), e.g.
     # ["category=hair_problem", "year>=2010"]; all must pass.
     filters: list[str] = field(default_factory=list)
+    # Query-dependent weights (`query_features.QueryWeights`, learned by the optimiser): the split
+    # of weight between two sources set per query from its features; {} = the fixed `weights`.
+    query_weights: dict[str, Any] = field(default_factory=dict)
+    # A learned ranker (`learned_ranker`, a model kept in the store's `ranker_models` under this
+    # id) that reorders the fused candidates; "" = the fusion's order.
+    ranker: str = ""
 
     def __post_init__(self) -> None:
         # Complete the parameter dicts from the defaults, once their values are known to be numbers
@@ -200,8 +206,34 @@ class SearchConfig:
                 parse_filters(self.filters)
             except RetrievalError as exc:
                 problems.append(str(exc))
+        problems += self._query_weights_problems()
+        if not isinstance(self.ranker, str):
+            problems.append(f"ranker must be a string, got {self.ranker!r}")
+        elif self.ranker:
+            from .ranker_models import MODEL_ID_RE
+
+            if not MODEL_ID_RE.fullmatch(self.ranker):
+                problems.append(f"ranker must be a learned ranker's id ('lambdamart-' and 16 hex digits), "
+                                f"got {self.ranker!r}")
+            if self.min_score is not None or self.min_display_score is not None:
+                problems.append("a learned ranker orders by its own score: minimum fused or display scores do not "
+                                "apply (leave them empty)")
         if problems:
             raise RetrievalError("Invalid search config: " + "; ".join(problems))
+
+    def _query_weights_problems(self) -> list[str]:
+        if not isinstance(self.query_weights, dict):
+            return [f"query_weights must be an object, got {self.query_weights!r}"]
+        if not self.query_weights:
+            return []
+        from .query_features import QueryWeights
+
+        try:
+            model = QueryWeights.from_dict(self.query_weights)
+        except RetrievalError as exc:
+            return [str(exc)]
+        missing = [s for s in model.sources if s not in self.weights]
+        return [f"query_weights names source(s) {missing} that the config does not weigh"] if missing else []
 
     def _dict_problems(self) -> list[str]:
         """Problems of the dict fields: weights, min_raw and the source parameter groups."""
@@ -279,7 +311,9 @@ class SearchConfig:
             value = getattr(self, f.name)
             if value is None or (f.name == "filters" and not value):
                 continue
-            if f.name == "filters":
+            if f.name == "query_weights" and not value:
+                continue
+            if f.name in ("filters", "query_weights"):
                 out[f.name] = json.dumps(value, ensure_ascii=False)
             elif isinstance(value, dict):
                 out[f.name] = format_weights(value)
@@ -332,6 +366,11 @@ def _parse_field(name: str, raw: str) -> Any:
     if name == "filters":
         value = json.loads(raw) if raw else []
         if not isinstance(value, list):
+            raise ValueError(raw)
+        return value
+    if name == "query_weights":
+        value = json.loads(raw) if raw else {}
+        if not isinstance(value, dict):
             raise ValueError(raw)
         return value
     if name in ("weights", "min_raw", "keyword", "graph"):

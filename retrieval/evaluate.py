@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 
 from .config import SearchConfig
-from .plan import RankingPlan, evaluation_config
+from .plan import evaluation_config
 from .store import Store
 from .types import ParsedCorpus, RetrievalError, SourceResult
 
@@ -324,7 +324,7 @@ def ranked_lean(workbench, collection: str, texts: Sequence[str], config: Search
     state = workbench.state(collection)
     language = workbench.reads.language(collection, state)
     ties = workbench.reads.tie_values(collection, config.tie_field, state)
-    plan = RankingPlan(config)
+    plan = workbench.plan(collection, config, state)
 
     def rank(batch: Sequence[str]) -> list[Ranked]:
         results = workbench.source_results(collection, list(batch), config, state)

@@ -33,9 +33,12 @@ from .fusion import (
 )
 from .fusion_methods import FusionMethod, method_of
 from .language import language_rule
+from .learned_ranker import LearnedRanker
+from .limits import WEIGHT_MIN
+from .query_features import QueryWeights, query_features
 from .rerank import interpolated_order
 from .sources import source_params
-from .types import FusionOutcome, SourceResult
+from .types import FusedResult, FusionOutcome, RetrievalError, SourceResult
 
 _NO_HITS = PreparedSource((), (), (), (), ())
 
@@ -50,17 +53,40 @@ class RankingPlan:
     """`config` compiled once: its fusion method, and per query the config the fusion uses (the
     language rule's). Cheap to build; holds no candidates."""
 
-    __slots__ = ("config", "method")
+    __slots__ = ("config", "learned", "method", "query_weights")
 
-    def __init__(self, config: SearchConfig):
+    def __init__(self, config: SearchConfig, learned: LearnedRanker | None = None):
+        """`learned`: the model `config.ranker` names, loaded (`Workbench.plan` loads it)."""
         self.config = config
         self.method: FusionMethod = method_of(config)
+        self.query_weights = QueryWeights.from_dict(config.query_weights) if config.query_weights else None
+        if config.ranker and (learned is None or learned.model_id != config.ranker):
+            raise RetrievalError(f"The config's learned ranker {config.ranker!r} is not loaded: rank it through "
+                                 "the Workbench (Workbench.plan)")
+        self.learned = learned if config.ranker else None
 
     # ---- per query ------------------------------------------------------------------------
-    def fused_config(self, query: str, language: str | None) -> tuple[SearchConfig, str | None]:
-        """The config the fusion uses for `query` on a collection in `language`, and the language
-        rule's note (`language.language_rule`: lexical sources weigh 0 across languages)."""
-        return language_rule(self.config, query, language)
+    def fused_config(self, query: str, language: str | None, sources: Mapping[str, SourceResult] | None = None
+                     ) -> tuple[SearchConfig, str | None]:
+        """The config the fusion uses for `query` on a collection in `language`, and the notes
+        for its explanation: with query-dependent weights, the two sources' split for this query
+        (`query_features.QueryWeights`, from the query and its candidates `sources`), then the
+        language rule (`language.language_rule`: lexical sources weigh 0 across languages)."""
+        config, notes = self.config, []
+        if self.query_weights is not None:
+            features = query_features(query, sources or {})
+            model = self.query_weights
+            total = config.weights[model.sources[0]] + config.weights[model.sources[1]]
+            # a share under WEIGHT_MIN of the total is 0 (a weight must be 0 or ≥ WEIGHT_MIN)
+            split = {s: share * total if share * total >= WEIGHT_MIN else 0.0
+                     for s, share in zip(model.sources, model.shares(features), strict=True)}
+            # applied: the fused config is this query's, with plain weights
+            config = dataclasses.replace(config, weights={**config.weights, **split}, query_weights={})
+            notes.append(model.explain(features))
+        config, note = language_rule(config, query, language)
+        if note:
+            notes.append(note)
+        return config, "; ".join(notes) or None
 
     def prepare(self, sources: Mapping[str, SourceResult], fused: SearchConfig, explained: bool = False,
                 memo: MutableMapping[tuple, PreparedSource] | None = None, memo_key: Any = None
@@ -111,9 +137,12 @@ class RankingPlan:
     def _first_stage(self, sources, query, language, tie_values, limit, memo, memo_key
                      ) -> tuple[list[str], dict[str, float], float]:
         """`first_stage`, and the display factor of the query's candidates."""
-        fused, _ = self.fused_config(query, language)
+        fused, _ = self.fused_config(query, language, sources)
         prepared = self.prepare(sources, fused, memo=memo, memo_key=memo_key)
         scores = self.scores(prepared, fused)
+        if self.learned is not None:  # the model's score orders; it is also what is shown
+            scores = self.learned.scores(query, sources, prepared, scores)
+            return rank_ids(scores, tie_values, limit), scores, 1.0
         return rank_ids(scores, tie_values, limit), scores, self.display_factor(fused, prepared)
 
     def eligible(self, ranked_ids: Sequence[str], scores: Mapping[str, float], factor: float) -> list[str]:
@@ -160,13 +189,35 @@ class RankingPlan:
         """The fusion explained (`fusion.explain`): the same preparation, scores and order as
         `first_stage`, with every result's per-source parts; the language rule's note first."""
         tie_values = tie_values or {}
-        fused, note = self.fused_config(query, language)
+        fused, note = self.fused_config(query, language, sources)
         prepared = self.prepare(sources, fused, explained=True)
         scores = self.scores(prepared, fused)
-        outcome = explain(sources, fused, prepared, scores, rank_ids(scores, tie_values), tie_values,
-                          self.display_factor(fused, prepared))
+        if self.learned is not None:
+            outcome = self._explain_learned(sources, query, fused, prepared, scores, tie_values)
+        else:
+            outcome = explain(sources, fused, prepared, scores, rank_ids(scores, tie_values), tie_values,
+                              self.display_factor(fused, prepared))
         if note:
             outcome.notes.insert(0, note)
+        return outcome
+
+
+    def _explain_learned(self, sources, query, fused, prepared, scores, tie_values) -> FusionOutcome:
+        """The fusion explained in the learned ranker's order: each result's score (and display
+        score) is the model's, its `learned` the features' contributions (TreeSHAP, adding up to
+        it), its per-source parts the fusion's, whose fused score is the feature 'fused'."""
+        learned = self.learned.scores(query, sources, prepared, scores)  # the lean path's scores, to the bit
+        parts = self.learned.contributions(query, sources, prepared, scores)
+        outcome = explain(sources, fused, prepared, scores, rank_ids(learned, tie_values), tie_values, 1.0)
+
+        def relabel(result: FusedResult) -> FusedResult:
+            return dataclasses.replace(result, score=learned[result.doc_id], display_score=learned[result.doc_id],
+                                       learned=parts[result.doc_id])
+
+        outcome.ranked = [relabel(r) for r in outcome.ranked]
+        outcome.results = outcome.ranked[: len(outcome.results)]
+        outcome.notes.append(f"learned ranker {self.learned.model_id}: the order is the model's score over "
+                             f"{len(self.learned.names)} features (each result lists what each added)")
         return outcome
 
 

@@ -87,7 +87,8 @@ def truncated(result: SourceResult, depth: int) -> SourceResult:
     """`result` with at most `depth` hits."""
     if len(result.hits) <= depth:
         return result
-    return SourceResult(result.source, result.hits[:depth], result.error, result.notes, result.backend)
+    return SourceResult(result.source, result.hits[:depth], result.error, result.notes, result.backend,
+                        result.coverage)
 
 
 class Retriever:

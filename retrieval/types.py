@@ -82,6 +82,9 @@ class SourceResult:
     error: str | None = None  # set when the source raised; hits is then empty
     notes: tuple[str, ...] = ()  # e.g. "2 hits with non-finite scores dropped"
     backend: str = ""  # what served it, e.g. "rank-bm25 (k1 0.9, b 0.4)" (`Source.backend`)
+    # (the query's analysed terms, how many of them some document holds), from a source that keeps a
+    # vocabulary (the in-memory BM25); None where it is not known. A query feature (query_features.py).
+    coverage: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,8 @@ class FusedResult:
     display_score: float  # score rescaled for reading (RRF: rank 1 everywhere reads 1.0)
     sources: dict[str, SourceContribution]
     tie_value: float | None = None  # the configured quality field, used to break ties
+    # With a learned ranker: each feature's contribution to `score` and 'bias' (they add up to it).
+    learned: dict[str, float] | None = None
 
 
 @dataclass

@@ -192,14 +192,27 @@ class Workbench:
         """Candidates, then `rank`: the whole query path."""
         return self.rank(self.candidates(collection, query, config), config)
 
+    def plan(self, collection: str, config: SearchConfig, state: tuple | None = None) -> RankingPlan:
+        """`config`'s ranking plan, with its learned ranker loaded when it names one (the model
+        from the store's `ranker_models`, the collection's document stats at `state`)."""
+        if not config.ranker:
+            return RankingPlan(config)
+        from .learned_ranker import LearnedRanker
+        from .ranker_models import RankerModels
+
+        state = state if state is not None else self.reads.state(collection)
+        text = self.caches.loaded.get_or_create(("_ranker_model", config.ranker),
+                                                lambda: RankerModels(self.store).load(config.ranker))
+        return RankingPlan(config, LearnedRanker(text, self.reads.doc_stats(collection, state), config.ranker))
+
     def rank(self, candidates: CandidateSet, config: SearchConfig) -> SearchResult:
         """`config`'s ranking plan run explained on `candidates` (what a slider move that does not
         re-query runs): fusion with the language rule, thresholds, top-K, then the rerank stage
         when the config reranks; the rows of what is shown are read."""
         config.validate()  # a UI may hold an edited config (`config.edited`) that was never checked
         documents = candidates.rows(candidates.all_ids()) if config.tie_field else candidates.documents
-        outcome = RankingPlan(config).explain(candidates.sources, candidates.query, candidates.language,
-                                             tie_values(documents, config.tie_field))
+        outcome = self.plan(candidates.collection, config).explain(
+            candidates.sources, candidates.query, candidates.language, tie_values(documents, config.tie_field))
         for source in candidates.sources.values():  # a large collection's graph not built yet: said with the results
             outcome.notes.extend(n for n in source.notes if not source.hits and n.startswith("graph index:"))
         if candidates.filtered is not None:

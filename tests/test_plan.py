@@ -48,9 +48,9 @@ def watched(monkeypatch):
     local = threading.local()
     original_scores, original_fused_config = RankingPlan.scores, RankingPlan.fused_config
 
-    def fused_config(self, query, language):
+    def fused_config(self, query, language, sources=None):
         local.query = query
-        return original_fused_config(self, query, language)
+        return original_fused_config(self, query, language, sources)
 
     def scores(self, prepared, fused):
         result = original_scores(self, prepared, fused)

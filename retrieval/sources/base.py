@@ -172,7 +172,9 @@ def checked_result(source: Source, query: str, hits: Sequence[Hit]) -> SourceRes
     if not hits:
         reason = empty_reason(source, query)
         notes += (reason,) if reason else ()
-    return SourceResult(source.name, tuple(finite), notes=notes, backend=backend_of(source, query))
+    coverage = getattr(source, "coverage", None)
+    return SourceResult(source.name, tuple(finite), notes=notes, backend=backend_of(source, query),
+                        coverage=coverage(query) if coverage else None)
 
 
 def backend_of(source: Source, query: str) -> str:

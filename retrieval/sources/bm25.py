@@ -204,6 +204,11 @@ class RankBM25Source:
         """rank-bm25's `get_scores(terms)` with Lucene idf, for every document."""
         return self.postings.scores(terms, self.k1, self.b, self._norm)
 
+    def coverage(self, query: str) -> tuple[int, int]:
+        """(the query's analysed terms, how many of them the vocabulary holds): a query feature."""
+        terms = tokenize(query)
+        return len(terms), sum(1 for t in terms if t in self.postings.vocabulary)
+
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         terms = tokenize(query)
         if not terms or self._norm is None:
