@@ -1,9 +1,20 @@
-"""Evaluate: query sets and judgments, config A's metrics per source and fused, the sweep, the A/B
-test between saved configs, snapshots and their diff, and saved configs."""
+"""Evaluate: query sets and judgments, config A's metrics per source and fused, the sweep, the
+optimiser, the A/B test between saved configs, snapshots and their diff, and saved configs."""
 
 import streamlit as st
 
-from ui import controls, eval_ab, eval_configs, eval_run, eval_sets, eval_snapshots, eval_sweep, page, state
+from ui import (
+    controls,
+    eval_ab,
+    eval_configs,
+    eval_optimize,
+    eval_run,
+    eval_sets,
+    eval_snapshots,
+    eval_sweep,
+    page,
+    state,
+)
 
 context = page.setup("Evaluate")
 collection = page.require_collection(context)
@@ -14,8 +25,8 @@ st.subheader("Query set")
 qset = eval_sets.query_set_section(context.workbench, collection)
 state.write_url("evaluate")
 
-tab_eval, tab_sweep, tab_ab, tab_snapshots, tab_configs = st.tabs(["Evaluate", "Sweep", "A/B test", "Snapshots",
-                                                                   "Configs"])
+tab_eval, tab_sweep, tab_optimize, tab_ab, tab_snapshots, tab_configs = st.tabs(
+    ["Evaluate", "Sweep", "Optimise", "A/B test", "Snapshots", "Configs"])
 ready = qset is not None and bool(qset.judged)
 if qset is not None and not ready:
     st.info("This query set has no judged query yet: rate results on the Search page or upload judgments.")
@@ -25,6 +36,9 @@ with tab_eval:
 with tab_sweep:
     if ready:
         eval_sweep.sweep_section(context.workbench, collection, qset, config)
+with tab_optimize:
+    if ready:
+        eval_optimize.optimize_section(context.workbench, collection, qset, config)
 with tab_ab:
     if ready:
         eval_ab.ab_section(context.workbench, collection, qset)

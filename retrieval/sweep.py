@@ -471,14 +471,17 @@ class HeldOut:
     score: float  # mean over all queries of the metric, each query scored by a variant chosen without it
     chosen: tuple[str, ...]  # the variant chosen on each fold's training queries
     in_sample: float  # the best variant's mean on all queries (chosen and scored on the same ones)
+    per_query: dict[str, float] = field(default_factory=dict)  # each query's held-out value
 
 
-def held_out_estimate(result: SweepResult, metric: str | None = None, folds: int = 2) -> HeldOut:
+def held_out_estimate(result: SweepResult, metric: str | None = None, folds: int = 2,
+                      fold_ids: Sequence[Sequence[str]] | None = None) -> HeldOut:
     """k-fold cross-validation over queries of "take the sweep's best variant".
 
-    Queries, sorted by id, go to fold i mod k. For each fold, the variant with the best mean
-    `metric` on the other folds' queries is chosen (ties: the earlier row) and scored on the
-    fold's own queries; `score` = the mean over all queries of those held-out values. The
+    Queries, sorted by id, go to fold i mod k (or the folds `fold_ids` gives, e.g. the
+    optimiser's `optimize.query_folds`, so both are scored on the same folds). For each fold,
+    the variant with the best mean `metric` on the other folds' queries is chosen (ties: the
+    earlier row) and scored on the fold's own queries; `score` = the mean over all queries of those held-out values. The
     in-sample best mean is optimistic (chosen on the queries it is scored on); the gap between
     the two is the tuning's selection bias.
     """
@@ -486,13 +489,18 @@ def held_out_estimate(result: SweepResult, metric: str | None = None, folds: int
     if metric not in result.metrics:
         raise RetrievalError(f"Metric {metric!r} was not measured; measured: {', '.join(result.metrics)}")
     query_ids = sorted(next(iter(result.per_query.values())))
-    if not 2 <= folds <= len(query_ids):
+    if fold_ids is None and not 2 <= folds <= len(query_ids):
         raise RetrievalError(f"folds must be between 2 and the number of queries ({len(query_ids)}), got {folds}")
     labels = [row["label"] for row in result.rows]
-    total, chosen = 0.0, []
+    if fold_ids is None:
+        fold_ids = [query_ids[fold::folds] for fold in range(folds)]
+    elif sorted(q for ids in fold_ids for q in ids) != query_ids:
+        raise RetrievalError("The folds must hold every query of the sweep exactly once")
+    folds = len(fold_ids)
+    total, chosen, per_query = 0.0, [], {}
     for fold in range(folds):
-        test = query_ids[fold::folds]
-        train = [q for i, q in enumerate(query_ids) if i % folds != fold]
+        test = list(fold_ids[fold])
+        train = [q for f, ids in enumerate(fold_ids) if f != fold for q in ids]
 
         def train_mean(label: str, train: list[str] = train) -> float:
             values = result.per_query[label]
@@ -500,6 +508,7 @@ def held_out_estimate(result: SweepResult, metric: str | None = None, folds: int
 
         best = max(labels, key=lambda label: (train_mean(label), -labels.index(label)))
         chosen.append(best)
-        total += sum(result.per_query[best][q][metric] for q in test)
+        per_query.update({q: result.per_query[best][q][metric] for q in test})
+        total += sum(per_query[q] for q in test)
     in_sample = max(row[metric] for row in result.rows)
-    return HeldOut(metric, folds, total / len(query_ids), tuple(chosen), in_sample)
+    return HeldOut(metric, folds, total / len(query_ids), tuple(chosen), in_sample, per_query)

@@ -141,6 +141,13 @@ def test_held_out_estimate_by_hand():
     assert estimate.chosen == ("y", "x")
     assert estimate.score == pytest.approx((0.0 + 0.2 + 0.0 + 0.0) / 4)
     assert estimate.in_sample == 0.5
+    assert estimate.per_query == {"a": 0.0, "b": 0.0, "c": 0.2, "d": 0.0}
+    # given folds {a, b} and {c, d}: fold 0 trains on {c, d}, x and y tie at 0.5 → the earlier row,
+    # x; fold 1 trains on {a, b}: x 0.5 beats y 0.4
+    given = held_out_estimate(result, fold_ids=[["a", "b"], ["c", "d"]])
+    assert given.chosen == ("x", "x") and given.per_query == {"a": 1.0, "b": 0.0, "c": 1.0, "d": 0.0}
+    with pytest.raises(RetrievalError, match="every query of the sweep exactly once"):
+        held_out_estimate(result, fold_ids=[["a", "b"], ["c"]])
     with pytest.raises(RetrievalError, match="folds must be between 2"):
         held_out_estimate(result, folds=5)
     with pytest.raises(RetrievalError, match="was not measured"):

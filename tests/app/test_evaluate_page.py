@@ -367,3 +367,45 @@ def test_every_evaluate_control_has_help(small_set):
     widgets = all_widgets(at)
     assert widgets
     assert [getattr(w, "key", None) or w.label for w in widgets if not (w.help or "").strip()] == []
+
+
+def test_the_optimiser_runs_in_the_background_and_its_config_becomes_config_a(small_set, workbench):
+    """Optimise: the run goes to a thread, Stop keeps the best so far, the table holds the core's
+    held-out figures, and 'Use as config A' applies the learned config."""
+    from retrieval.optimize import cross_validate, prepare
+    from ui.eval_optimize import DONE_KEY, RUN_KEY
+
+    queries, qrels = small_set
+    at = open_page(EVALUATE, set="small-eval")
+    at.number_input(key="optimize.trials").set_value(6)
+    at.number_input(key="optimize.folds").set_value(2)
+    at.button(key="optimize.start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run = at.session_state[RUN_KEY]
+    run.thread.join(timeout=TIMEOUT)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    expected = cross_validate(prepare(workbench, COLLECTION, queries, qrels, with_ui_sources(SearchConfig())),
+                              trials=6, folds=2)
+    table = next(d.value for d in at.dataframe if "nDCG@10 held out" in d.value.columns)
+    rows = {r[""]: r for r in frame_records(table)}
+    assert rows["config A"]["nDCG@10 held out"] == round(expected.default["value"], 4)
+    learned = rows["Bayesian search (TPE)"]
+    assert learned["nDCG@10 held out"] == round(expected.cv["value"], 4)
+    assert learned["in-sample"] == round(expected.in_sample["value"], 4)
+    assert any(name.startswith("best grid variant") for name in rows)
+    at.button(key="optimize.apply.bayes").click().run()
+    assert at.session_state[VIEW_KEY].config_a == expected.config
+
+    # Stop: a long run stopped from the page keeps its best so far and says it was stopped
+    at.number_input(key="optimize.trials").set_value(1000)
+    at.button(key="optimize.start").click().run()
+    run = at.session_state[RUN_KEY]
+    at.button(key="optimize.stop").click().run()
+    run.thread.join(timeout=TIMEOUT)
+    at.run()
+    assert not at.exception
+    finished = next(iter(at.session_state[DONE_KEY].values()))["bayes"][0]
+    assert finished.result.stopped and all(len(s.history) < 1000 for s in finished.result.studies)
+    table = next(d.value for d in at.dataframe if "nDCG@10 held out" in d.value.columns)
+    assert any("(stopped)" in str(r.get("time", "")) for r in frame_records(table))
