@@ -75,6 +75,12 @@ def test_contributions_add_up_to_the_score_and_every_path_ranks_alike(learned, x
         scores = [r.score for r in searched.outcome.ranked]
         assert scores == sorted(scores, reverse=True)
         assert any("learned ranker lambdamart-" in n for n in searched.outcome.notes)
+    # the result card says what the model's score is made of
+    from ui import views
+    from ui.results import final_rows, learned_explanation
+
+    row = final_rows(searched)[0]
+    assert learned_explanation(row.fused.learned) in views.card_html(row, [], False, [], [], False)
     # the lean evaluation (what the optimiser measured) and the explained search agree query by query
     lean = evaluate_collection(workbench, "xsmall", xsmall.queries, xsmall.qrels, config)
     explained = evaluate_collection(workbench, "xsmall", xsmall.queries, xsmall.qrels, config, explained=True)

@@ -161,6 +161,19 @@ def rerank_label(row: ResultRow) -> str:
     return RankChange(row.doc_id, row.reranked.first_stage_rank, row.reranked.rank).label
 
 
+def learned_explanation(parts: dict[str, float], shown: int = 5) -> str:
+    """A learned ranker's score in words: 'learned score 0.812 = bias 0.100 + fused +0.500 +
+    dense_rank +0.300 − bm25_raw −0.088 + 4 more +0.000' — the `shown` largest feature
+    contributions by size, the rest summed (TreeSHAP: they add up to the score)."""
+    bias = parts.get("bias", 0.0)
+    features = sorted(((k, v) for k, v in parts.items() if k != "bias"), key=lambda kv: -abs(kv[1]))
+    head, rest = features[:shown], features[shown:]
+    terms = [f"{name} {value:+.3f}" for name, value in head]
+    if rest:
+        terms.append(f"{len(rest)} more {sum(v for _, v in rest):+.3f}")
+    return f"learned score {sum(parts.values()):.3f} = bias {bias:.3f} · " + " · ".join(terms)
+
+
 def rerank_explanation(reranked: RerankedResult) -> str:
     """'final 0.750 = 0.5 × fused 0.50 + 0.5 × rerank 1.00' (both min-max over the reranked top-N)."""
     lam = reranked.first_stage_weight

@@ -129,6 +129,10 @@ def card_html(row: ResultRow, segments: Sequence[results.BarSegment], two_sided:
     extra = f" · {html.escape(results.rerank_label(row))}" if reranked else ""
     if row.reranked is not None:
         extra += f" · {html.escape(results.rerank_explanation(row.reranked))}"
+    if row.fused.learned:
+        tip = "each feature's contribution to the learned ranker's score (TreeSHAP); the bar shows the fusion"
+        said = results.learned_explanation(row.fused.learned)
+        extra += f'<br><span title="{html.escape(tip)}">{html.escape(said)}</span>'
     return (
         f'<div class="wb-card"><b>#{row.rank}</b> <span style="{_MUTED}">{html.escape(row.doc_id)}'
         f" · display {row.fused.display_score:.3f}{extra}</span>"

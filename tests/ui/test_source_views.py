@@ -28,3 +28,13 @@ def test_frame_lists_rank_score_title_detail_then_id():
 def test_an_empty_source_gives_an_empty_frame_with_the_columns():
     frame = source_ranking_frame(SourceResult("bm25"), DOCS, top_k=10)
     assert frame.empty and list(frame.columns) == ["rank", "raw score", "title", "id"]
+
+
+def test_a_learned_score_is_explained_by_its_largest_contributions():
+    from ui.results import learned_explanation
+
+    parts = {"bias": 0.1, "fused": 0.5, "dense_rank": 0.3, "bm25_raw": -0.088, "length": 0.0, "cjk": 0.001,
+             "oov": -0.002, "doc_length": 0.004, "title_match": 0.002}
+    said = learned_explanation(parts, shown=3)
+    assert said == ("learned score 0.817 = bias 0.100 · fused +0.500 · dense_rank +0.300 · bm25_raw -0.088 · "
+                    "5 more +0.005")
