@@ -12,6 +12,7 @@ Each write is one LanceDB commit (a merge-insert keyed on the name, or a delete)
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,11 +101,9 @@ class ConfigStore:
             except OSError as exc:
                 raise RetrievalError(f"Cannot read config file {spec}: {exc.strerror or exc}") from exc
             try:
-                return SearchConfig.from_json(text), f"file {path.name}"
+                return self.parse(text), f"file {path.name}"
             except RetrievalError as exc:
                 raise RetrievalError(f"{spec}: {exc}") from exc
-            except (TypeError, ValueError, AttributeError) as exc:  # e.g. "depth": "ten"
-                raise RetrievalError(f"{spec} is not a valid search config: {exc}") from exc
         return self.load(spec), f"saved config {spec!r}"
 
     def load(self, name: str) -> SearchConfig:
@@ -126,18 +125,42 @@ class ConfigStore:
             self._table().delete(f"name = {sql_string(name)}")
 
     def export_json(self, name: str) -> str:
-        """The saved config as JSON (`SearchConfig.to_json`), e.g. for `--config FILE.json`."""
-        return self.load(name).to_json()
+        """The saved config as JSON (`SearchConfig.to_json`), e.g. for `--config FILE.json`; a
+        config with a learned ranker carries its model (`ranker_models.BUNDLE_KEY`), so it loads
+        in another store."""
+        config = self.load(name)
+        if not config.ranker:
+            return config.to_json()
+        from .ranker_models import BUNDLE_KEY, RankerModels
+
+        data = {**config.to_dict(), BUNDLE_KEY: RankerModels(self.store).load(config.ranker)}
+        return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
     def import_json(self, name: str, text: str, overwrite: bool = False) -> SearchConfig:
         """Parse JSON with `SearchConfig.from_json` (unknown fields and bad values refused with its
         message) and save it under `name`. Nothing is saved when parsing fails."""
         validate_config_name(name)
+        config = self.parse(text)
+        self.save(name, config, overwrite=overwrite)
+        return config
+
+    def parse(self, text: str) -> SearchConfig:
+        """A config from JSON (`SearchConfig.from_json`'s rules); the model an exported config
+        carries is checked and kept in this store (`ranker_models.unbundled`) once the config is
+        known to be valid."""
+        from .ranker_models import BUNDLE_KEY, unbundled
+
         try:
-            config = SearchConfig.from_json(text)
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RetrievalError(f"Config is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise RetrievalError("Config JSON must be an object")
+        try:
+            config = SearchConfig.from_dict({k: v for k, v in data.items() if k != BUNDLE_KEY})
         except RetrievalError:
             raise
         except (TypeError, ValueError, AttributeError) as exc:  # e.g. "depth": "ten"
             raise RetrievalError(f"Invalid search config: {exc}") from exc
-        self.save(name, config, overwrite=overwrite)
+        unbundled(data, self.store)
         return config

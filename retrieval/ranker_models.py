@@ -26,6 +26,8 @@ MODELS_SCHEMA = pa.schema([
     pa.field("saved", pa.string(), nullable=False),
 ])
 MODEL_MAX_CHARS = 20_000_000
+# An exported config that names a learned ranker carries its model under this key (configs.py).
+BUNDLE_KEY = "ranker_model"
 
 
 def model_id(text: str) -> str:
@@ -37,6 +39,21 @@ def validate_model_id(value: str) -> str:
     if not isinstance(value, str) or not MODEL_ID_RE.fullmatch(value):
         raise RetrievalError(f"A learned ranker is named 'lambdamart-' and 16 hex digits, got {value!r}")
     return value
+
+
+def unbundled(data: dict, store: Store) -> dict:
+    """A config's fields from an exported config (`configs.ConfigStore.export_json`): the model it
+    carries under `BUNDLE_KEY` is checked against the config's `ranker` (the id is the model's
+    hash) and kept in `store`; the fields are returned without it."""
+    if BUNDLE_KEY not in data:
+        return data
+    data = dict(data)
+    text = data.pop(BUNDLE_KEY)
+    if not isinstance(text, str) or model_id(text) != data.get("ranker"):
+        raise RetrievalError(f"The config carries a model that is not its learned ranker {data.get('ranker')!r} "
+                             "(the ranker's id is its model's hash)")
+    RankerModels(store).save(text)
+    return data
 
 
 class RankerModels:

@@ -141,3 +141,26 @@ def test_training_is_reproducible_and_needs_something_relevant():
     assert ranker.sources == ["bm25"]
     with pytest.raises(RetrievalError, match="nothing to learn"):
         train([(g[0], np.zeros(12)) for g in groups], names)
+
+
+def test_an_exported_learned_config_carries_its_model(learned, tmp_path):
+    import json
+
+    _, workbench, result = learned
+    text = workbench.configs.export_json("learned")
+    data = json.loads(text)
+    assert data["ranker_model"] == result.model_text and data["ranker"] == result.config.ranker
+    other = Workbench(Store(str(tmp_path / "other")))
+    assert other.configs.import_json("copied", text) == result.config
+    assert RankerModels(other.store).load(result.config.ranker) == result.model_text
+    # a file given as --config works the same way in a third store
+    path = tmp_path / "learned.json"
+    path.write_text(text, encoding="utf-8")
+    third = Workbench(Store(str(tmp_path / "third")))
+    assert third.configs.resolve(str(path))[0] == result.config
+    assert RankerModels(third.store).ids() == [result.config.ranker]
+    # a model that is not the config's ranker is refused, and nothing is kept
+    fourth = Workbench(Store(str(tmp_path / "fourth")))
+    with pytest.raises(RetrievalError, match="not its learned ranker"):
+        fourth.configs.import_json("bad", json.dumps({**data, "ranker_model": result.model_text + "\n"}))
+    assert fourth.configs.names() == [] and RankerModels(fourth.store).ids() == []

@@ -80,7 +80,9 @@ def optimize_section(workbench, collection: str, qset: QuerySet, config: SearchC
                                   disabled=method == "lambdamart",
                                   help="Each of the k + 1 studies (one per fold, one on all queries) tries this many "
                                        "configs; the first is config A.")
-    folds = cols[2].number_input("Folds", 2, 10, 5, key="optimize.folds")
+    folds = cols[2].number_input("Folds", 2, 10, 5, key="optimize.folds",
+                                 help="Cross-validation over queries: each fold's queries are scored by the config "
+                                      "chosen on the other folds (at least 2 judged queries per fold).")
     seconds = cols[3].number_input("Time budget (s, 0 = none)", 0, 36_000, 0, key="optimize.seconds",
                                    help="Stops the run after this long, keeping the best so far.")
     if st.button("Optimise", key="optimize.start", type="primary",
