@@ -221,6 +221,15 @@ class SearchConfig:
         if problems:
             raise RetrievalError("Invalid search config: " + "; ".join(problems))
 
+    def derived(self, **changes: Any) -> SearchConfig:
+        """A copy with `changes`, not validated again: for the ranking plan's per-query config,
+        whose change (a weight split by a share of the same total) keeps a valid config valid.
+        Validation costs more than the fusion it would guard, once per query and trial."""
+        new = copy.copy(self)
+        for name, value in changes.items():
+            object.__setattr__(new, name, value)
+        return new
+
     def _query_weights_problems(self) -> list[str]:
         if not isinstance(self.query_weights, dict):
             return [f"query_weights must be an object, got {self.query_weights!r}"]

@@ -66,8 +66,8 @@ class RankingPlan:
         self.learned = learned if config.ranker else None
 
     # ---- per query ------------------------------------------------------------------------
-    def fused_config(self, query: str, language: str | None, sources: Mapping[str, SourceResult] | None = None
-                     ) -> tuple[SearchConfig, str | None]:
+    def fused_config(self, query: str, language: str | None, sources: Mapping[str, SourceResult] | None = None,
+                     explained: bool = True) -> tuple[SearchConfig, str | None]:
         """The config the fusion uses for `query` on a collection in `language`, and the notes
         for its explanation: with query-dependent weights, the two sources' split for this query
         (`query_features.QueryWeights`, from the query and its candidates `sources`), then the
@@ -81,8 +81,9 @@ class RankingPlan:
             split = {s: share * total if share * total >= WEIGHT_MIN else 0.0
                      for s, share in zip(model.sources, model.shares(features), strict=True)}
             # applied: the fused config is this query's, with plain weights
-            config = dataclasses.replace(config, weights={**config.weights, **split}, query_weights={})
-            notes.append(model.explain(features))
+            config = config.derived(weights={**config.weights, **split}, query_weights={})
+            if explained:  # the lean paths never show it
+                notes.append(model.explain(features))
         config, note = language_rule(config, query, language)
         if note:
             notes.append(note)
@@ -137,7 +138,7 @@ class RankingPlan:
     def _first_stage(self, sources, query, language, tie_values, limit, memo, memo_key
                      ) -> tuple[list[str], dict[str, float], float]:
         """`first_stage`, and the display factor of the query's candidates."""
-        fused, _ = self.fused_config(query, language, sources)
+        fused, _ = self.fused_config(query, language, sources, explained=False)
         prepared = self.prepare(sources, fused, memo=memo, memo_key=memo_key)
         scores = self.scores(prepared, fused)
         if self.learned is not None:  # the model's score orders; it is also what is shown

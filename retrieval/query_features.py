@@ -28,6 +28,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .tokenize import tokenize
@@ -73,8 +74,13 @@ def score_gap(result: SourceResult | None, at: int = GAP_AT) -> float | None:
 def query_features(query: str, sources: Mapping[str, SourceResult]) -> dict[str, float | None]:
     """Every feature of the module docstring for `query` and its candidates `sources`."""
     bm25 = sources.get("bm25")
-    return {"length": length_feature(tokenize(query)), "cjk": cjk_share(query), "oov": oov_share(bm25),
-            "bm25_gap": score_gap(bm25)}
+    return dict(_features(query, oov_share(bm25), score_gap(bm25)))
+
+
+@lru_cache(maxsize=65_536)
+def _features(query: str, oov: float | None, gap: float | None) -> tuple[tuple[str, float | None], ...]:
+    """The text features, kept per query: the optimiser asks for them once per query and trial."""
+    return (("length", length_feature(tokenize(query))), ("cjk", cjk_share(query)), ("oov", oov), ("bm25_gap", gap))
 
 
 def sigmoid(x: float) -> float:

@@ -48,9 +48,9 @@ def watched(monkeypatch):
     local = threading.local()
     original_scores, original_fused_config = RankingPlan.scores, RankingPlan.fused_config
 
-    def fused_config(self, query, language, sources=None):
+    def fused_config(self, query, language, sources=None, explained=True):
         local.query = query
-        return original_fused_config(self, query, language, sources)
+        return original_fused_config(self, query, language, sources, explained)
 
     def scores(self, prepared, fused):
         result = original_scores(self, prepared, fused)
