@@ -11,7 +11,8 @@ The search space (`SearchSpace`, from the base config and the sources searched):
                normalization, combination (categorical), rrf_k (log-uniform in [1, 200])
     depth      {10, 20, …, the base depth}: each source's candidates kept before fusion
     min_q.s    a per-source minimum raw score, as a quantile q ∈ [0, 0.5] of the source's raw
-               scores over the study's queries' candidates (q < 0.02: no minimum)
+               scores over the study's queries' candidates (q < 0.02: the base's own minimum,
+               none by default)
     lambda     the rerank λ, when the base config reranks
 
 Method query-dependent (2 sources): instead of one share for every query, the share of the
@@ -116,7 +117,9 @@ class SearchSpace:
             raise RetrievalError(f"Unknown method {method!r}; choose from {', '.join(METHODS)}")
         if method == "query-dependent" and len(sources) != 2:
             raise RetrievalError(f"Query-dependent fusion splits weight between two sources; got {list(sources)}")
-        return cls(dataclasses.replace(base, query_weights={}), sources, base.depth, method)
+        # The search starts from the base's fusion: its query-dependent weights or learned ranker,
+        # if it has them, are not part of it.
+        return cls(dataclasses.replace(base, query_weights={}, ranker=""), sources, base.depth, method)
 
     @property
     def query_dependent(self) -> bool:
@@ -214,10 +217,9 @@ class SearchSpace:
         minimums = dict(self.base.min_raw)
         for source in self.sources:
             q = float(params.get(f"min_q.{source}", 0.0))
-            if q >= NO_MINIMUM_BELOW and source in weights:
+            if q >= NO_MINIMUM_BELOW:
                 minimums[source] = round(score_quantile(source, q), 6)
-            else:
-                minimums.pop(source, None)
+            # else the base's own minimum for the source, if it has one
         fields["min_raw"] = {s: v for s, v in minimums.items() if s in weights}
         if "lambda" in params:
             fields["rerank_lambda"] = round(float(params["lambda"]), 4)

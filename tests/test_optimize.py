@@ -167,3 +167,12 @@ def test_query_dependent_weights_score_the_same_explained(xsmall):
     with pytest.raises(RetrievalError, match="splits weight between two sources"):
         prepare(workbench, "xsmall", xsmall.queries, xsmall.qrels, SearchConfig(weights={"bm25": 1.0}),
                 method="query-dependent")
+
+
+def test_the_first_trial_is_the_base_config_with_its_minimums():
+    base = SearchConfig(min_raw={"bm25": 1.5}, weights={"bm25": 1.0, "dense": 3.0}, depth=40)
+    space = SearchSpace.of(base)
+    config = space.config(space.params_of(base), lambda source, q: 99.0)
+    assert config == SearchConfig.from_dict({**base.to_dict(), "weights": {"bm25": 0.25, "dense": 0.75}})
+    raised = space.config({**space.params_of(base), "min_q.dense": 0.3}, lambda source, q: 0.61)
+    assert raised.min_raw == {"bm25": 1.5, "dense": 0.61}
