@@ -80,6 +80,20 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--focus", dest="graph_focus", help="entity graph focus topics, comma-separated")
 
 
+def add_judged_options(parser: argparse.ArgumentParser) -> None:
+    """What `evaluate`, `sweep` and `optimize` judge (`_judged`): SOURCE, --queryset, --model,
+    --max-queries, --skip-invalid."""
+    parser.add_argument("source", type=Path, metavar="DIR|COLLECTION",
+                        help="a BEIR folder, or with --queryset a collection")
+    parser.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME (judged "
+                                                           "in the app, or imported with 'queryset import')")
+    parser.add_argument("--model", help="embedding model (default: by corpus language)")
+    parser.add_argument("--max-queries", type=int, help="use only the first N judged queries")
+    parser.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
+                        help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest; their "
+                             "judgments stay, so they count as relevant documents never found")
+
+
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
     """The config the options give: `--config` (a JSON file or a saved config's name,
     `ConfigStore.resolve`), then each option over it."""
@@ -152,15 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_options(p)
 
     p = sub.add_parser("evaluate", help="evaluate on a BEIR folder (ingested once into a cache collection)")
-    p.add_argument("source", type=Path, metavar="DIR|COLLECTION",
-                   help="a BEIR folder, or with --queryset a collection")
-    p.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME (judged in the "
-                                                      "app, or imported with 'queryset import')")
-    p.add_argument("--model", help="embedding model (default: by corpus language)")
-    p.add_argument("--max-queries", type=int, help="evaluate only the first N judged queries")
-    p.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
-                   help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest; their "
-                        "judgments stay, so they count as relevant documents never found")
+    add_judged_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--snapshot", metavar="NAME", help="also keep this evaluation as snapshot NAME")
     p.add_argument("--baseline", metavar="NAME", help="compare with snapshot NAME (a CI gate with --fail-if-worse)")
@@ -171,14 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="judge the fusion grid (every method × 11 weight splits) on a BEIR folder "
                                          "(retrieval once per query)")
-    p.add_argument("source", type=Path, metavar="DIR|COLLECTION",
-                   help="a BEIR folder, or with --queryset a collection")
-    p.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME")
-    p.add_argument("--model", help="embedding model (default: by corpus language)")
-    p.add_argument("--max-queries", type=int, help="use only the first N judged queries")
-    p.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
-                   help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest; their "
-                        "judgments stay, so they count as relevant documents never found")
+    add_judged_options(p)
     p.add_argument("--sources", default="bm25,dense", help="the two sources the grid splits weight between")
     p.add_argument("--top", type=int, help="print only the N best variants")
     p.add_argument("--rerank-grid", action="store_true",
@@ -191,13 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("optimize", help="search the fusion parameters on judged queries (Bayesian, Optuna TPE), "
                                         "cross-validated over queries; retrieval once per query")
-    p.add_argument("source", type=Path, metavar="DIR|COLLECTION",
-                   help="a BEIR folder, or with --queryset a collection")
-    p.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME")
-    p.add_argument("--model", help="embedding model (default: by corpus language)")
-    p.add_argument("--max-queries", type=int, help="use only the first N judged queries")
-    p.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
-                   help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest")
+    add_judged_options(p)
     p.add_argument("--method", default="bayes", choices=("bayes", "query-dependent", "lambdamart"),
                    help="bayes: TPE over the weights, fusion method, normalisation, combination, RRF k, depth, "
                         "per-source minimums (and λ with --rerank); query-dependent: the same, with the two "

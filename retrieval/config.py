@@ -305,13 +305,7 @@ class SearchConfig:
 
     @classmethod
     def from_json(cls, text: str) -> SearchConfig:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RetrievalError(f"Config is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise RetrievalError("Config JSON must be an object")
-        return cls.from_dict(data)
+        return cls.from_dict(json_object(text))
 
     # URL query parameters: flat strings, so a link reproduces a view.
     def to_query_params(self) -> dict[str, str]:
@@ -345,6 +339,17 @@ class SearchConfig:
             except ValueError as exc:
                 raise RetrievalError(f"Bad value for {f.name!r} in the link: {raw!r}") from exc
         return cls(**kwargs)
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A config's JSON text as a dict, or a one-line `RetrievalError`."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RetrievalError(f"Config is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RetrievalError("Config JSON must be an object")
+    return data
 
 
 def parse_weights(text: str) -> dict[str, float]:

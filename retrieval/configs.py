@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .config import SearchConfig
+from .config import SearchConfig, json_object
 from .store import Store, counts_as_write, sql_string
 from .types import RetrievalError
 
@@ -150,12 +150,7 @@ class ConfigStore:
         known to be valid."""
         from .ranker_models import BUNDLE_KEY, unbundled
 
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RetrievalError(f"Config is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise RetrievalError("Config JSON must be an object")
+        data = json_object(text)
         try:
             config = SearchConfig.from_dict({k: v for k, v in data.items() if k != BUNDLE_KEY})
         except RetrievalError:
