@@ -283,6 +283,7 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
     with container:
         if title:
             st.subheader(title)
+        learned_note(which)
         for knob in MAIN_KNOBS:
             config = state.view().config(which)
             unused = knob.key in METHOD_PARAMS and not _method(config).uses(knob.key)
@@ -307,6 +308,29 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
             for knob in ADVANCED_KNOBS:
                 _draw(knob, which)
     return state.view().config(which)
+
+
+def learned_note(which: str) -> None:
+    """Say what a learned config (the Evaluate page's Optimise tab) does beyond the sliders, with
+    a button that drops it and keeps the rest."""
+    config = state.view().config(which)
+    if config.query_weights:
+        first, second = (label(s) for s in config.query_weights["sources"])
+        st.caption(markdown_safe(f"Query-dependent weights (learned): each query's {first}/{second} split is set from "
+                                 "its features; the weight sliders set only their total. Each search says what set "
+                                 "its split."))
+        st.button("Use fixed weights", key=f"{which}.drop_query_weights", on_click=_drop, args=(which, "query_weights"),
+                  help="Drop the learned split and rank with the weights the sliders show.")
+    if config.ranker:
+        st.caption(markdown_safe(f"Learned ranker {config.ranker}: it reorders the fused candidates by its own "
+                                 "score; each result lists what its features added."))
+        st.button("Drop the learned ranker", key=f"{which}.drop_ranker", on_click=_drop, args=(which, "ranker"),
+                  help="Rank by the fusion again.")
+
+
+def _drop(which: str, field_name: str) -> None:
+    view = state.view()
+    view.set_config(which, view.config(which).edited(**{field_name: type(getattr(view.config(which), field_name))()}))
 
 
 FILTER_VALUES_SHOWN = 30  # most frequent values per field offered in the picker

@@ -5,7 +5,7 @@ import json
 import re
 
 import pytest
-from conftest import QUERY, all_widgets, fused, nullable, open_page
+from conftest import QUERY, all_widgets, fused, nullable, open_page, plain
 
 from ui import views
 
@@ -266,3 +266,22 @@ def test_rerank_names_the_reranker_and_reorders(workbench):
     assert list(frame["change"])[4:] == ["not reranked"] * 2
     assert nullable(frame["rerank score"])[:4] == [r.rerank_score for r in result.reranked]
     assert list(frame["first-stage rank"])[:4] == [r.first_stage_rank for r in result.reranked]
+
+
+def test_a_query_dependent_config_says_so_and_can_be_dropped(workbench):
+    """A link with learned query-dependent weights: the sidebar says the sliders set only the total,
+    the results' notes say what set this query's split, and 'Use fixed weights' drops it."""
+    from retrieval.config import SearchConfig
+    from ui.state import VIEW_KEY
+
+    model = {"sources": ["bm25", "dense"], "intercept": 0.3, "coefficients": {"length": -1.0},
+             "mean": {"length": 2.0}, "scale": {"length": 0.5}}
+    at = open_page("pages/1_Search.py", q=QUERY, query_weights=json.dumps(model))
+    assert at.session_state[VIEW_KEY].config_a.query_weights == model
+    said = " ".join(plain(e.value) for e in [*at.caption, *at.markdown, *at.info, *at.warning])
+    assert "Query-dependent weights (learned)" in said
+    assert "query-dependent weights: bm25 " in said  # the search's own note: what set this query's split
+    at.button(key="a.drop_query_weights").click().run()
+    assert not at.exception
+    config = at.session_state[VIEW_KEY].config_a
+    assert config.query_weights == {} and config == SearchConfig().edited(weights=config.weights)
