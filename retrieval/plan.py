@@ -1,9 +1,10 @@
 """The ranking plan: a `SearchConfig` compiled into the stages every ranking runs.
 
-    candidates (per source, `depth` each) ──► language rule ──► per-source minimum raw score and
-    normalisation (`prepare`) ──► fused scores (`scores`) ──► order (score, tie field, id) ──►
-    minimum fused score, minimum display score (`eligible`) ──► rerank of the top-N (`reranked`)
-    ──► top-K
+    candidates (per source, `depth` each) ──► query-dependent weights, language rule
+    (`fused_config`) ──► per-source minimum raw score and normalisation (`prepare`) ──► fused
+    scores (`scores`) ──► a learned ranker's scores, when the config names one ──► order (score,
+    tie field, id) ──► minimum fused score, minimum display score (`eligible`) ──► rerank of the
+    top-N (`reranked`) ──► top-K
 
 A search runs it explained (`explain`: every result's per-source parts, what each threshold
 removed), evaluation, the sweep and "why not?" run it lean (`first_stage`, `final_ids`: ids and
@@ -201,7 +202,6 @@ class RankingPlan:
         if note:
             outcome.notes.insert(0, note)
         return outcome
-
 
     def _explain_learned(self, sources, query, fused, prepared, scores, tie_values) -> FusionOutcome:
         """The fusion explained in the learned ranker's order: each result's score (and display
