@@ -509,6 +509,7 @@ def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: i
     fold_ids = query_folds(query_ids, folds, seed)
     cautions = judgment_warnings(prepared.qrels, fold_ids)
     n_studies = folds + 1
+    per_study = 1 if prepared.space.method == "lambdamart" else trials  # a model is one step
     per_study_seconds = seconds / n_studies if seconds else None
     stop_event = threading.Event()
 
@@ -527,7 +528,7 @@ def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: i
         def on_trial(study: Study, number: int, index: int = index, label: str = label) -> None:
             if progress:
                 progress({"study": index + 1, "studies": n_studies, "label": label, "trial": number + 1,
-                          "trials": trials, "value": study.history[-1]["value"], "best": study.value})
+                          "trials": per_study, "value": study.history[-1]["value"], "best": study.value})
 
         if prepared.space.method == "lambdamart":
             if stop():  # a model is trained whole or not at all: a stopped run keeps the base config

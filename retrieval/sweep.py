@@ -73,11 +73,13 @@ def variant_label(config: SearchConfig, sources: Sequence[str], weight: float) -
 
 def default_grid(base: SearchConfig, sources: Sequence[str] = ("bm25", "dense")) -> list[Variant]:
     """The grid of the module docstring (every method's sweep points × 11 weights), every other
-    field taken from `base` (depth, BM25 parameters, per-source minimums, tie field …; rerank off)."""
+    field taken from `base` (depth, BM25 parameters, per-source minimums, tie field …; rerank off,
+    no learned query-dependent split or ranker)."""
     sources = tuple(sources)
     if len(sources) != 2 or sources[0] == sources[1]:
         raise RetrievalError(f"The sweep grid splits weight between two different sources; got {list(sources)}")
-    common = {**base.to_dict(), "rerank": False}
+    # the grid varies the fusion itself: a base's learned split or ranker is not carried into it
+    common = {**base.to_dict(), "rerank": False, "query_weights": {}, "ranker": ""}
     variants: list[Variant] = []
 
     def add(weight: float, **fields: Any) -> None:
