@@ -201,9 +201,13 @@ class Workbench:
         from .ranker_models import RankerModels
 
         state = state if state is not None else self.reads.state(collection)
-        text = self.caches.loaded.get_or_create(("_ranker_model", config.ranker),
-                                                lambda: RankerModels(self.store).load(config.ranker))
-        return RankingPlan(config, LearnedRanker(text, self.reads.doc_stats(collection, state), config.ranker))
+        docs = self.reads.doc_stats(collection, state)  # outside `load`: one LRU's creations do not nest
+
+        def load() -> LearnedRanker:  # parsing a model takes longer than a search: once per state
+            return LearnedRanker(RankerModels(self.store).load(config.ranker), docs, config.ranker)
+
+        learned = self.caches.loaded.get_or_create(("_ranker", config.ranker, collection, state), load)
+        return RankingPlan(config, learned)
 
     def rank(self, candidates: CandidateSet, config: SearchConfig) -> SearchResult:
         """`config`'s ranking plan run explained on `candidates` (what a slider move that does not
