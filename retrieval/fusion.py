@@ -28,7 +28,7 @@ from .config import SearchConfig
 from .fusion_methods import FusionMethod, method_of, rrf_display_factor, rrf_term
 from .types import FusedResult, FusionOutcome, Hit, SourceContribution, SourceResult
 
-__all__ = ["PreparedSource", "explain", "order_key", "passes_thresholds", "prepare_source", "rank_ids",
+__all__ = ["ExplainedRanking", "PreparedSource", "explain", "order_key", "passes_thresholds", "prepare_source", "rank_ids",
            "rrf_display_factor", "rrf_term", "scores_from_prepared", "top_norms"]
 
 Normalizer = Callable[[Sequence[float]], list[float]]
@@ -162,8 +162,8 @@ def explain(candidates: Mapping[str, SourceResult], config: SearchConfig, prepar
         for source, entry in prepared.items()
     }
     dropped = {source: {h.doc_id: h for h in entry.dropped} for source, entry in prepared.items()}
-    ranked = []
-    for rank, doc_id in enumerate(ranked_ids, start=1):
+
+    def result_at(rank: int, doc_id: str) -> FusedResult:
         score = scores[doc_id]
         present = [(source, weight, per_source[source].get(doc_id)) for source, weight in config.weights.items()]
         if method.by_rank:
@@ -181,19 +181,74 @@ def explain(candidates: Mapping[str, SourceResult], config: SearchConfig, prepar
                 f"normalised score {norm:.4g} ≤ 0: left out of the {combination.name} mean, contributes 0")
             contributions[source] = SourceContribution(source, hit.raw_score, norm, hit.rank, next(returned),
                                                        note, detail=hit.detail)
-        ranked.append(FusedResult(doc_id, rank, score, score * display_factor, contributions,
-                                  tie_values.get(doc_id)))
+        return FusedResult(doc_id, rank, score, score * display_factor, contributions, tie_values.get(doc_id))
 
-    results = ranked
+    ranked = ExplainedRanking(ranked_ids, result_at)
+    # The thresholds read the scores, not the explained results: each removes a tail of the order.
+    kept = len(ranked_ids)
     if config.min_score is not None:
-        results, removed["min fused score"] = _cut(results, lambda r: r.score >= config.min_score)
+        passing = _prefix(ranked_ids, kept, lambda doc_id: scores[doc_id] >= config.min_score)
+        removed["min fused score"], kept = kept - passing, passing
     if config.min_display_score is not None:
-        results, removed["min display score"] = _cut(
-            results, lambda r: r.display_score >= config.min_display_score
-        )
-    removed["top-k"] = max(0, len(results) - config.top_k)
-    results = results[: config.top_k]
+        passing = _prefix(ranked_ids, kept,
+                          lambda doc_id: scores[doc_id] * display_factor >= config.min_display_score)
+        removed["min display score"], kept = kept - passing, passing
+    removed["top-k"] = max(0, kept - config.top_k)
+    results = ranked[: min(kept, config.top_k)]
     return FusionOutcome(ranked, results, len(all_ids), removed, config.fusion, notes, display_factor)
+
+
+class ExplainedRanking(Sequence):
+    """Every fused candidate's explained result (`FusedResult`), best first, each built when it
+    is first read and then kept. A search shows its top K of up to depth × sources candidates:
+    the other candidates' explanations (per source raw score, normalised score, rank,
+    contribution, notes) are built only when a view reads them (the score distribution, "why
+    not?"), the same results whenever they are built. Compares equal to any sequence of the
+    same results."""
+
+    __slots__ = ("_ids", "_make", "_made")
+
+    def __init__(self, ids: Sequence[str], make: Callable[[int, str], FusedResult]):
+        """`ids` best first; `make(rank, doc_id)` builds the result at 1-based `rank`."""
+        self._ids = tuple(ids)
+        self._make = make
+        self._made: list[FusedResult | None] = [None] * len(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._ids)))]
+        n = len(self._ids)
+        position = index + n if index < 0 else index
+        if not 0 <= position < n:
+            raise IndexError(f"ranking index {index} out of range ({n} results)")
+        made = self._made[position]
+        if made is None:  # two threads may both build it: the same result, either is kept
+            made = self._made[position] = self._make(position + 1, self._ids[position])
+        return made
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self._ids)))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # equal to lists, which are unhashable
+
+    def __repr__(self) -> str:
+        return f"ExplainedRanking({len(self._ids)} results)"
+
+
+def _prefix(ids: Sequence[str], n: int, keep: Callable[[str], bool]) -> int:
+    """How many of the first `n` of `ids` pass `keep` before the first that does not."""
+    i = 0
+    while i < n and keep(ids[i]):
+        i += 1
+    return i
 
 
 def _absent(source: str, doc_id: str, config: SearchConfig, dropped: Mapping[str, Hit]) -> SourceContribution:
@@ -204,11 +259,3 @@ def _absent(source: str, doc_id: str, config: SearchConfig, dropped: Mapping[str
         return SourceContribution(source, hit.raw_score, None, hit.rank, 0.0, note, hit.detail)
     note = f"not in {source}'s top {config.depth} candidates: contributes 0"
     return SourceContribution(source, None, None, None, 0.0, note)
-
-
-def _cut(results: list[FusedResult], keep) -> tuple[list[FusedResult], int]:
-    """Keep the prefix of a score-sorted list that passes `keep`; return it and how many went."""
-    n = 0
-    while n < len(results) and keep(results[n]):
-        n += 1
-    return results[:n], len(results) - n

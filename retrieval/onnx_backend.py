@@ -13,9 +13,13 @@ Variants (`VARIANTS`):
                   ONNX Runtime's BERT optimizer fuses attention, GELU and skip-LayerNorm);
 * ``onnx-int8`` — the same graph with dynamic int8 quantisation of its weight MatMuls and fused
                   Attention: int8 weights *per output channel* (per-tensor scales lost too much on
-                  all-MiniLM-L6-v2: mean cosine to fp32 0.93), uint8 activations quantised per
-                  batch; full 8-bit weights on a CPU with VNNI, 7-bit (``reduce_range``) without
-                  (`cpu_has_vnni`).
+                  all-MiniLM-L6-v2: mean cosine to fp32 0.93), uint8 activations quantised with a
+                  scale computed over each input tensor; full 8-bit weights on a CPU with VNNI,
+                  7-bit (``reduce_range``) without (`cpu_has_vnni`). That scale would make a text's
+                  vector depend on the texts batched with it (up to 0.024 apart on nfcorpus), so
+                  `OnnxSentenceModel` runs every text of an int8 export alone: per-text scales, no
+                  padding, the same vector whatever else is encoded, and no slower on this CPU
+                  than batches of 16 (docs/experiments/encoder.md).
 
 An export lives in ``<cache>/onnx/<folder>-<digest>-<variant>-v<FORMAT>/`` where the digest covers
 the source folder's path and its files' sizes and modification times (a changed model is exported
@@ -250,7 +254,9 @@ class OnnxSentenceModel:
     """An export run by ONNX Runtime on the CPU, with the ``encode`` that `embed.Encoder` calls.
 
     Texts are tokenised ``batch_size`` at a time (longest first, padded to the batch's longest,
-    truncated to ``max_seq_length`` tokens) and returned in input order.
+    truncated to ``max_seq_length`` tokens) and returned in input order. An int8 export runs each
+    text alone (`per_text`): its activations' quantisation scale is then the text's own, so a
+    text's vector does not depend on what it is encoded with.
     """
 
     def __init__(self, folder: Path, threads: int | None = None):
@@ -263,6 +269,7 @@ class OnnxSentenceModel:
         self.inputs: list[str] = manifest["inputs"]
         self.max_seq_length: int = manifest["max_seq_length"]
         self.dim: int = manifest["dim"]
+        self.per_text = self.variant == ONNX_INT8  # dynamic activation scales span the whole input
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder / TOKENIZER_DIR))
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or _default_threads()
@@ -280,6 +287,10 @@ class OnnxSentenceModel:
         graph always normalises and the output is always numpy."""
         texts = [prompt + t for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if self.per_text:
+            for i, text in enumerate(texts):
+                out[i] = self.encode_batch([text])[0]
+            return out
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for start in range(0, len(texts), batch_size):
             idx = order[start : start + batch_size]

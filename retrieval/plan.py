@@ -24,6 +24,7 @@ from typing import Any
 
 from .config import SearchConfig
 from .fusion import (
+    ExplainedRanking,
     PreparedSource,
     explain,
     passes_thresholds,
@@ -209,13 +210,15 @@ class RankingPlan:
         it), its per-source parts the fusion's, whose fused score is the feature 'fused'."""
         learned = self.learned.scores(query, sources, prepared, scores)  # the lean path's scores, to the bit
         parts = self.learned.contributions(query, sources, prepared, scores)
-        outcome = explain(sources, fused, prepared, scores, rank_ids(learned, tie_values), tie_values, 1.0)
+        order = rank_ids(learned, tie_values)
+        outcome = explain(sources, fused, prepared, scores, order, tie_values, 1.0)
 
         def relabel(result: FusedResult) -> FusedResult:
             return dataclasses.replace(result, score=learned[result.doc_id], display_score=learned[result.doc_id],
                                        learned=parts[result.doc_id])
 
-        outcome.ranked = [relabel(r) for r in outcome.ranked]
+        fused_ranking = outcome.ranked
+        outcome.ranked = ExplainedRanking(order, lambda rank, _doc_id: relabel(fused_ranking[rank - 1]))
         outcome.results = outcome.ranked[: len(outcome.results)]
         outcome.notes.append(f"learned ranker {self.learned.model_id}: the order is the model's score over "
                              f"{len(self.learned.names)} features (each result lists what each added)")

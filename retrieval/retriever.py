@@ -25,7 +25,7 @@ from .collection_reads import CollectionReads
 from .config import SearchConfig
 from .embed import load_encoder
 from .graph_builds import GraphBuilds
-from .sources import SOURCES, Source, run_source, run_source_batch, source_params, unknown_source
+from .sources import SOURCES, Source, run_source, run_source_batch, run_sources, source_params, unknown_source
 from .sources.dense import vector_space
 from .store import Store
 from .types import FusedResult, FusionOutcome, Hit, RerankedResult, SourceResult
@@ -214,16 +214,47 @@ class Retriever:
                     self.caches.candidates.put(keys[i], (config.depth, result))
                 results[i][name] = result
 
-        if len(fetches) > 1:
-            # The sources of one search run side by side: LanceDB's searches (and numpy's products)
-            # release the GIL, so at 1M documents a hybrid search waits for the slower source, not
-            # for both (docs/experiments/scale.md). Each writes only its own entries.
+        if len(queries) == 1 and len(fetches) > 1:
+            self._fetch_together(collection, queries[0], config, state, allowed, fetches, results[0], seconds)
+        elif len(fetches) > 1:
+            # The sources run side by side: LanceDB's searches (and numpy's products) release
+            # the GIL (docs/experiments/scale.md). Each writes only its own entries.
             list(source_pool().map(lambda job: fetch(*job), fetches))
         else:
             for job in fetches:
                 fetch(*job)
         results = [{name: found[name] for name in config.sources if name in found} for found in results]
         return results, seconds, all_cached
+
+    def _fetch_together(self, collection: str, query: str, config: SearchConfig, state: tuple,
+                        allowed: frozenset[str] | None, fetches: list[tuple[str, list[tuple], list[int]]],
+                        results: dict[str, SourceResult], seconds: dict[str, float]) -> None:
+        """One query's sources (`fetches`: each needs it), built side by side (a first search
+        after a write loads each one's data), then searched by `run_sources`: the LanceDB
+        searches in one round trip on LanceDB's loop, so a hybrid search at 1M documents waits
+        for the slower of the two, with none of the sync API's per-search overhead
+        (docs/experiments/peers.md). Each source's seconds are the whole fetch's."""
+        started = time.perf_counter()
+
+        def build(job: tuple) -> tuple[str, Source | SourceResult]:
+            name = job[0]
+            try:
+                return name, self.source(collection, name, config, state)
+            except Exception as exc:  # a source that cannot even be built is reported, not fatal
+                log.warning("source %s could not be built for %s", name, collection, exc_info=True)
+                return name, SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
+
+        built = dict(source_pool().map(build, fetches))
+        sources = {name: s for name, s in built.items() if not isinstance(s, SourceResult)}
+        fetched = run_sources(sources, query, config.depth, allowed, pool=source_pool())
+        elapsed = time.perf_counter() - started
+        for name, keys, _missing in fetches:
+            result = built[name] if isinstance(built[name], SourceResult) else fetched[name]
+            if name in sources:
+                seconds[name] = elapsed
+                if result.error is None and not getattr(sources[name], "transient", False):
+                    self.caches.candidates.put(keys[0], (config.depth, result))
+            results[name] = result
 
     def source_rankings(self, collection: str, query: str, config: SearchConfig
                         ) -> dict[str, tuple[SourceResult, tuple[Hit, ...], str]]:

@@ -6,6 +6,7 @@ can build and read them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,7 +125,9 @@ class FusionOutcome:
     is always a prefix of `ranked` and ranks agree between the two.
     """
 
-    ranked: list[FusedResult]  # all candidates that survived the per-source minimums
+    # All candidates that survived the per-source minimums (`fusion.ExplainedRanking`: each result
+    # explained when first read).
+    ranked: Sequence[FusedResult]
     results: list[FusedResult]  # what passes every threshold
     n_candidates: int  # distinct documents over all sources before any threshold
     removed: dict[str, int]  # threshold name -> how many candidates it removed

@@ -69,18 +69,40 @@ def test_second_load_reuses_the_export(exported, minilm_path, cache, monkeypatch
     assert (exported / MODEL_FILE).stat().st_mtime_ns == before
 
 
-def test_int8_quantisation_stays_close_to_torch(exported, tmp_path, torch_vectors):
-    int8 = tmp_path / "int8"
+@pytest.fixture(scope="module")
+def int8_export(exported, tmp_path_factory) -> Path:
+    """The fp32 export quantised as `build_export` quantises an int8 variant."""
+    int8 = tmp_path_factory.mktemp("int8")
     shutil.copytree(exported / onnx_backend.TOKENIZER_DIR, int8 / onnx_backend.TOKENIZER_DIR)
     onnx_backend.quantize_int8(exported / MODEL_FILE, int8 / MODEL_FILE)
     manifest = json.loads((exported / MANIFEST).read_text()) | {"variant": ONNX_INT8}
     (int8 / MANIFEST).write_text(json.dumps(manifest))
+    return int8
+
+
+def test_int8_quantisation_stays_close_to_torch(exported, int8_export, torch_vectors):
     # int8 weights take a quarter of the space (the embedding table stays fp32)
-    assert (int8 / MODEL_FILE).stat().st_size < 0.7 * (exported / MODEL_FILE).stat().st_size
-    vectors = onnx_backend.OnnxSentenceModel(int8).encode(TEXTS)
+    assert (int8_export / MODEL_FILE).stat().st_size < 0.7 * (exported / MODEL_FILE).stat().st_size
+    vectors = onnx_backend.OnnxSentenceModel(int8_export).encode(TEXTS)
     cos = np.einsum("ij,ij->i", vectors, torch_vectors)
     assert cos.min() >= 0.98 and cos.max() < 0.99999  # close, and really quantised
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_an_int8_vector_does_not_depend_on_its_batch(int8_export):
+    """Dynamic int8 scales its activations over the whole input: batched, a text's vector moved
+    with its neighbours (up to 0.024). Each text runs alone, so alone and among 64 agree."""
+    model = onnx_backend.OnnxSentenceModel(int8_export)
+    assert model.per_text
+    others = [f"filler passage number {i} about {'bread ' * (i % 37)}and the weather" for i in range(60)]
+    batch = others[:30] + TEXTS + others[30:]  # 64 texts of many lengths, padded batches if batched
+    together = model.encode(batch, batch_size=64)
+    for i, text in enumerate(TEXTS):
+        alone = model.encode([text])[0]
+        assert np.abs(alone - together[30 + i]).max() <= 1e-6
+    # the graph itself is batch-dependent: the same texts run as one padded input differ
+    padded = model.encode_batch(batch)
+    assert np.abs(padded[30:34] - together[30:34]).max() > 1e-4
 
 
 def test_encoder_on_onnx_through_embed(exported, cache, monkeypatch, torch_vectors):

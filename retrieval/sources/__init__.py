@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import bm25, dense, graph, keyword
-from .base import LoadContext, Param, Source, SourceSpec, run_source, run_source_batch
+from .base import LoadContext, Param, Source, SourceSpec, run_source, run_source_batch, run_sources
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -42,4 +42,4 @@ def label(name: str) -> str:
 
 
 __all__ = ["SOURCES", "LoadContext", "Param", "Source", "SourceSpec", "candidate_key", "label", "run_source",
-           "run_source_batch", "source_params", "unknown_source"]
+           "run_source_batch", "run_sources", "source_params", "unknown_source"]

@@ -25,7 +25,7 @@ hold a query term (well under 1 ms there).
 from __future__ import annotations
 
 import math
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +35,7 @@ from .. import limits
 from ..tokenize import tokenize
 from ..types import Hit
 from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
+from .lance_requests import LanceRequest, fts_query
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -226,14 +227,21 @@ class LanceFTSSource:
         self.table = table
         self.backend = "LanceDB native BM25 index (k1 1.2, b 0.75 fixed)"
 
-    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
+    def lance_request(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> LanceRequest | None:
+        """The native index's search for `query` (`lance_requests.fts_query` over the analysed
+        terms, space-joined); None when there is nothing to search (no terms, nothing allowed)."""
         terms = tokenize(query)
         if not terms or (allowed is not None and not allowed):
-            return []
-        search = self.table.search(" ".join(terms), query_type="fts", fts_columns="tokens")
-        if allowed is not None:
-            search = search.where(ids_in(allowed), prefilter=True)
-        rows = search.limit(depth).select(["id"]).with_row_id(True).to_arrow()
-        ids = rows.column("id").to_pylist()
-        scores = rows.column("_score").to_pylist()
-        return top_hits(ids, scores, depth, row_ids=rows.column("_rowid").to_pylist())
+            return None
+        filter = ids_in(allowed) if allowed is not None else None
+        return LanceRequest(self.table, fts_query(" ".join(terms), "tokens", depth, filter), partial(_fts_hits, depth))
+
+    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
+        request = self.lance_request(query, depth, allowed)
+        return [] if request is None else request.run()
+
+
+def _fts_hits(depth: int, rows) -> list[Hit]:
+    """A full-text search's rows (id, _score, _rowid) as hits, best first."""
+    return top_hits(rows.column("id").to_pylist(), rows.column("_score").to_pylist(), depth,
+                    row_ids=rows.column("_rowid").to_pylist())

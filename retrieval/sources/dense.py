@@ -26,6 +26,7 @@ from ..store import XL_COLUMN, vector_matrix
 from ..tokenize import crosses_languages
 from ..types import Hit
 from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
+from .lance_requests import LanceRequest, vector_query
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -195,6 +196,13 @@ class CrossLingualDense:
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         return self.searcher(self._loaded.space(query, self.language_aware)).search(query, depth, allowed)
 
+    def lance_request(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> LanceRequest | None:
+        """The LanceDB search of `query`'s vector space (`DenseSource.lance_request`); None when
+        that space is searched in memory or there is nothing to search (`search` answers)."""
+        searcher = self.searcher(self._loaded.space(query, self.language_aware))
+        make = getattr(searcher, "lance_request", None)
+        return make(query, depth, allowed) if make is not None else None
+
     def search_batch(self, queries: list[str], depth: int, allowed: frozenset[str] | None = None) -> list[list[Hit]]:
         """`search` for each query: the queries of each vector space together, in one
         `search_batch` where its searcher has one."""
@@ -252,18 +260,27 @@ class DenseSource:
     def has_index(self) -> bool:
         return self.index_type is not None
 
-    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
+    def lance_request(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> LanceRequest | None:
+        """LanceDB's search for `query`'s vector (`lance_requests.vector_query`: through the index
+        with `nprobes` and the refine factor, else an exact scan); None when there is nothing to
+        search (no query text, nothing allowed)."""
         if not query.strip() or (allowed is not None and not allowed):
-            return []
-        q = self.table.search(self._embed(query), vector_column_name=self.column).distance_type("cosine")
-        if allowed is not None:
-            q = q.where(ids_in(allowed), prefilter=True)
-        if self.has_index:
-            q = q.nprobes(self.nprobes).refine_factor(refine_factor_for(self.index_type, depth))
-        rows = q.limit(depth).select(["id"]).with_row_id(True).to_arrow()
-        ids = rows.column("id").to_pylist()
-        similarities = [1.0 - d for d in rows.column("_distance").to_pylist()]
-        return top_hits(ids, similarities, depth, keep_zero=True, row_ids=rows.column("_rowid").to_pylist())
+            return None
+        filter = ids_in(allowed) if allowed is not None else None
+        nprobes, refine = (self.nprobes, refine_factor_for(self.index_type, depth)) if self.has_index else (None, None)
+        request = vector_query(self._embed(query), self.column, depth, nprobes, refine, filter)
+        return LanceRequest(self.table, request, partial(_vector_hits, depth))
+
+    def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
+        request = self.lance_request(query, depth, allowed)
+        return [] if request is None else request.run()
+
+
+def _vector_hits(depth: int, rows) -> list[Hit]:
+    """A vector search's rows (id, _distance, _rowid) as hits, similarity = 1 − distance, best first."""
+    similarities = [1.0 - d for d in rows.column("_distance").to_pylist()]
+    return top_hits(rows.column("id").to_pylist(), similarities, depth, keep_zero=True,
+                    row_ids=rows.column("_rowid").to_pylist())
 
 
 class InMemoryDenseSource:
