@@ -487,7 +487,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rank-bm25-max", type=int, default=100_000, help="rank-bm25 only up to this many documents")
     parser.add_argument("--skip", default="", help="comma-separated systems (or 'lancedb_add') left out")
     parser.add_argument("--ingest-only", action="store_true",
-                        help="build (or reuse) the corpus and its collection, then stop: time the systems in a later run")
+                        help="build (or reuse) the corpus and its collection, then stop (time the systems later)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     parser.add_argument("--out", type=Path, help="also write the JSON object to this file")
     args = parser.parse_args(argv)

@@ -28,7 +28,8 @@ from .config import SearchConfig
 from .fusion_methods import FusionMethod, method_of, rrf_display_factor, rrf_term
 from .types import FusedResult, FusionOutcome, Hit, SourceContribution, SourceResult
 
-__all__ = ["ExplainedRanking", "PreparedSource", "explain", "order_key", "passes_thresholds", "prepare_source", "rank_ids",
+__all__ = ["ExplainedRanking", "PreparedSource", "explain", "order_key", "passes_thresholds", "prepare_source",
+           "rank_ids",
            "rrf_display_factor", "rrf_term", "scores_from_prepared", "top_norms"]
 
 Normalizer = Callable[[Sequence[float]], list[float]]
@@ -206,7 +207,7 @@ class ExplainedRanking(Sequence):
     not?"), the same results whenever they are built. Compares equal to any sequence of the
     same results."""
 
-    __slots__ = ("_ids", "_make", "_made")
+    __slots__ = ("_ids", "_made", "_make")
 
     def __init__(self, ids: Sequence[str], make: Callable[[int, str], FusedResult]):
         """`ids` best first; `make(rank, doc_id)` builds the result at 1-based `rank`."""

@@ -59,8 +59,8 @@ def vector_query(vector: Sequence[float], column: str, depth: int, nprobes: int 
     .select(["id"]).with_row_id(True)` as its `Query` (nprobes and refine None: an exact scan's
     query, as without an index): rows with `id`, `_distance` (cosine distance) and `_rowid`. The
     vector is sent as float32 values, as the builder sends it."""
-    return Query(vector=np.asarray(vector, dtype=np.float32).tolist(), vector_column=column, distance_type="cosine", columns=["id"],
-                 filter=filter, postfilter=False, limit=depth, with_row_id=True,
+    return Query(vector=np.asarray(vector, dtype=np.float32).tolist(), vector_column=column, distance_type="cosine",
+                 columns=["id"], filter=filter, postfilter=False, limit=depth, with_row_id=True,
                  minimum_nprobes=nprobes, maximum_nprobes=nprobes, refine_factor=refine_factor)
 
 
