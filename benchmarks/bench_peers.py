@@ -400,7 +400,10 @@ def measure(db: Path, folder: Path, n_queries: int, rank_bm25_max: int, skip: se
             rankings[name][qid] = ranking
     load.append(os.getloadavg())
 
-    result = {"folder": str(folder), "docs": doc_count, "encoder": model, "queries": len(timed),
+    from retrieval.embed import device
+
+    result = {"folder": str(folder), "docs": doc_count, "encoder": model, "encoder_device": device(),
+              "queries": len(timed),
               "systems": names, "load_average": {"start": load[0], "end": load[1]}, "notes": notes,
               "ndcg@10": {}}
     for name in names:
@@ -420,7 +423,8 @@ def measure(db: Path, folder: Path, n_queries: int, rank_bm25_max: int, skip: se
 
 
 def tables(result: dict) -> str:
-    lines = [f"{result['docs']:,} documents, encoder {result['encoder']}, {result['queries']} queries "
+    lines = [f"{result['docs']:,} documents, encoder {result['encoder']} on {result['encoder_device']} "
+             f"(a GPU: fp16, batches of 128), {result['queries']} queries "
              f"(the same for every system, interleaved); load average "
              f"{result['load_average']['start'][0]:.2f} → {result['load_average']['end'][0]:.2f}", ""]
     head = ("system", "p50 ms", "p95 ms", "q/s", "CPU ms p50", "nDCG@10")

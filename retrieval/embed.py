@@ -56,6 +56,9 @@ BACKEND_ENV = "WORKBENCH_ENCODER_BACKEND"
 # Texts per forward pass: 16 encoded ~8% more documents per CPU-second than 32 with both models
 # on torch (docs/experiments/encoder.md); larger batches were slower still.
 BATCH_SIZE = 16
+# On a GPU: fp16 weights and activations, and passages in batches of this many (a GPU is
+# underused by 16 texts at a time; 128 × 256 tokens of MiniLM or E5-small in fp16 fit any card).
+GPU_BATCH_SIZE = 128
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 _MINILM_MAX_SEQ_LENGTH = 256
@@ -99,6 +102,8 @@ class Encoder:
         self.model = model
         self.backend = backend
         self._lock = threading.Lock()
+        on = str(getattr(model, "device", "cpu"))  # an ONNX model has none: the CPU
+        self.passage_batch_size = torch_settings("cuda" if on.startswith("cuda") else "cpu")[1]
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
         """Embeddings of ``query_prompt + text`` for each text."""
@@ -107,14 +112,16 @@ class Encoder:
     def encode_passages(
         self,
         texts: Sequence[str],
-        batch_size: int = BATCH_SIZE,
+        batch_size: int | None = None,
         progress: ProgressFn | None = None,
     ) -> np.ndarray:
         """Embeddings of ``passage_prompt + text`` for each text, in input order.
 
-        Texts are encoded longest first, so that each batch pads to similar lengths; `progress`
-        gets ``(done, total)`` before the first chunk and after every chunk.
+        Texts are encoded longest first, so that each batch pads to similar lengths, `batch_size`
+        at a time (default: `torch_settings`' for where the model runs); `progress` gets
+        ``(done, total)`` before the first chunk and after every chunk.
         """
+        batch_size = batch_size or self.passage_batch_size
         texts = list(texts)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.empty((len(texts), self.spec.dim), dtype=np.float32)
@@ -218,6 +225,13 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def torch_settings(where: str) -> tuple[str, int]:
+    """(weights dtype, passages per batch) of a torch encoder on `where` ("cuda" or "cpu"): fp16
+    and `GPU_BATCH_SIZE` on a GPU, fp32 and `BATCH_SIZE` on a CPU (fp16 matmuls are slow or
+    missing on CPUs; docs/experiments/encoder.md has the CPU batch sizes)."""
+    return ("float16", GPU_BATCH_SIZE) if where == "cuda" else ("float32", BATCH_SIZE)
+
+
 def backend_for(name: str) -> str:
     """The backend model `name` runs on: torch on a GPU and for any model not built in; on a CPU,
     ``$WORKBENCH_ENCODER_BACKEND`` when set, else the measured choice `CPU_BACKENDS`."""
@@ -270,7 +284,11 @@ def _load_sentence_transformer(path: str, name: str, local_files_only: bool) -> 
     from sentence_transformers import SentenceTransformer
 
     try:
-        return SentenceTransformer(path, device=device(), local_files_only=local_files_only)
+        where = device()
+        model = SentenceTransformer(path, device=where, local_files_only=local_files_only)
+        if torch_settings(where)[0] == "float16":
+            model.half()
+        return model
     except Exception as exc:  # the library raises OSError, ValueError, HF errors … for the same cause
         offline = f"{', '.join(BUILTIN_MODELS)}, or a local sentence-transformers folder"
         raise RetrievalError(load_failure("embedding model", name, exc, offline)) from exc

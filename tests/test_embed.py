@@ -180,13 +180,21 @@ def test_models_load_on_cuda_when_torch_sees_a_gpu(monkeypatch, cuda):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     loaded = {}
 
+    class FakeModel:
+        halved = False
+
+        def half(self):  # what a GPU load asks for: fp16 (`torch_settings`)
+            self.halved = True
+            return self
+
     def fake_model(path, **kwargs):
         loaded.update(kwargs, path=path)
-        return "model"
+        return FakeModel()
 
     monkeypatch.setattr(sentence_transformers, "SentenceTransformer", fake_model)
     assert embed.device() == ("cuda" if cuda else "cpu")
-    assert embed._load_sentence_transformer("/some/folder", "x", local_files_only=True) == "model"
+    model = embed._load_sentence_transformer("/some/folder", "x", local_files_only=True)
+    assert isinstance(model, FakeModel) and model.halved == cuda
     assert loaded == {"path": "/some/folder", "device": "cuda" if cuda else "cpu", "local_files_only": True}
 
 
@@ -233,3 +241,18 @@ def test_the_default_backends_give_a_text_the_same_vector_in_any_batch():
         alone = encoder.encode_queries([text])[0]
         beside = encoder.encode_queries([*others[:1], text, *others[1:]])[1]
         assert np.abs(alone - beside).max() < 1e-5, (model, embed.backend_for(model))
+
+
+def test_a_gpu_gets_fp16_and_large_batches_a_cpu_keeps_fp32_and_16():
+    assert embed.torch_settings("cuda") == ("float16", embed.GPU_BATCH_SIZE) == ("float16", 128)
+    assert embed.torch_settings("cpu") == ("float32", embed.BATCH_SIZE) == ("float32", 16)
+
+
+def test_a_torch_encoder_runs_as_its_device_says(minilm):
+    """Loaded where torch sees a device: on this CPU fp32 weights and batches of 16, unchanged;
+    on a GPU the same encoder would be fp16 with batches of 128 (`torch_settings`)."""
+    encoder = embed.open_encoder(MINILM, backend=embed.TORCH)
+    dtype, batch = embed.torch_settings(embed.device())
+    assert str(next(encoder.model.parameters()).dtype) == f"torch.{dtype}"
+    assert encoder.passage_batch_size == batch
+    assert minilm.passage_batch_size == batch
