@@ -414,12 +414,35 @@ def measure(db: Path, folder: Path, n_queries: int, rank_bm25_max: int, skip: se
         result[f"{name}_cpu_p50_ms"] = float(statistics.median(cpus[name]) * 1000)
         ndcg = evaluator.evaluate_rankings(rankings[name], ("ndcg@10",))[0]["ndcg@10"]
         result[f"{name}_ndcg@10"] = result["ndcg@10"][name] = float(ndcg)
+    result["vector_recall@10"] = vector_recall(db, model, timed, rankings, log)
     if "project_hybrid" in names and "lancedb_hybrid" in names:
         result["hybrid_ratio_vs_lancedb"] = result["project_hybrid_p50_ms"] / result["lancedb_hybrid_p50_ms"]
     if "project_hybrid" in names and "lancedb_hybrid_d100" in names:
         result["hybrid_ratio_vs_lancedb_d100"] = (result["project_hybrid_p50_ms"]
                                                   / result["lancedb_hybrid_d100_p50_ms"])
     return result
+
+
+def vector_recall(db: Path, model: str, timed: list[tuple[str, str]], rankings: dict, log) -> dict[str, float]:
+    """Mean recall@10 of each vector system's top 10 (the project's through its IVF_SQ index,
+    probes and refine; LanceDB's defaults) against the exact top 10: numpy dot products of the
+    query's vector with every stored vector (`bench_scale.exact_top`)."""
+    from retrieval.embed import load_encoder
+    from retrieval.store import Store
+
+    systems = [s for s in ("project_vector", "lancedb_vector") if s in rankings]
+    if not systems:
+        return {}
+    log("exact vector top 10 (numpy over every stored vector) …")
+    columns = Store(str(db)).column(COLLECTION, ["id", "vector"])
+    ids = columns.column("id").to_pylist()
+    flat = columns.column("vector").combine_chunks().flatten().to_numpy()
+    matrix = np.asarray(flat, np.float32).reshape(len(ids), -1)
+    del columns
+    encoder = load_encoder(model)
+    exact = {qid: bench_scale.exact_top(matrix, ids, encoder.encode_queries([text])[0]) for qid, text in timed}
+    return {s: float(np.mean([bench_scale.recall_at(rankings[s][qid], exact[qid]) for qid, _ in timed]))
+            for s in systems}
 
 
 def tables(result: dict) -> str:
@@ -436,6 +459,8 @@ def tables(result: dict) -> str:
         if key in result:
             lines.append(f"project hybrid p50 / {label} p50: {result[key]:.2f}")
     notes = result["notes"]
+    for system, recall in result.get("vector_recall@10", {}).items():
+        lines.append(f"vector recall@10 against the exact top 10, {LABELS[system]}: {recall:.3f}")
     lines.append(f"project backends: bm25 = {notes['project_hybrid']['backends']['bm25']}; "
                  f"vector = {notes['project_hybrid']['backends']['dense']}")
     lines.append(f"bm25s / rank-bm25 k1, b: {notes['bm25_params']['why']}")
@@ -447,6 +472,8 @@ def tables(result: dict) -> str:
     if "ingest" in result:
         ing, add = result["ingest"], result.get("lancedb_add")
         lines += ["", "ingest"]
+        if ing.get("peak_rss_mb"):
+            lines.append(f"peak RSS of the project's ingest: {ing['peak_rss_mb']:,.0f} MB")
         irows = [(f"this project ({'Workbench.ingest_stream' if ing.get('path') == 'stream' else 'Workbench.create'})",
                   f"{ing['ingest_docs_per_s']:.1f}", f"{ing['docs']:,}", f"{ing['ingest_s']:.1f}",
                   f"{ing['ingest_cpu_s']:.1f}"),
