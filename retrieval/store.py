@@ -324,14 +324,12 @@ class Store:
                 taken = []
             for row in taken:  # a row whose id was asked for is that document's row, wherever it now is
                 if row["id"] in wanted and row["id"] not in out:
-                    row["metadata"] = json.loads(row["metadata"] or "{}")
-                    out[row["id"]] = row
+                    out[row["id"]] = _document_row(row)
             ids = [i for i in ids if i not in out]
         for chunk in _chunks(ids):
             rows = table.search().where(ids_where(chunk)).select(DOCUMENT_COLUMNS).limit(None).to_arrow().to_pylist()
             for row in rows:
-                row["metadata"] = json.loads(row["metadata"] or "{}")
-                out[row["id"]] = row
+                out[row["id"]] = _document_row(row)
         return out
 
     def vectors(self, name: str, ids: Iterable[str], column: str = "vector") -> dict[str, np.ndarray]:
@@ -396,3 +394,10 @@ def _chunks(ids: list[str]) -> Iterator[list[str]]:
     """`ids` in runs of `BATCH_IDS` (one filter each)."""
     for start in range(0, len(ids), BATCH_IDS):
         yield ids[start:start + BATCH_IDS]
+
+
+def _document_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row as readers get it: metadata parsed from JSON, no title as "" (stored as null)."""
+    row["metadata"] = json.loads(row["metadata"] or "{}")
+    row["title"] = row["title"] or ""
+    return row
