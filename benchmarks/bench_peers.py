@@ -6,8 +6,8 @@ object.
     nice -n 19 .venv/bin/python benchmarks/bench_peers.py --docs 100000 --encoder data/models/minilm-static --stream
     nice -n 19 .venv/bin/python benchmarks/bench_peers.py [BEIR_DIR] [--docs N] [--encoder NAME] [--json]
 
-Needs `bm25s` (not a project requirement): `.venv/bin/pip install bm25s` (its numba backend uses
-the numba the project already installs for ranx). Without it the bm25s row is skipped and says so.
+bm25s is in requirements.txt (its numba backend uses the numba ranx already brings); without it
+the bm25s row is skipped and says so.
 
 Corpus and collection: without BEIR_DIR the scale corpus of `bench_scale.py` (deterministic, seed
 0, cached as data/scale/corpus-N/, built from ../shared/eval sentences; docs/experiments/scale.md)
