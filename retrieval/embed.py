@@ -50,8 +50,8 @@ BUILTIN_MODELS = (MINILM, E5)
 TORCH = "torch"
 BACKENDS = (TORCH, *onnx_backend.VARIANTS)
 # The backend of each built-in on a CPU: torch. int8 exports run each text alone (a vector no longer
-# depends on its batch) at ~1.8× the documents per CPU-second; they become the default once their
-# nDCG@10 is within 0.005 of fp32 on every shared set (two of five shown): docs/experiments/encoder.md.
+# depends on its batch) at ~1.6–1.9× the documents per CPU-second, but vaswani's dense nDCG@10 drops
+# 0.0063 with them, over the 0.005 a default may lose: docs/experiments/encoder.md.
 CPU_BACKENDS = {MINILM: TORCH, E5: TORCH}
 BACKEND_ENV = "WORKBENCH_ENCODER_BACKEND"
 # Texts per forward pass: 16 encoded ~8% more documents per CPU-second than 32 with both models
