@@ -50,7 +50,7 @@ BUILTIN_MODELS = (MINILM, E5)
 TORCH = "torch"
 BACKENDS = (TORCH, *onnx_backend.VARIANTS)
 # The backend of each built-in on a CPU: torch. int8 exports run each text alone (a vector no longer
-# depends on its batch) at ~1.6–1.9× the documents per CPU-second, but vaswani's dense nDCG@10 drops
+# depends on its batch) at 1.6–2.1× the documents per CPU-second, but vaswani's dense nDCG@10 drops
 # 0.0063 with them, over the 0.005 a default may lose: docs/experiments/encoder.md.
 CPU_BACKENDS = {MINILM: TORCH, E5: TORCH}
 BACKEND_ENV = "WORKBENCH_ENCODER_BACKEND"
