@@ -199,19 +199,15 @@ class Retriever:
 
         def fetch(name: str, keys: list[tuple], missing: list[int]) -> None:
             started = time.perf_counter()
-            try:
-                source = self.source(collection, name, config, state)
-            except Exception as exc:  # a source that cannot even be built is reported, not fatal
-                log.warning("source %s could not be built for %s", name, collection, exc_info=True)
+            source = self._built(collection, name, config, state)
+            if isinstance(source, SourceResult):
                 for i in missing:
-                    results[i][name] = SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
+                    results[i][name] = source
                 return
             fetched = run_source_batch(source, [queries[i] for i in missing], config.depth, allowed)
             seconds[name] = time.perf_counter() - started
-            keep = not getattr(source, "transient", False)
             for i, result in zip(missing, fetched, strict=True):
-                if result.error is None and keep:
-                    self.caches.candidates.put(keys[i], (config.depth, result))
+                self._keep(source, keys[i], config.depth, result)
                 results[i][name] = result
 
         if len(queries) == 1 and len(fetches) > 1:
@@ -235,26 +231,33 @@ class Retriever:
         for the slower of the two, with none of the sync API's per-search overhead
         (docs/experiments/peers.md). Each source's seconds are the whole fetch's."""
         started = time.perf_counter()
-
-        def build(job: tuple) -> tuple[str, Source | SourceResult]:
-            name = job[0]
-            try:
-                return name, self.source(collection, name, config, state)
-            except Exception as exc:  # a source that cannot even be built is reported, not fatal
-                log.warning("source %s could not be built for %s", name, collection, exc_info=True)
-                return name, SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
-
-        built = dict(source_pool().map(build, fetches))
+        names = [name for name, _keys, _missing in fetches]
+        built = dict(zip(names, source_pool().map(lambda n: self._built(collection, n, config, state), names),
+                         strict=True))
         sources = {name: s for name, s in built.items() if not isinstance(s, SourceResult)}
         fetched = run_sources(sources, query, config.depth, allowed, pool=source_pool())
         elapsed = time.perf_counter() - started
         for name, keys, _missing in fetches:
-            result = built[name] if isinstance(built[name], SourceResult) else fetched[name]
-            if name in sources:
-                seconds[name] = elapsed
-                if result.error is None and not getattr(sources[name], "transient", False):
-                    self.caches.candidates.put(keys[0], (config.depth, result))
-            results[name] = result
+            if name not in sources:  # could not be built: its error is its result
+                results[name] = built[name]
+                continue
+            seconds[name] = elapsed
+            self._keep(sources[name], keys[0], config.depth, fetched[name])
+            results[name] = fetched[name]
+
+    def _built(self, collection: str, name: str, config: SearchConfig, state: tuple) -> Source | SourceResult:
+        """The built source (`source`), or, when it cannot even be built, its result saying why
+        (reported, not fatal: the other sources still search)."""
+        try:
+            return self.source(collection, name, config, state)
+        except Exception as exc:
+            log.warning("source %s could not be built for %s", name, collection, exc_info=True)
+            return SourceResult(name, (), error=f"{type(exc).__name__}: {exc}")
+
+    def _keep(self, source: Source, key: tuple, depth: int, result: SourceResult) -> None:
+        """Cache a fetched result, unless it failed or its source's results may change (`transient`)."""
+        if result.error is None and not getattr(source, "transient", False):
+            self.caches.candidates.put(key, (depth, result))
 
     def source_rankings(self, collection: str, query: str, config: SearchConfig
                         ) -> dict[str, tuple[SourceResult, tuple[Hit, ...], str]]:
