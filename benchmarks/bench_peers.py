@@ -32,7 +32,7 @@ The systems and their exact calls (`q` the query string, `terms = retrieval.toke
   app's Search page calls (candidates at depth 100, fused and explained, the shown rows read), with
   `SearchConfig(weights={"bm25": 1.0})`, `SearchConfig(weights={"dense": 1.0})` and
   `SearchConfig()` (the shipped default: weighted l2 fusion 0.4 / 0.6). One Workbench per system
-  (their caches apart), all on one `Store`; the sources are loaded before the clock starts.
+  (their caches apart), all on one `Store`; the sources and the row-id map are loaded before the clock starts.
 - lancedb_fts: `table.search(" ".join(terms), query_type="fts", fts_columns="tokens").limit(10)
   .select(["id", "text"]).to_arrow()` — the collection's own native BM25 index on `tokens`.
 - lancedb_vector: `table.search(qvec, vector_column_name="vector").distance_type("cosine")
@@ -176,6 +176,8 @@ def project_systems(db: Path, log) -> tuple[dict, dict]:
         wb = Workbench(store)
         started = time.perf_counter()
         backends = wb.backends(COLLECTION)
+        # the row-id map the LanceDB sources name their hits with (read in the background after a write)
+        wb.retriever.reads.row_id_map(COLLECTION, store.state_key(COLLECTION)).wait()
         notes[name] = {"sources_load_s": time.perf_counter() - started, "backends": backends}
 
         def run(q, wb=wb, config=config):

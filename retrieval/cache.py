@@ -19,6 +19,9 @@ and ages out of its LRU.
     runs            (collection, state, config, queries)          -> a config's evaluated run
                                                                      (snapshot diffs re-run old
                                                                      configs on other versions)
+    row_ids         (collection, state)                           -> the document id of each LanceDB
+                                                                     row id (`RowIdMap`: 19 MB of
+                                                                     ids at 1M documents)
     rerank          (reranker, query, doc id, hash(text))         -> rerank score
     passage_vectors (reranker model, hash(text))                  -> the text's E5 passage
                                                                      embedding (rerank re-scores a
@@ -125,6 +128,7 @@ class Caches:
         self.candidates = LRU(candidate_cache_size)
         self.documents = LRU(64)
         self.filters = LRU(256)
+        self.row_ids = LRU(4)
         self.query_vectors = LRU(8192)
         self.rankings = LRU(RANKINGS_KEPT)
         self.runs = LRU(RUNS_KEPT)

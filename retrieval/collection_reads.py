@@ -12,6 +12,7 @@ from typing import Any
 
 from .cache import Caches
 from .filters import allowed_ids, check_fields, parse_filters, value_kind
+from .sources.lance_requests import RowIdMap
 from .store import CollectionInfo, Store
 from .types import RetrievalError
 
@@ -176,8 +177,15 @@ class CollectionReads:
         rows = self.caches.documents.get_or_create((collection, state), dict)
         missing = [i for i in ids if i not in rows]
         if missing:
-            rows.update(self.store.documents(collection, missing, row_ids))
+            rows.update(self.store.documents(collection, missing, row_ids, state))
         return {i: rows[i] for i in ids if i in rows}
+
+    def row_id_map(self, collection: str, state: tuple) -> RowIdMap:
+        """The document id of each LanceDB row id of the collection at `state`, read in the
+        background once per state (`lance_requests.RowIdMap`), for every source that searches
+        through LanceDB."""
+        return self.caches.row_ids.get_or_create((collection, state),
+                                                 lambda: RowIdMap(self.store.table_at(collection, state)))
 
     def cached_rows(self, collection: str, state: tuple, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The rows of `ids` already in the row cache (nothing read)."""

@@ -2,9 +2,10 @@
 (collection state, source parameters, query) and then cached, with the candidates' rows read on
 demand (`CandidateSet.rows`).
 
-The `Retriever` is what a source's `load` receives (`sources.base.LoadContext`): the store, query
-vectors cached per (model, query), and the graph builds (the graph source of a large collection
-starts its build in the background and reports how far it is).
+A source's `load` receives a `StateContext` (`sources.base.LoadContext`): the collection's table
+and columns as they are at the state being loaded, that state's row-id map, query vectors cached
+per (model, query), and the graph builds (the graph source of a large collection starts its build
+in the background and reports how far it is).
 """
 
 from __future__ import annotations
@@ -91,6 +92,11 @@ def truncated(result: SourceResult, depth: int) -> SourceResult:
                         result.coverage)
 
 
+def built_key(collection: str, state: tuple, name: str, config: SearchConfig) -> tuple:
+    """What a built source is cached under: the collection state and the source's parameters."""
+    return (collection, state) + source_params(name, config)
+
+
 class Retriever:
     """Built sources and their candidates, through the caches of `cache.Caches`."""
 
@@ -138,9 +144,10 @@ class Retriever:
             raise KeyError(unknown_source(name))
         state = state if state is not None else self.store.state_key(collection)
         loaded_key = (collection, state, name)
+        context = StateContext(self, state)
         return self.caches.sources(name).get_or_create(
-            (collection, state) + source_params(name, config),
-            lambda: spec.build(self.caches.loaded.get_or_create(loaded_key, lambda: spec.load(self, collection)),
+            built_key(collection, state, name, config),
+            lambda: spec.build(self.caches.loaded.get_or_create(loaded_key, lambda: spec.load(context, collection)),
                                config))
 
     # ---- candidates ------------------------------------------------------------------------
@@ -232,8 +239,10 @@ class Retriever:
         (docs/experiments/peers.md). Each source's seconds are the whole fetch's."""
         started = time.perf_counter()
         names = [name for name, _keys, _missing in fetches]
-        built = dict(zip(names, source_pool().map(lambda n: self._built(collection, n, config, state), names),
-                         strict=True))
+        built = {name: self.caches.sources(name).get(built_key(collection, state, name, config)) for name in names}
+        if any(source is None for source in built.values()):  # a first search at this state: load side by side
+            built = dict(zip(names, source_pool().map(lambda n: self._built(collection, n, config, state), names),
+                             strict=True))
         sources = {name: s for name, s in built.items() if not isinstance(s, SourceResult)}
         fetched = run_sources(sources, query, config.depth, allowed, pool=source_pool())
         elapsed = time.perf_counter() - started
@@ -287,6 +296,37 @@ class Retriever:
             key = (collection, state) + source_params(name, config) + (query,)
             rankings[name] = self.caches.rankings.get_or_create(key, run)
         return rankings
+
+
+@dataclass(frozen=True)
+class StateContext:
+    """What a source's `load` reads through (`sources.base.LoadContext`), at one collection state:
+    the sources built for a state search that state's table version (`Store.table_at`), so their
+    hits, their row ids and everything cached under the state describe the same version, also
+    while another process writes."""
+
+    retriever: Retriever
+    state: tuple
+
+    @property
+    def store(self) -> Store:
+        return self.retriever.store
+
+    @property
+    def graph(self) -> GraphBuilds:
+        return self.retriever.graph
+
+    def query_vector(self, model: str, query: str) -> np.ndarray:
+        return self.retriever.query_vector(model, query)
+
+    def table(self, collection: str):
+        return self.store.table_at(collection, self.state)
+
+    def column(self, collection: str, columns: list[str]):
+        return self.store.column(collection, columns, self.state)
+
+    def row_id_map(self, collection: str):
+        return self.retriever.reads.row_id_map(collection, self.state)
 
 
 @dataclass

@@ -106,7 +106,7 @@ class StoreAtVersion(Store):
 
     def __init__(self, store: Store, name: str, version: int):
         self.__dict__.update(store.__dict__)  # the same connection, locks and catalogue
-        self._handles, self._incarnations = {}, {}
+        self._handles, self._incarnations, self._read_handles = {}, {}, {}
         self.live, self.pinned, self.pinned_version = store, name, int(version)
         versions = listed_versions(store, name)
         label = store.info(name).label
@@ -154,6 +154,9 @@ class StoreAtVersion(Store):
 
     def state_key(self, name: str) -> tuple[str, int]:
         return self._state if name == self.pinned else super().state_key(name)
+
+    def table_at(self, name: str, state: tuple[str, int]):
+        return self._pinned_table if name == self.pinned and state == self._state else super().table_at(name, state)
 
     def info(self, name: str) -> CollectionInfo:
         if name == self.pinned:

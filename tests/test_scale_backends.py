@@ -110,3 +110,22 @@ def test_refine_factor_by_index_type_and_depth():
     assert refine_factor_for("IvfFlat", 50) == refine_factor_for("IvfHnswSq", 50) == 2
     # product quantisation: ×10 at every depth
     assert [refine_factor_for("IvfPq", d) for d in (1, 100, 500)] == [10, 10, 10]
+
+
+def test_sources_search_the_state_they_were_built_for(tmp_path, monkeypatch):
+    """A source built for a collection state searches that table version (`Store.table_at`), so
+    its hits, the row ids they carry and the row-id map naming them are of one version, also
+    when a write lands between the state check and the search."""
+    monkeypatch.setattr(limits, "SCALE_DOCS", 6)
+    wb = Workbench(Store(str(tmp_path / "db")))
+    create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    state = wb.store.state_key("zoo")
+    config = SearchConfig(depth=10)
+    built = {name: wb.retriever.source("zoo", name, config, state) for name in ("bm25", "dense")}
+    assert wb.retriever.reads.row_id_map("zoo", state).wait(60)
+    add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))
+    assert wb.store.state_key("zoo") != state
+    assert "hen" not in {h.doc_id for h in built["bm25"].search("hens lay eggs", 10)}
+    assert "hen" not in {h.doc_id for h in built["dense"].search("hens lay eggs", 10)}
+    now = wb.search("zoo", "hens lay eggs", config).candidates.sources
+    assert now["bm25"].hits[0].doc_id == "hen" and "hen" in {h.doc_id for h in now["dense"].hits}

@@ -129,3 +129,22 @@ def test_no_title_is_stored_as_null_and_read_back_as_empty(store):
     row_ids = {r["id"]: r["_rowid"] for r in store.table(name).search().select(["id"]).with_row_id(True)
                .limit(None).to_arrow().to_pylist()}
     assert store.documents(name, ["b"], row_ids) == {"b": rows["b"]}  # taken by row id: the same row
+
+
+def test_a_handle_at_a_state_reads_that_version_whatever_is_written_after(store):
+    corpus = parse_bytes(b"id,text\na,Owls hunt mice at night.\nb,Cats sleep by day.\n", "pinned.csv")
+    name = create_collection(store, "pinned", corpus).info.name
+    state = store.state_key(name)
+    handle = store.table_at(name, state)
+    assert store.table_at(name, state) is handle and handle.version == state[1]
+    add_documents(store, name, parse_bytes(b"id,text\nc,Hens lay eggs.\n", "more.csv"))
+    later = store.state_key(name)
+    assert later[1] > state[1] and store.table_at(name, later) is not handle
+    assert handle.count_rows() == 2 and store.table(name).count_rows() == 3
+    assert sorted(store.column(name, ["id"], state).column("id").to_pylist()) == ["a", "b"]
+    assert sorted(store.column(name, ["id"], later).column("id").to_pylist()) == ["a", "b", "c"]
+    # a state of a collection deleted since (a re-created one gets a new handle id) is refused
+    store.delete(name)
+    create_collection(store, name, corpus)
+    with pytest.raises(RetrievalError, match="deleted or restored while it was being read"):
+        store.table_at(name, later)

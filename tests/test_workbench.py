@@ -207,10 +207,10 @@ def test_a_search_reads_only_the_rows_it_shows(tmp_path):
     read: list[set[str]] = []
     original = wb.store.documents
 
-    def counting(name, ids, row_ids=None):
+    def counting(name, ids, row_ids=None, state=None):
         ids = list(ids)
         read.append(set(ids))
-        return original(name, ids, row_ids)
+        return original(name, ids, row_ids, state)
 
     wb.store.documents = counting
     config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5}, depth=6, top_k=2)

@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..types import Hit, SourceResult
-from .lance_requests import LanceRequest, start_requests
+from .lance_requests import LanceRequest, RowIdMap, start_requests
 
 if TYPE_CHECKING:  # only for annotations: sources never import the config at run time
     import numpy as np
+    import pyarrow as pa
 
     from ..config import SearchConfig
     from ..graph_builds import GraphBuilds
@@ -63,13 +64,28 @@ class Source(Protocol):
 
 
 class LoadContext(Protocol):
-    """What `SourceSpec.load` may use: the store, query embeddings cached per (model, query), and
-    the entity graph builds of this process (the Workbench's `Retriever` provides them)."""
+    """What `SourceSpec.load` may use, at the collection state being loaded: the store, the
+    collection's table and whole columns as they are at that state, the row-id map of that
+    state, query embeddings cached per (model, query), and the entity graph builds of this
+    process (the Workbench's `Retriever` provides them: `retriever.StateContext`)."""
 
     store: Store
     graph: GraphBuilds
 
     def query_vector(self, model: str, query: str) -> np.ndarray: ...
+
+    def table(self, collection: str) -> Any:
+        """The collection's table at the state loaded: a read-only handle (`Store.table_at`)."""
+        ...
+
+    def column(self, collection: str, columns: list[str]) -> pa.Table:
+        """Whole columns at the state loaded (`Store.column`)."""
+        ...
+
+    def row_id_map(self, collection: str) -> RowIdMap:
+        """The document id of each LanceDB row id at the state loaded, read in the background once
+        per state and shared by the sources (`lance_requests.RowIdMap`)."""
+        ...
 
 
 @dataclass(frozen=True)

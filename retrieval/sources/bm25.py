@@ -25,6 +25,7 @@ hold a query term (well under 1 ms there).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
@@ -35,23 +36,26 @@ from .. import limits
 from ..tokenize import tokenize
 from ..types import Hit
 from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
-from .lance_requests import LanceRequest, fts_query
+from .lance_requests import LanceRequest, RowIdMap, fts_query, hit_ids
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
 
 class LoadedBM25:
-    """A collection's BM25 inputs, read on first use: the table handle (native index), its size,
-    and every document's stored tokens (rank-bm25)."""
+    """A collection's BM25 inputs at one state, read on first use: the table handle (native
+    index) and its row-id map, its size, and every document's stored tokens (rank-bm25)."""
 
     def __init__(self, context: LoadContext, collection: str):
-        self.table = context.store.table(collection)
+        self.table = context.table(collection)
         self.doc_count = self.table.count_rows()
-        self._store, self._collection = context.store, collection
+        self._context, self._collection = context, collection
+
+    def row_id_map(self) -> RowIdMap:
+        return self._context.row_id_map(self._collection)
 
     @cached_property
     def tokens(self) -> tuple[list[str], list[list[str]]]:
-        rows = self._store.column(self._collection, ["id", "tokens"])
+        rows = self._context.column(self._collection, ["id", "tokens"])
         return rows.column("id").to_pylist(), [t.split() for t in rows.column("tokens").to_pylist()]
 
     @cached_property
@@ -83,7 +87,7 @@ def resolved_backend(backend: str, doc_count: int) -> str:
 def build(loaded: LoadedBM25, config: SearchConfig):
     backend = resolved_backend(config.bm25_backend, loaded.doc_count)
     if backend == "lancedb":
-        source = LanceFTSSource(loaded.table)
+        source = LanceFTSSource(loaded.table, loaded.row_id_map)
         if config.bm25_backend == "auto":
             source.backend += f" (auto: {loaded.doc_count:,} documents ≥ {limits.SCALE_DOCS:,})"
         return source
@@ -223,25 +227,32 @@ class LanceFTSSource:
     why_empty = staticmethod(why_no_hits)
     unscored = "it shares no indexed term with the query (BM25 score 0)"
 
-    def __init__(self, table):
+    def __init__(self, table, row_id_map: Callable[[], RowIdMap] | None = None):
+        """The native index of `table`; `row_id_map()` names the rows a search returns (`table`
+        must then be checked out at that map's version), else each search selects `id`."""
         self.table = table
+        self._row_id_map = row_id_map
         self.backend = "LanceDB native BM25 index (k1 1.2, b 0.75 fixed)"
 
     def lance_request(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> LanceRequest | None:
         """The native index's search for `query` (`lance_requests.fts_query` over the analysed
-        terms, space-joined); None when there is nothing to search (no terms, nothing allowed)."""
+        terms, space-joined); None when there is nothing to search (no terms, nothing allowed).
+        Row ids and scores only once the row-id map is read (`lance_requests.RowIdMap`)."""
         terms = tokenize(query)
         if not terms or (allowed is not None and not allowed):
             return None
         filter = ids_in(allowed) if allowed is not None else None
-        return LanceRequest(self.table, fts_query(" ".join(terms), "tokens", depth, filter), partial(_fts_hits, depth))
+        named = self._row_id_map() if self._row_id_map is not None else None
+        named = named if named is not None and named.ready() else None
+        search = fts_query(" ".join(terms), "tokens", depth, filter, with_ids=named is None)
+        return LanceRequest(self.table, search, partial(_fts_hits, depth, named))
 
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         request = self.lance_request(query, depth, allowed)
         return [] if request is None else request.run()
 
 
-def _fts_hits(depth: int, rows) -> list[Hit]:
-    """A full-text search's rows (id, _score, _rowid) as hits, best first."""
-    return top_hits(rows.column("id").to_pylist(), rows.column("_score").to_pylist(), depth,
+def _fts_hits(depth: int, row_id_map: RowIdMap | None, rows) -> list[Hit]:
+    """A full-text search's rows (id or the map's, _score, _rowid) as hits, best first."""
+    return top_hits(hit_ids(rows, row_id_map), rows.column("_score").to_pylist(), depth,
                     row_ids=rows.column("_rowid").to_pylist())

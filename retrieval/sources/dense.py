@@ -26,7 +26,7 @@ from ..store import XL_COLUMN, vector_matrix
 from ..tokenize import crosses_languages
 from ..types import Hit
 from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
-from .lance_requests import LanceRequest, vector_query
+from .lance_requests import LanceRequest, RowIdMap, hit_ids, vector_query
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -76,8 +76,11 @@ class LoadedDense:
         """A vector column's ids and unit vectors, read on first use (once per collection state)."""
         data = self._columns.get(column)
         if data is None:  # two threads may both create one: the same data, one of them kept
-            data = self._columns.setdefault(column, ColumnVectors(self.context.store, self.collection, column))
+            data = self._columns.setdefault(column, ColumnVectors(self.context, self.collection, column))
         return data
+
+    def row_id_map(self) -> RowIdMap:
+        return self.context.row_id_map(self.collection)
 
     @cached_property
     def _columns(self) -> dict[str, ColumnVectors]:
@@ -87,13 +90,13 @@ class LoadedDense:
 class ColumnVectors:
     """One vector column of a collection in memory: the exact search's data."""
 
-    def __init__(self, store, collection: str, column: str):
-        self._store, self._collection, self._column = store, collection, column
+    def __init__(self, context: LoadContext, collection: str, column: str):
+        self._context, self._collection, self._column = context, collection, column
 
     @cached_property
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """(ids, unit vectors as an n × dim float32 matrix), in storage order."""
-        rows = self._store.column(self._collection, ["id", self._column])
+        rows = self._context.column(self._collection, ["id", self._column])
         ids = rows.column("id").to_pylist()
         matrix = vector_matrix(rows, self._column)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)  # 1 ± 1e-7 for the encoders' vectors
@@ -124,7 +127,7 @@ def vector_space(query: str, model: str, collection_language: str, xl_model: str
 
 def load(context: LoadContext, collection: str) -> LoadedDense:
     info = context.store.info(collection)
-    return LoadedDense(context.store.table(collection), info.model, context, collection, info.language,
+    return LoadedDense(context.table(collection), info.model, context, collection, info.language,
                        info.xl_model)
 
 
@@ -166,7 +169,8 @@ class CrossLingualDense:
             embed = partial(loaded.query_vector, space)
             index = loaded.index(space.column)
             self._searchers[space] = (InMemoryDenseSource(loaded.column(space.column), embed)
-                                      if index is None else DenseSource(loaded.table, embed, index, space.column))
+                                      if index is None else DenseSource(loaded.table, embed, index, space.column,
+                                                                        row_id_map=loaded.row_id_map))
         return self._searchers[space]
 
     @property
@@ -238,14 +242,17 @@ class DenseSource:
     name = "dense"
 
     def __init__(self, table, embed: Callable[[str], Any], index=None, column: str = VECTOR_COLUMN,
-                 nprobes: int | None = None):
+                 nprobes: int | None = None, row_id_map: Callable[[], RowIdMap] | None = None):
         """LanceDB's search of `column`, through its ANN `index` (None: LanceDB's exact scan),
         probing `nprobes` partitions (default `limits.ANN_NPROBES`); `embed(query)` gives the
-        query's vector (the Workbench caches it per model and query)."""
+        query's vector (the Workbench caches it per model and query); `row_id_map()` names the
+        rows a search returns (`table` must then be checked out at that map's version), else
+        each search selects `id`."""
         from .. import limits
 
         self.table = table
         self._embed = embed
+        self._row_id_map = row_id_map
         self.column = column
         self.index_type = index.index_type if index is not None else None
         self.nprobes = nprobes or limits.ANN_NPROBES
@@ -268,18 +275,21 @@ class DenseSource:
             return None
         filter = ids_in(allowed) if allowed is not None else None
         nprobes, refine = (self.nprobes, refine_factor_for(self.index_type, depth)) if self.has_index else (None, None)
-        request = vector_query(self._embed(query), self.column, depth, nprobes, refine, filter)
-        return LanceRequest(self.table, request, partial(_vector_hits, depth))
+        named = self._row_id_map() if self._row_id_map is not None else None
+        named = named if named is not None and named.ready() else None
+        search = vector_query(self._embed(query), self.column, depth, nprobes, refine, filter, with_ids=named is None)
+        return LanceRequest(self.table, search, partial(_vector_hits, depth, named))
 
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         request = self.lance_request(query, depth, allowed)
         return [] if request is None else request.run()
 
 
-def _vector_hits(depth: int, rows) -> list[Hit]:
-    """A vector search's rows (id, _distance, _rowid) as hits, similarity = 1 − distance, best first."""
+def _vector_hits(depth: int, row_id_map: RowIdMap | None, rows) -> list[Hit]:
+    """A vector search's rows (id or the map's, _distance, _rowid) as hits, similarity = 1 −
+    distance, best first."""
     similarities = [1.0 - d for d in rows.column("_distance").to_pylist()]
-    return top_hits(rows.column("id").to_pylist(), similarities, depth, keep_zero=True,
+    return top_hits(hit_ids(rows, row_id_map), similarities, depth, keep_zero=True,
                     row_ids=rows.column("_rowid").to_pylist())
 
 

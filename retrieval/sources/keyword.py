@@ -303,7 +303,7 @@ def _metadata(text: str | None) -> dict:
 def load_fields(context: LoadContext, collection: str) -> list[KeywordFields]:
     """Every row of the collection as `KeywordFields` (the Workbench caches them per collection
     state, so rebuilding the source for new points reuses them)."""
-    rows = context.store.column(collection, ["id", "title", "text", "metadata"]).to_pylist()
+    rows = context.column(collection, ["id", "title", "text", "metadata"]).to_pylist()
     return [row_fields(r["id"], r["title"], r["text"], _metadata(r["metadata"])) for r in rows]
 
 

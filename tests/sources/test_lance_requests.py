@@ -1,9 +1,13 @@
 """LanceDB searches as `Query` objects run together (`sources/lance_requests.py`, `run_sources`):
 each request returns exactly the rows LanceDB's sync builder returns for the same search —
 full-text, exact vector scan, IVF_SQ with probes and refine, each with and without a prefilter —
-and one failing request or source is reported as that source's error, the others unharmed."""
+and one failing request or source is reported as that source's error, the others unharmed. A
+`RowIdMap` names every row of its table version by row id (rows in several fragments, some
+deleted), and a source with one asks LanceDB for no `id` yet returns the same hits."""
 
 from __future__ import annotations
+
+from concurrent.futures import Future
 
 import lancedb
 import numpy as np
@@ -14,7 +18,7 @@ from retrieval.indexing.indexes import index_text
 from retrieval.sources.base import ids_in, run_source, run_sources
 from retrieval.sources.bm25 import LanceFTSSource
 from retrieval.sources.dense import DenseSource
-from retrieval.sources.lance_requests import LanceRequest, fts_query, start_requests, vector_query
+from retrieval.sources.lance_requests import LanceRequest, RowIdMap, fts_query, start_requests, vector_query
 from retrieval.types import Hit
 
 WORDS = "owl hawk mouse night river stone bread wheat salt moon sun field hunter seed".split()
@@ -132,3 +136,61 @@ def test_run_sources_equals_run_source_per_source(tables):
     # a query without indexable terms asks LanceDB nothing and says why, as `run_source` does
     empty = run_sources({"bm25": LanceFTSSource(indexed)}, "!!", 10)["bm25"]
     assert empty.hits == () and empty.notes
+
+
+@pytest.fixture(scope="module")
+def fragmented(tmp_path_factory):
+    """The rows written in three adds, three of them deleted, indexed: row ids are not positions
+    (a fragment's rows are numbered from fragment id << 32)."""
+    db = lancedb.connect(str(tmp_path_factory.mktemp("fragmented")))
+    data = corpus(np.random.default_rng(5))
+    table = db.create_table("fragmented", data.slice(0, 100))
+    table.add(data.slice(100, 100))
+    table.add(data.slice(200, 100))
+    table.delete("id IN ('d005', 'd150', 'd299')")
+    index_text(table, "tokens")
+    table.create_index(metric="cosine", index_type="IVF_SQ", num_partitions=4, vector_column_name="vector")
+    return table
+
+
+def test_a_row_id_map_names_every_row_of_its_version(fragmented):
+    rows = fragmented.search().select(["id"]).with_row_id(True).limit(None).to_arrow()
+    row_ids, ids = rows.column("_rowid").to_pylist(), rows.column("id").to_pylist()
+    assert len(ids) == ROWS - 3 and max(row_ids) >= 2 << 32  # the third fragment's
+    named = RowIdMap(fragmented)
+    assert named.wait(60) and named.ready()
+    shuffled = np.random.default_rng(3).permutation(len(ids))
+    assert named.ids(pa.array([row_ids[i] for i in shuffled], pa.uint64())) == [ids[i] for i in shuffled]
+    # row 5 of the first fragment was d005, deleted: no row of this version, a clear error
+    with pytest.raises(RuntimeError, match="not rows of the table version searched"):
+        named.ids(pa.array([row_ids[0], 5], pa.uint64()))
+
+
+def test_a_row_id_map_not_read_yet_takes_the_ids(fragmented):
+    named = RowIdMap(fragmented)
+    named._read = Future()  # a read still running
+    assert not named.ready() and not named.wait(0)
+    rows = fragmented.search().select(["id"]).with_row_id(True).limit(None).to_arrow()
+    picked = [7, 150, 3, 296]
+    wanted = pa.array([rows.column("_rowid")[i].as_py() for i in picked], pa.uint64())
+    assert named.ids(wanted) == [rows.column("id")[i].as_py() for i in picked]
+
+
+def test_sources_with_a_row_id_map_ask_for_no_id_and_return_the_same_hits(fragmented):
+    named = RowIdMap(fragmented)
+    assert named.wait(60)
+    index = next(i for i in fragmented.list_indices() if i.index_type == "IvfSq")
+    vectors = {q: np.random.default_rng(len(q) + 1).normal(size=DIM).astype(np.float32) for q in QUERIES}
+    pairs = {"bm25": (LanceFTSSource(fragmented, lambda: named), LanceFTSSource(fragmented)),
+             "dense": (DenseSource(fragmented, vectors.__getitem__, index, row_id_map=lambda: named),
+                       DenseSource(fragmented, vectors.__getitem__, index))}
+    for name, (mapped, plain) in pairs.items():
+        for allowed in (None, ALLOWED):
+            for query in QUERIES:
+                assert mapped.lance_request(query, 20, allowed).query.columns == [
+                    "_score" if name == "bm25" else "_distance"]
+                assert plain.lance_request(query, 20, allowed).query.columns == ["id"]
+                got, expected = mapped.search(query, 20, allowed), plain.search(query, 20, allowed)
+                assert got and got == expected, (name, query)
+                assert [h.row_id for h in got] == [h.row_id for h in expected]
+                assert {"d005", "d150", "d299"}.isdisjoint(h.doc_id for h in got)
