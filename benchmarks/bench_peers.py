@@ -405,6 +405,7 @@ def measure(db: Path, folder: Path, n_queries: int, rank_bm25_max: int, skip: se
     from retrieval.embed import device
 
     result = {"folder": str(folder), "docs": doc_count, "encoder": model, "encoder_device": device(),
+              "lance_cpu_threads": os.environ.get("LANCE_CPU_THREADS", "Lance's default"),
               "queries": len(timed),
               "systems": names, "load_average": {"start": load[0], "end": load[1]}, "notes": notes,
               "ndcg@10": {}}
@@ -451,7 +452,8 @@ def tables(result: dict) -> str:
     lines = [f"{result['docs']:,} documents, encoder {result['encoder']} on {result['encoder_device']} "
              f"(a GPU: fp16, batches of 128), {result['queries']} queries "
              f"(the same for every system, interleaved); load average "
-             f"{result['load_average']['start'][0]:.2f} → {result['load_average']['end'][0]:.2f}", ""]
+             f"{result['load_average']['start'][0]:.2f} → {result['load_average']['end'][0]:.2f}; "
+             f"Lance compute threads {result.get('lance_cpu_threads', '?')} (every system: one process)", ""]
     head = ("system", "p50 ms", "p95 ms", "q/s", "CPU ms p50", "nDCG@10")
     rows = [(LABELS[s], f"{result[f'{s}_p50_ms']:.1f}", f"{result[f'{s}_p95_ms']:.1f}", f"{result[f'{s}_qps']:.1f}",
              f"{result[f'{s}_cpu_p50_ms']:.1f}", f"{result[f'{s}_ndcg@10']:.3f}") for s in result["systems"]]

@@ -9,3 +9,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LANCEDB_LOG", "error")
 # torch threads spin-wait while any other process is busy, 3–5× slower on 2 cores; must be set before torch loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Lance runs its compute (full-text scoring, vector distances) on a pool of cores − 2 threads,
+# at least 1: on 2 cores a search's BM25 and vector queries then queue for one thread (at 1M
+# documents 40.9 ms together against 31.5 for the slower alone; with 2 threads 32.3 ms,
+# docs/experiments/peers.md). Read once, when Lance first computes.
+os.environ.setdefault("LANCE_CPU_THREADS", str(max(2, (os.cpu_count() or 2) - 2)))

@@ -48,3 +48,16 @@ def test_and_the_next_test_another_one():
 
     assert len(SEEN) == 1 and os.environ["WORKBENCH_DB"] != SEEN[0]  # the test above had its own
     assert Store().uri == os.environ["WORKBENCH_DB"]
+
+
+def test_lance_gets_two_compute_threads_unless_the_user_sets_them():
+    """Lance computes on cores − 2 threads (at least 1): on 2 cores a search's BM25 and vector
+    queries would queue for one thread (docs/experiments/peers.md). Importing the package sets
+    `LANCE_CPU_THREADS` (before Lance first computes), never over the user's own value."""
+    probe = "import os, retrieval; print(os.environ['LANCE_CPU_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "LANCE_CPU_THREADS"}
+    default = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert default.stdout.strip() == str(max(2, (os.cpu_count() or 2) - 2)), default.stderr[-2000:]
+    own = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env={**env, "LANCE_CPU_THREADS": "3"})
+    assert own.stdout.strip() == "3", own.stderr[-2000:]

@@ -47,7 +47,7 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     assert indices == {"tokens": "FTS", "vector": "IvfSq", "vector_xl": "IvfSq", "id": "BTree"}
     assert wb.backends("zoo") == {
         "bm25": "LanceDB native BM25 index (k1 1.2, b 0.75 fixed) (auto: 6 documents ≥ 6)",
-        "dense": "LanceDB IvfSq ANN index (30 partitions probed), shortlist re-scored exactly (refine ×1 at depth 100)"}
+        "dense": "LanceDB IvfSq ANN index (25 partitions probed), shortlist re-scored exactly (refine ×1 at depth 100)"}
     query = "night hunters mice"
     result = wb.search("zoo", query, SearchConfig(depth=6))
     # BM25 from the native index: exactly what the explicit lancedb backend gives below the threshold

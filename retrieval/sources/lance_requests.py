@@ -36,6 +36,7 @@ from ..types import Hit
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class LanceRequest:
     """One search of one table: the `Query` to run on `table` (a sync LanceDB table handle) and

@@ -249,7 +249,7 @@ def test_the_collection_is_served_by_the_scaled_backends(scale_workbench):
     assert scale_workbench.backends(SCALE_COLLECTION) == {
         "bm25": f"LanceDB native BM25 index (k1 1.2, b 0.75 fixed) (auto: {SCALE_COLLECTION_DOCS:,} documents "
                 f"≥ {limits.SCALE_DOCS:,})",
-        "dense": "LanceDB IvfSq ANN index (30 partitions probed), shortlist re-scored exactly (refine ×1 at depth 100)"}
+        "dense": "LanceDB IvfSq ANN index (25 partitions probed), shortlist re-scored exactly (refine ×1 at depth 100)"}
 
 
 def test_search_shows_results_served_by_the_native_bm25_and_ann_indexes(scale_page, scale_app, scale_workbench,
