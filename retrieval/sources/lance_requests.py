@@ -113,6 +113,8 @@ class RowIdMap:
         it is read (or for a row id it does not hold, which a row of this version cannot be),
         taken from the table."""
         wanted = row_ids.to_numpy(zero_copy_only=False)
+        if not len(wanted):
+            return []
         if self.ready():
             sorted_row_ids, order, ids = self._read.result()
             at = np.minimum(np.searchsorted(sorted_row_ids, wanted), max(len(sorted_row_ids) - 1, 0))

@@ -161,6 +161,7 @@ def test_a_row_id_map_names_every_row_of_its_version(fragmented):
     assert named.wait(60) and named.ready()
     shuffled = np.random.default_rng(3).permutation(len(ids))
     assert named.ids(pa.array([row_ids[i] for i in shuffled], pa.uint64())) == [ids[i] for i in shuffled]
+    assert named.ids(pa.array([], pa.uint64())) == []  # a search without hits
     # row 5 of the first fragment was d005, deleted: no row of this version, a clear error
     with pytest.raises(RuntimeError, match="not rows of the table version searched"):
         named.ids(pa.array([row_ids[0], 5], pa.uint64()))
