@@ -179,6 +179,10 @@ class Store:
         self._read_handles[name] = (state, handle)
         return handle
 
+    def _read_table(self, name: str, state: tuple[str, int] | None):
+        """The live handle (`state` None) or the one at `state` (`table_at`): what a read goes through."""
+        return self.table(name) if state is None else self.table_at(name, state)
+
     def version(self, name: str) -> int:
         """The collection's LanceDB table version: bumps on every write."""
         return self.table(name).version
@@ -334,7 +338,7 @@ class Store:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        table = self.table(name) if state is None else self.table_at(name, state)
+        table = self._read_table(name, state)
         out: dict[str, dict[str, Any]] = {}
         by_row = [row_ids[i] for i in ids if row_ids and row_ids.get(i) is not None]
         if by_row:
@@ -367,7 +371,7 @@ class Store:
     def column(self, name: str, columns: list[str], state: tuple[str, int] | None = None) -> pa.Table:
         """Whole columns of a collection (e.g. id and tokens to build BM25), in storage order: as
         it is now, or at `state` (`table_at`)."""
-        table = self.table(name) if state is None else self.table_at(name, state)
+        table = self._read_table(name, state)
         return table.search().select(columns).limit(None).to_arrow()
 
     def has_graph_tables(self, name: str) -> bool:

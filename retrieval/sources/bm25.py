@@ -36,7 +36,7 @@ from .. import limits
 from ..tokenize import tokenize
 from ..types import Hit
 from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
-from .lance_requests import LanceRequest, RowIdMap, fts_query, hit_ids
+from .lance_requests import LanceRequest, RowIdMap, fts_query, hit_ids, ready_map
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -242,8 +242,7 @@ class LanceFTSSource:
         if not terms or (allowed is not None and not allowed):
             return None
         filter = ids_in(allowed) if allowed is not None else None
-        named = self._row_id_map() if self._row_id_map is not None else None
-        named = named if named is not None and named.ready() else None
+        named = ready_map(self._row_id_map)
         search = fts_query(" ".join(terms), "tokens", depth, filter, with_ids=named is None)
         return LanceRequest(self.table, search, partial(_fts_hits, depth, named))
 

@@ -26,7 +26,7 @@ from ..store import XL_COLUMN, vector_matrix
 from ..tokenize import crosses_languages
 from ..types import Hit
 from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
-from .lance_requests import LanceRequest, RowIdMap, hit_ids, vector_query
+from .lance_requests import LanceRequest, RowIdMap, hit_ids, ready_map, vector_query
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -275,8 +275,7 @@ class DenseSource:
             return None
         filter = ids_in(allowed) if allowed is not None else None
         nprobes, refine = (self.nprobes, refine_factor_for(self.index_type, depth)) if self.has_index else (None, None)
-        named = self._row_id_map() if self._row_id_map is not None else None
-        named = named if named is not None and named.ready() else None
+        named = ready_map(self._row_id_map)
         search = vector_query(self._embed(query), self.column, depth, nprobes, refine, filter, with_ids=named is None)
         return LanceRequest(self.table, search, partial(_vector_hits, depth, named))
 

@@ -130,6 +130,12 @@ class RowIdMap:
         return [by_row[r] for r in wanted_list]
 
 
+def ready_map(row_id_map: Callable[[], RowIdMap] | None) -> RowIdMap | None:
+    """The source's row-id map once it is read, else None (its requests then select `id`)."""
+    named = row_id_map() if row_id_map is not None else None
+    return named if named is not None and named.ready() else None
+
+
 def hit_ids(rows: pa.Table, row_id_map: RowIdMap | None) -> list[str]:
     """The document ids of a request's rows: its `id` column, or its row ids through the map."""
     if "id" in rows.column_names or row_id_map is None:
