@@ -634,7 +634,8 @@ def cmd_collections(args) -> int:
         for info in workbench.collections():
             truncated = "truncated not counted" if info.truncated is None else f"{info.truncated} truncated"
             graph = "graph pending" if info.graph == "pending" else "graph built"
-            print(f"{info.label}\t{info.name}\t{info.doc_count} docs\t{truncated}\t{info.model}\t"
+            backend = f" ({info.encoder_backend})" if info.encoder_backend else ""
+            print(f"{info.label}\t{info.name}\t{info.doc_count} docs\t{truncated}\t{info.model}{backend}\t"
                   f"{info.language}\t{info.created}\t{graph}")
         return 0
     if not args.name:

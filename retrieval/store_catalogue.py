@@ -1,6 +1,6 @@
 """The catalogue: one row per collection in the `_catalogue` table (`CollectionInfo`: model,
 dimension, tokenizer, language, document count, truncated documents, times, LanceDB version,
-display name, graph state, cross-lingual vectors), and the migration of older catalogues.
+display name, graph state, cross-lingual vectors, encoder backend), and the migration of older catalogues.
 
 A catalogue written before a column existed is read with the column's default
 (`info_from_entry`) and gains the column on its next write (`Catalogue.migrate`, one LanceDB
@@ -49,6 +49,11 @@ class CollectionInfo:
     # for a query in the other language. Null in older catalogues: none.
     xl_model: str = ""
     xl_dim: int = 0
+    # What computed the stored vectors: the encoder backend of the writes (`embed.backend_for`,
+    # e.g. "onnx-int8" or "torch"), two joined by "+" once writes used different ones
+    # (`indexing.plan.vectors_backend`); "" not recorded (ingested before it was, i.e. on torch
+    # unless $WORKBENCH_ENCODER_BACKEND said otherwise). Null in older catalogues: "".
+    encoder_backend: str = ""
 
     def __post_init__(self) -> None:
         if not self.display_name:
@@ -89,6 +94,7 @@ def info_from_entry(entry: dict) -> CollectionInfo:
     known["graph"] = known.get("graph") or ""
     known["xl_model"] = known.get("xl_model") or ""
     known["xl_dim"] = known.get("xl_dim") or 0
+    known["encoder_backend"] = known.get("encoder_backend") or ""
     return CollectionInfo(**known)
 
 

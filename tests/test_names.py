@@ -157,7 +157,7 @@ def test_an_old_catalogue_reads_and_is_migrated_by_the_first_write(tmp_path):
     result = add_documents(fresh, "long", more)
     assert result.truncated == 1
     schema = fresh.db.open_table(CATALOGUE_TABLE).schema
-    assert schema.names == OLD_FIELDS + ["display_name", "truncated", "graph", "xl_model", "xl_dim"]
+    assert schema.names == OLD_FIELDS + ["display_name", "truncated", "graph", "xl_model", "xl_dim", "encoder_backend"]
     assert schema.field("truncated").type == pa.int64() and schema.field("xl_dim").type == pa.int64()
     assert (fresh.info("pets").xl_model, fresh.info("pets").xl_dim) == ("", 0)  # null: no cross-lingual vectors
     assert {r["name"]: r["graph"] for r in fresh.db.open_table(CATALOGUE_TABLE).to_arrow().to_pylist()} == \
@@ -168,6 +168,9 @@ def test_an_old_catalogue_reads_and_is_migrated_by_the_first_write(tmp_path):
     # the add counted the stored long document too: 1 stored + 1 added
     assert (rows["long"]["display_name"], rows["long"]["truncated"], rows["long"]["doc_count"]) == ("long", 2, 3)
     assert fresh.info("long").truncated == 2
+    # the backend that computed the vectors was not recorded, and one added batch does not tell it
+    assert (rows["pets"]["encoder_backend"], rows["long"]["encoder_backend"]) == (None, "")
+    assert fresh.info("pets").encoder_backend == fresh.info("long").encoder_backend == ""
     # a new collection with a display name now lands in the migrated catalogue
     create_collection(fresh, "中文集合", parse_bytes(TEA, "tea.csv"), model=MINILM)
     assert fresh.display_names() == {CHINESE_TABLE: "中文集合", "long": "long", "pets": "pets"}
@@ -194,7 +197,7 @@ def test_the_cli_ingests_into_a_chinese_name_and_searches_by_it(tmp_path, capsys
 
     assert main(["--db", db, "collections"]) == 0
     line = capsys.readouterr().out.splitlines()[0].split("\t")
-    assert line[:5] == ["中文集合", CHINESE_TABLE, "2 docs", "0 truncated", MINILM]
+    assert line[:5] == ["中文集合", CHINESE_TABLE, "2 docs", "0 truncated", f"{MINILM} (onnx-int8)"]
     assert main(["--db", db, "collections", "stats", "中文集合"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert (stats["info"]["display_name"], stats["info"]["name"], stats["doc_count"]) == ("中文集合", CHINESE_TABLE, 2)

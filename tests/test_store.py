@@ -148,3 +148,31 @@ def test_a_handle_at_a_state_reads_that_version_whatever_is_written_after(store)
     create_collection(store, name, corpus)
     with pytest.raises(RetrievalError, match="deleted or restored while it was being read"):
         store.table_at(name, later)
+
+
+def test_the_catalogue_records_which_backend_computed_the_vectors(tmp_path, monkeypatch):
+    """A new collection records its encoder's backend; an add on another backend records both,
+    and the vector source then says its query vectors and the collection's differ."""
+    from retrieval import embed
+    from retrieval.indexing.plan import vectors_backend
+    from retrieval.workbench import Workbench
+
+    assert vectors_backend("", ["onnx-int8"], new=True) == "onnx-int8"
+    assert vectors_backend("onnx-int8", ["onnx-int8"]) == "onnx-int8"
+    assert vectors_backend("torch", ["onnx-int8"]) == vectors_backend("onnx-int8+torch", ["torch"]) == "onnx-int8+torch"
+    assert vectors_backend("", ["onnx-int8"]) == ""  # not recorded before: one write does not tell
+
+    store = Store(str(tmp_path))
+    create_collection(store, "pets", parse_bytes(PETS_CSV.encode(), "pets.csv"), model="all-MiniLM-L6-v2",
+                      cross_lingual=False)
+    assert store.info("pets").encoder_backend == embed.CPU_BACKENDS["all-MiniLM-L6-v2"] == "onnx-int8"
+    assert "query vectors" not in Workbench(store).backends("pets")["dense"]
+
+    with monkeypatch.context() as patch:  # the next write embeds on torch
+        patch.setattr(embed, "_encoders", {})
+        patch.setenv(embed.BACKEND_ENV, "torch")
+        add_documents(store, "pets", parse_bytes(b"id,text\np9,Hamsters store food in their cheeks.\n", "more.csv"))
+    assert store.info("pets").encoder_backend == "onnx-int8+torch"
+    dense = Workbench(Store(str(tmp_path))).backends("pets")["dense"]
+    assert dense.endswith("; query vectors from onnx-int8, the collection's from onnx-int8+torch "
+                          "(re-ingest it to match)"), dense

@@ -226,6 +226,7 @@ def collections_frame(workbench: Workbench) -> pd.DataFrame:
             "language mix": mix or "—",
             "language": info.language,
             "model": info.model,
+            "encoder backend": info.encoder_backend or "not recorded",
             "dim": info.dim,
             "cross-lingual vectors": info.xl_model or "—",
             "table version": stats.version,

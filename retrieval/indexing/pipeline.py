@@ -173,7 +173,8 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
     `progress` hears each stage ("tokenising", "embedding", "finding entities" …). Streamed: each
     batch is derived under the lock as it is written (memory: one batch), and `progress` hears
     ("ingesting", documents done, `count`)."""
-    encoder = plan.encoders_for(info)["vector"]  # every column's encoder loaded and checked first
+    encoders = plan.encoders_for(info)  # every column's encoder loaded and checked first
+    encoder = encoders["vector"]
     done = [0]  # documents written so far: where a batch's embedding progress starts
     stage_progress = None if streamed else progress
     embed_progress = _within(progress, done, count) if streamed else progress
@@ -191,7 +192,8 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
     legacy = lambda: graph_rows(stored_documents(store, info.name), datetime.fromisoformat(info.created))  # noqa: E731
     stored = lambda: count_truncated(stored_documents(store, info.name), encoder)  # noqa: E731
     with open_write(store, info, create, legacy_graph_rows=None if create else legacy,
-                    stored_truncated=None if create else stored, graph=inline) as writer:
+                    stored_truncated=None if create else stored, graph=inline,
+                    backends=[e.backend for e in encoders.values()]) as writer:
         for batch in derived:
             writer.append(batch)
             done[0] += batch.rows.num_rows

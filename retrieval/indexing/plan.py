@@ -7,6 +7,7 @@ new collection: its model, whether it also gets cross-lingual vectors, its catal
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 import lancedb
 
@@ -93,8 +94,19 @@ def new_collection(table: str, display: str, language: str, model: str, document
     encoder = embed.load_encoder(model)
     xl = embed.load_encoder(E5) if wants_cross_lingual(language, encoder.spec.name, documents, cross_lingual) else None
     now = now_iso()
+    backend = vectors_backend("", [e.backend for e in (encoder, xl) if e is not None], new=True)
     return CollectionInfo(
         name=table, model=encoder.spec.name, dim=encoder.spec.dim, tokenizer=TOKENIZER_NAME, language=language,
         doc_count=0, created=now, updated=now, lancedb_version=lancedb.__version__, description=description,
         display_name=display, truncated=0, xl_model=xl.spec.name if xl else "", xl_dim=xl.spec.dim if xl else 0,
+        encoder_backend=backend,
     )
+
+
+def vectors_backend(recorded: str, backends: Iterable[str], new: bool = False) -> str:
+    """The catalogue's `encoder_backend` after a write whose vectors came from `backends`: every
+    backend that computed some of the collection's vectors, sorted, joined by "+" ("onnx-int8",
+    "onnx-int8+torch"); an older collection's "" (not recorded) stays "" unless `new`."""
+    if not recorded and not new:
+        return ""
+    return "+".join(sorted(({*recorded.split("+")} - {""}) | set(backends)))

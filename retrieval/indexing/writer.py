@@ -15,7 +15,7 @@ holder of the lock, so the collection is exactly as before (`op` is "create" or 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -37,6 +37,7 @@ from ..store_tables import graph_table_names
 from ..tokenize import language_from_mix
 from ..types import IngestError, RetrievalError
 from .indexes import index_texts
+from .plan import vectors_backend
 
 GraphRows = dict[str, list[dict]]  # auxiliary table kind -> rows (entities.graph_table_rows)
 
@@ -64,8 +65,10 @@ def clash_error(name: str, clashes: set[str]) -> IngestError:
 class CollectionWriter:
     """The batches of one `open_write` (which holds the lock and the transaction)."""
 
-    def __init__(self, store: Store, info: CollectionInfo, create: bool, graph: bool = True):
+    def __init__(self, store: Store, info: CollectionInfo, create: bool, graph: bool = True,
+                 backends: Sequence[str] = ()):
         self.store, self.info, self.create, self.graph = store, info, create, graph
+        self.backends = tuple(backends)  # the encoder backends of this write's vectors (() not told)
         self.op = "create" if create else "add"
         self.batches = 0  # batches written
         self.truncated = 0  # of the rows written
@@ -143,6 +146,8 @@ class CollectionWriter:
         info.language = language_from_mix(languages.to_pylist())
         info.doc_count = table.count_rows()
         info.truncated = None if self._before is None else self._before + self.truncated
+        if self.backends:
+            info.encoder_backend = vectors_backend(info.encoder_backend, self.backends, new=self.create)
         info.updated = now_iso()
         store.write_info(info)
         crash_point(f"{self.op}:catalogue")
@@ -152,7 +157,7 @@ class CollectionWriter:
 def open_write(store: Store, info: CollectionInfo, create: bool,
                legacy_graph_rows: Callable[[], GraphRows] | None = None,
                stored_truncated: Callable[[], int] | None = None,
-               graph: bool = True) -> Iterator[CollectionWriter]:
+               graph: bool = True, backends: Sequence[str] = ()) -> Iterator[CollectionWriter]:
     """One write of one or many batches: create collection `info.name` or add to it, all or
     nothing. Holds the collection's writer lock for the whole block (other writers to it wait)
     and runs in ONE transaction: the journal records every touched table's version before the
@@ -162,7 +167,8 @@ def open_write(store: Store, info: CollectionInfo, create: bool,
     entry. Under the lock a create checks again that its names are free, an add re-reads the
     collection's entry. `legacy_graph_rows` and `stored_truncated`: `CollectionWriter.start`'s.
     `graph` False: no graph rows are written (batches carry None) and the catalogue entry marks
-    the graph pending."""
+    the graph pending. `backends`: the encoder backends that computed the batches' vectors, added
+    to the entry's `encoder_backend` (`plan.vectors_backend`)."""
     name = validate_collection_name(info.name)
     try:
         with store.writer_lock(name):
@@ -171,7 +177,7 @@ def open_write(store: Store, info: CollectionInfo, create: bool,
             else:
                 info = store.info(name)
             with store.transaction(name, "create" if create else "add", [name, *graph_table_names(name)]):
-                writer = CollectionWriter(store, info, create, graph)
+                writer = CollectionWriter(store, info, create, graph, backends)
                 if not create:
                     writer.start(legacy_graph_rows if graph else None, stored_truncated)
                 yield writer

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import embed  # `embed.load_encoder` looked up per call: a test may swap the encoder
 from ..embed import E5
 from ..store import XL_COLUMN, vector_matrix
 from ..tokenize import crosses_languages
@@ -54,6 +55,7 @@ class LoadedDense:
     collection: str = ""
     language: str = ""
     xl_model: str = ""
+    encoder_backend: str = ""  # what computed the stored vectors (the catalogue's; "" not recorded)
 
     def space(self, query: str, language_aware: bool) -> VectorSpace:
         """The vectors a query is searched in (`vector_space`)."""
@@ -128,7 +130,7 @@ def vector_space(query: str, model: str, collection_language: str, xl_model: str
 def load(context: LoadContext, collection: str) -> LoadedDense:
     info = context.store.info(collection)
     return LoadedDense(context.table(collection), info.model, context, collection, info.language,
-                       info.xl_model)
+                       info.xl_model, info.encoder_backend)
 
 
 def build(loaded: LoadedDense, config: SearchConfig) -> CrossLingualDense:
@@ -188,7 +190,8 @@ class CrossLingualDense:
         query in the other language meets a collection without them."""
         loaded = self._loaded
         space = loaded.space(query, self.language_aware)
-        served = self.searcher(space).backend
+        served = self.searcher(space).backend + mixed_vectors_note(loaded.encoder_backend,
+                                                                   embed.load_encoder(space.model).backend)
         if space.column == XL_COLUMN:
             return f"{served}, over the cross-lingual vectors ({space.model}): the query is in the other language"
         if crosses_languages(query, loaded.language) and loaded.model != E5:
@@ -222,6 +225,15 @@ class CrossLingualDense:
             for i, result in zip(positions, found, strict=True):
                 hits[i] = result
         return hits
+
+
+def mixed_vectors_note(stored: str, query: str) -> str:
+    """"" when the query's vector comes from the backend that computed the stored ones (or that
+    is not recorded), else a clause naming both: the two give close but not equal vectors (int8
+    queries over torch's vectors cost ≤ 0.0015 nDCG@10 on the shared sets, encoder.md)."""
+    if not stored or stored == query:
+        return ""
+    return f"; query vectors from {query}, the collection's from {stored} (re-ingest it to match)"
 
 
 # Indexes whose stored codes order nearly as the exact vectors do (8-bit scalar quantisation, or
