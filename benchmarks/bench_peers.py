@@ -5,6 +5,8 @@ object.
     nice -n 19 .venv/bin/python benchmarks/bench_peers.py --docs 10000 --encoder data/models/minilm-static
     nice -n 19 .venv/bin/python benchmarks/bench_peers.py --docs 100000 --encoder data/models/minilm-static --stream
     nice -n 19 .venv/bin/python benchmarks/bench_peers.py [BEIR_DIR] [--docs N] [--encoder NAME] [--json]
+    nice -n 19 .venv/bin/python benchmarks/bench_peers.py --docs 1000000 --stream \
+        --vectors data/scale/vectors-corpus-1000000-all-MiniLM-L6-v2-onnx-int8   # the real MiniLM at 1M
 
 bm25s is in requirements.txt (its numba backend uses the numba ranx already brings); without it
 the bm25s row is skipped and says so.
@@ -491,6 +493,10 @@ def tables(result: dict) -> str:
                           f"{add['add_s'] + add['fts_index_s'] + add['ann_index_s']:.1f}",
                           f"{add['add_cpu_s'] + add['fts_index_cpu_s'] + add['ann_index_cpu_s']:.1f}"))
         lines += _table(("path", "docs/s", "documents", "wall s", "CPU s"), irows)
+        if ing.get("vectors"):
+            lines.append(f"(the ingest took its passage vectors from {ing['vectors']}, computed by the same "
+                         f"model and backend, {ing['vectors_checked']:,} of them checked against the model: "
+                         "its docs/s leave out embedding; the encoder row is the model's own speed)")
         if ing.get("reused"):
             lines.append("(the project's ingest and encoder figures are from the ingest that built the "
                          f"collection: {ing['reused']})")
@@ -521,6 +527,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rebuild", action="store_true", help="ingest again even if the database exists")
     parser.add_argument("--rank-bm25-max", type=int, default=100_000, help="rank-bm25 only up to this many documents")
     parser.add_argument("--skip", default="", help="comma-separated systems (or 'lancedb_add') left out")
+    parser.add_argument("--vectors", type=Path, default=None,
+                        help="passage vectors of the corpus from benchmarks/precompute_vectors.py (the same model "
+                             "and backend): the ingest takes them instead of embedding again")
     parser.add_argument("--ingest-only", action="store_true",
                         help="build (or reuse) the corpus and its collection, then stop (time the systems later)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
@@ -543,7 +552,8 @@ def main(argv: list[str] | None = None) -> None:
     figures_path = db.with_name(db.name + ".ingest.json")
     reused = figures_path.is_file() and db.is_dir() and not args.rebuild
     sample = args.encoder_sample or 10**12  # bench_scale's child caps it at the corpus
-    ingest = bench_scale.ensure_ingest(folder, db, args.encoder, sample, args.rebuild, log, args.stream)
+    ingest = bench_scale.ensure_ingest(folder, db, args.encoder, sample, args.rebuild, log, args.stream,
+                                       args.vectors)
     if reused:
         written = time.strftime("%Y-%m-%d %H:%M", time.gmtime(figures_path.stat().st_mtime))
         ingest["reused"] = f"{figures_path.name}, written {written} UTC"

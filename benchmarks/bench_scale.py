@@ -215,9 +215,64 @@ def exact_top(matrix: np.ndarray, ids: list[str], query: np.ndarray, k: int = 10
 
 
 # ---- ingest (child process) --------------------------------------------------------------------
-def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream: bool = False) -> dict:
+class PrecomputedPassages:
+    """A loaded encoder whose passage vectors come from `precompute_vectors.py`'s shards of the
+    same corpus, in corpus order (an ingest embeds its batches in that order): the model's own
+    vectors without the CPU-hours of computing them again. Each call's first text is encoded
+    again by the model and must give its stored vector to 1e-6 (a shard out of step, or of
+    another model or backend, stops the ingest); queries, truncation counts and everything else
+    are the model's. The model stays loaded, so an ingest's peak RSS includes it."""
+
+    def __init__(self, encoder, folder: Path):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        if (manifest["model"], manifest["backend"]) != (encoder.spec.name, encoder.backend):
+            raise SystemExit(f"{folder} holds {manifest['model']} on {manifest['backend']}, "
+                             f"not {encoder.spec.name} on {encoder.backend}")
+        self.encoder, self.folder, self.shard = encoder, folder, manifest["shard"]
+        self.position = 0  # corpus position of the next passage
+        self.checked = 0
+        self._held: tuple[int, np.ndarray | None] = (-1, None)
+
+    def __getattr__(self, name: str):
+        return getattr(self.encoder, name)
+
+    def encode_passages(self, texts, batch_size=None, progress=None) -> np.ndarray:
+        texts = list(texts)
+        vectors = self._take(len(texts))
+        if texts:
+            fresh = self.encoder.encode_passages(texts[:1])[0]
+            if np.abs(fresh - vectors[0]).max() > 1e-6:
+                raise SystemExit(f"passage {self.position} differs from its precomputed vector in {self.folder}")
+            self.checked += 1
+        self.position += len(texts)
+        if progress:
+            progress(len(texts), len(texts))
+        return vectors
+
+    def _take(self, n: int) -> np.ndarray:
+        parts, position = [], self.position
+        while n:
+            index, offset = divmod(position, self.shard)
+            part = self._shard(index)[offset:offset + n]
+            parts.append(part)
+            position, n = position + len(part), n - len(part)
+        return np.concatenate(parts) if parts else np.empty((0, self.encoder.spec.dim), np.float32)
+
+    def _shard(self, index: int) -> np.ndarray:
+        if self._held[0] != index:
+            path = self.folder / f"shard-{index:05d}.npy"
+            if not path.is_file():
+                raise SystemExit(f"{path} is missing: run benchmarks/precompute_vectors.py to the end")
+            self._held = (index, np.load(path))  # read whole: one shard in memory, not a mapped file
+        return self._held[1]
+
+
+def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream: bool = False,
+                 vectors: Path | None = None) -> dict:
     """Parse, time the encoder alone, then ingest through `Workbench.create` (or, with `stream`,
-    `Workbench.ingest_stream`: the CLI's path, one batch in memory); figures as a dict."""
+    `Workbench.ingest_stream`: the CLI's path, one batch in memory); figures as a dict. With
+    `vectors`, the ingest takes the passage vectors from those shards (`PrecomputedPassages`)."""
+    from retrieval import embed
     from retrieval.embed import load_encoder
     from retrieval.indexing.derive import embedding_text
     from retrieval.ingest import open_stream, parse_path
@@ -252,6 +307,9 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
         stages.setdefault(f"{stage} start", time.perf_counter())
         stages[f"{stage} end"] = time.perf_counter()
 
+    precomputed = None
+    if vectors is not None:  # every later load_encoder(encoder_name) gets it
+        precomputed = embed._encoders[encoder_name] = PrecomputedPassages(encoder, vectors)
     shutil.rmtree(db, ignore_errors=True)
     wb = Workbench(Store(str(db)))
     wall, cpu = time.perf_counter(), time.process_time()
@@ -269,7 +327,10 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
         "ingest_s": ingest_wall, "ingest_cpu_s": ingest_cpu, "ingest_docs_per_s": n / ingest_wall,
         "truncated": result.truncated, "language": result.info.language,
         "chars_per_doc": sum(map(len, texts)) / len(texts), "path": "stream" if stream else "create",
+        "encoder_backend": encoder.backend,
     }
+    if precomputed is not None:
+        figures.update(vectors=str(vectors), vectors_checked=precomputed.checked, vectors_used=precomputed.position)
     if stream:  # per-batch stages interleave: only reading (none when the named model settles everything) and the rest
         read_end = stages.get("reading end", wall)
         figures["stages_s"] = {"reading": read_end - stages.get("reading start", wall),
@@ -283,14 +344,16 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
     return figures
 
 
-def ensure_ingest(folder: Path, db: Path, encoder: str, sample: int, rebuild: bool, log, stream: bool = False) -> dict:
+def ensure_ingest(folder: Path, db: Path, encoder: str, sample: int, rebuild: bool, log, stream: bool = False,
+                  vectors: Path | None = None) -> dict:
     figures_path = db.with_name(db.name + ".ingest.json")
     if not rebuild and figures_path.is_file() and db.is_dir():
         log(f"reusing {db} (ingested before: {figures_path.name}; --rebuild to redo)")
         return json.loads(figures_path.read_text())
     log(f"ingesting {folder.name} into {db} with {encoder} (child process) …")
     out = subprocess.run([sys.executable, __file__, "--ingest-child", str(folder), str(db), encoder, str(sample),
-                          "stream" if stream else "create"], stdout=subprocess.PIPE, check=True, text=True)
+                          "stream" if stream else "create", str(vectors or "")],
+                         stdout=subprocess.PIPE, check=True, text=True)
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     figures["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     figures_path.write_text(json.dumps(figures, indent=1))
@@ -477,8 +540,9 @@ def table(result: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--ingest-child":
-        folder, db, encoder, sample, stream = argv[1:6]
-        print(json.dumps(ingest_child(Path(folder), Path(db), encoder, int(sample), stream == "stream")))
+        folder, db, encoder, sample, stream, vectors = argv[1:7]
+        print(json.dumps(ingest_child(Path(folder), Path(db), encoder, int(sample), stream == "stream",
+                                      Path(vectors) if vectors else None)))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, required=True, help="documents in the collection")
