@@ -7,14 +7,17 @@ counted, not compared), δᵢ = m_B(qᵢ) − m_A(qᵢ):
 - p-values of the paired randomization test (the headline `p_value`) and of the paired t-test
   (`paired.py`); with more than two snapshots (`diff_many`) each against the first, Holm-adjusted;
 - winners (δ > 0, largest first) and losers (δ < 0, largest fall first);
-- causes: which of config, corpus (table version) and judgments differ, and each one's share of Δ:
+- causes: which of config, corpus (table version), encoder (the backend of the query vectors,
+  when both snapshots record it) and judgments differ, and each one's share of Δ:
   Shapley values (`attribution.py`) over the changed factors, so the shares add up to Δ exactly.
   Every mix f(S) — the factors in S taken from B, the others from A — is a run scored with one
   snapshot's judgments. A snapshot keeps its run and its judgments, so mixes of judgments need no
   search; when config and corpus both changed, two runs are searched: B's config on A's table
   version and A's config on B's (time travel, `snapshots.rerun_at`; 2ⁿ ≤ 8 mixes, each run
   cached). Without them (no search allowed, or A's version compacted away) config and corpus share
-  one factor, "config+corpus", and the diff's notes say why. Per query too.
+  one factor, "config+corpus", and the diff's notes say why. A re-run can only use this process's
+  encoder, so an encoder change is never split from a config or corpus change (one factor,
+  "config+encoder" …). Per query too.
 """
 
 from __future__ import annotations
@@ -32,14 +35,42 @@ from .types import RetrievalError
 JUDGMENTS = "judgments"
 
 
+ENCODER = "encoder"
+RETRIEVAL = ("config", "corpus", ENCODER)  # the factors that change the run (judgments only score it)
+
+
 def changed_factors(a: Snapshot, b: Snapshot) -> dict[str, bool]:
     return {"config": a.config.to_dict() != b.config.to_dict(), "corpus": a.table_version != b.table_version
-            or a.doc_count != b.doc_count, JUDGMENTS: a.judgments_key != b.judgments_key}
+            or a.doc_count != b.doc_count,
+            ENCODER: a.encoders is not None and b.encoders is not None and a.encoders != b.encoders,
+            JUDGMENTS: a.judgments_key != b.judgments_key}
 
 
 def retrieval_label(changed: dict[str, bool]) -> str | None:
-    parts = [f for f in ("config", "corpus") if changed[f]]
+    parts = [f for f in RETRIEVAL if changed[f]]
     return "+".join(parts) or None
+
+
+def encoders_text(encoders: Mapping[str, str]) -> str:
+    return ", ".join(f"{model} on {backend}" for model, backend in sorted(encoders.items())) or "none"
+
+
+def encoder_notes(a: Snapshot, b: Snapshot) -> list[str]:
+    """What the diff says of the query encoders: which backends changed, or that one snapshot does
+    not record them while the other's ran on something other than torch (the backend of every
+    snapshot taken before they were recorded, unless $WORKBENCH_ENCODER_BACKEND said otherwise)."""
+    if a.encoders is not None and b.encoders is not None:
+        if a.encoders == b.encoders:
+            return []
+        return [f"the query vectors came from other encoder backends ({a.name!r}: {encoders_text(a.encoders)}; "
+                f"{b.name!r}: {encoders_text(b.encoders)})"]
+    known = a if a.encoders is not None else b if b.encoders is not None else None
+    unknown = b if known is a else a
+    if known is None or set(known.encoders.values()) <= {"torch"}:
+        return []
+    return [f"{unknown.name!r} does not record its query encoder backend (taken before snapshots did: torch, "
+            f"unless $WORKBENCH_ENCODER_BACKEND was set); {known.name!r}'s: {encoders_text(known.encoders)}; "
+            "a change of backend would be part of Δ, not told apart"]
 
 
 def paired_queries(a: Snapshot, b: Snapshot) -> list[str]:
@@ -63,13 +94,17 @@ def causes_of(a: Snapshot, b: Snapshot, common: list[str], metric: str, deltas: 
     changed: split with `rerun` (A's config on B's version, B's config on A's), else — no `rerun`,
     or A's version compacted away — one "config+corpus" share, and a note says why."""
     changed = changed_factors(a, b)
-    notes: list[str] = []
-    retrieval = [f for f in ("config", "corpus") if changed[f]]
+    notes: list[str] = encoder_notes(a, b)
+    retrieval = [f for f in RETRIEVAL if changed[f]]
     # The run of each mix of the retrieval factors taken from B (A's run: none of them).
     reruns: dict[frozenset, Mapping[str, Sequence[str]]] = {frozenset(): a.rankings}
     if retrieval:
         reruns[frozenset(retrieval)] = b.rankings
-    if len(retrieval) == 2:
+    if len(retrieval) > 1 and changed[ENCODER]:
+        notes.append(f"{' and '.join(retrieval)} not told apart (a re-run can only use this process's encoder)")
+        label = retrieval_label(changed)
+        retrieval, reruns = [label], {frozenset(): a.rankings, frozenset({label}): b.rankings}
+    elif len(retrieval) == 2:
         try:
             if rerun is None:
                 raise RetrievalError("no search was allowed")

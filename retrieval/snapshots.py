@@ -29,10 +29,13 @@ import pyarrow as pa
 
 from .config import SearchConfig
 from .configs import validate_saved_name
+from .embed import backend_for
 from .evaluate import Qrels, QrelsEvaluator, searched
 from .judgments import JudgmentStore
 from .plan import evaluation_config
-from .store import Store, counts_as_write, sql_string
+from .sources import SOURCES
+from .store import CollectionInfo, Store, counts_as_write, sql_string
+from .store_tables import add_missing_columns
 from .trust import judged_at
 from .types import RetrievalError
 
@@ -53,6 +56,9 @@ SNAPSHOTS_SCHEMA = pa.schema([
     pa.field("judgments_key", pa.string(), nullable=False),
     pa.field("run", pa.string(), nullable=False),  # JSON {query id: [[doc id, score], …]}
     pa.field("per_query", pa.string(), nullable=False),  # JSON {query id: {metric: value}}
+    # JSON {model: encoder backend} of the query vectors (`query_encoders`); null: taken before
+    # snapshots recorded it (the column is added to an older table by its next `add`).
+    pa.field("encoders", pa.string(), nullable=True),
 ])
 
 Scored = dict[str, list[tuple[str, float]]]  # query id -> (doc id, score) best first
@@ -93,6 +99,7 @@ class Snapshot:
     judgments_key: str
     run: Scored
     per_query: dict[str, dict[str, float]]
+    encoders: dict[str, str] | None = None  # model -> backend of its query vectors; None: not recorded
 
     @property
     def rankings(self) -> dict[str, list[str]]:
@@ -110,7 +117,8 @@ class Snapshot:
                 "query_set": self.query_set, "queries": json.dumps(self.queries, ensure_ascii=False),
                 "qrels": json.dumps(self.qrels, ensure_ascii=False), "judgments_key": self.judgments_key,
                 "run": json.dumps(self.run, ensure_ascii=False),
-                "per_query": json.dumps(self.per_query, ensure_ascii=False)}
+                "per_query": json.dumps(self.per_query, ensure_ascii=False),
+                "encoders": None if self.encoders is None else json.dumps(self.encoders, sort_keys=True)}
 
     @classmethod
     def from_row(cls, row: Mapping) -> Snapshot:
@@ -120,13 +128,15 @@ class Snapshot:
                    queries=json.loads(row["queries"]), qrels=json.loads(row["qrels"]),
                    judgments_key=row["judgments_key"],
                    run={q: [(d, float(s)) for d, s in hits] for q, hits in json.loads(row["run"]).items()},
-                   per_query=json.loads(row["per_query"]))
+                   per_query=json.loads(row["per_query"]),
+                   encoders=None if row.get("encoders") is None else json.loads(row["encoders"]))
 
     def to_json_dict(self) -> dict:
         """The whole snapshot as plain JSON values (what `export_json` writes)."""
         return {"name": self.name, "collection": self.collection, "created": self.created,
                 "table_version": self.table_version, "doc_count": self.doc_count, "config": self.config.to_dict(),
                 "query_set": self.query_set, "judgments_key": self.judgments_key,
+                "encoders": self.encoders,
                 "mean": self.mean, "per_query": self.per_query, "queries": self.queries, "qrels": self.qrels,
                 "run": {q: [[d, s] for d, s in hits] for q, hits in self.run.items()}}
 
@@ -160,6 +170,17 @@ def evaluate_scored(workbench, collection: str, queries: Mapping[str, str], qrel
     return run, score_rankings({q: [d for d, _ in hits] for q, hits in run.items()}, {q: qrels[q] for q in judged})
 
 
+def query_encoders(info: CollectionInfo, config: SearchConfig) -> dict[str, str]:
+    """Model → encoder backend (`embed.backend_for`) of each model whose query vectors a run of
+    `config` on the collection `info` computes: its model, and its cross-lingual one when
+    language-aware fusion can pick it; {} when no source of `config` embeds a query. The same
+    config, corpus and judgments give other vectors on another backend, so a diff names it."""
+    if not any(SOURCES[name].embeds_query for name in config.sources if name in SOURCES):
+        return {}
+    models = [info.model, *([info.xl_model] if info.xl_model and config.language_aware else [])]
+    return {model: backend_for(model) for model in models}
+
+
 def take_snapshot(workbench, collection: str, name: str, config: SearchConfig, queries: Mapping[str, str],
                   qrels: Qrels, query_set: str) -> Snapshot:
     """Evaluate `config` on the judged queries now, as a `Snapshot` (not kept: `SnapshotStore.add`).
@@ -181,7 +202,7 @@ def take_snapshot(workbench, collection: str, name: str, config: SearchConfig, q
     return Snapshot(name=name, collection=collection, created=created, table_version=int(version),
                     doc_count=doc_count, config=config, query_set=query_set,
                     queries={q: queries[q] for q in qrels}, qrels=qrels, judgments_key=judgments_key(qrels),
-                    run=run, per_query=per_query)
+                    run=run, per_query=per_query, encoders=query_encoders(then.info(collection), config))
 
 
 def rerun_at(workbench, collection: str) -> Rerun:
@@ -240,7 +261,9 @@ class SnapshotStore:
         """Keep `snapshot`; a name already taken is an error (a snapshot is never overwritten)."""
         with self.store._lock(SNAPSHOTS_TABLE):
             self.check_free(snapshot.name)
-            self._table(create=True).add(pa.Table.from_pylist([snapshot.to_row()], schema=SNAPSHOTS_SCHEMA))
+            table = self._table(create=True)
+            add_missing_columns(table, SNAPSHOTS_SCHEMA)  # a table written before a column existed
+            table.add(pa.Table.from_pylist([snapshot.to_row()], schema=SNAPSHOTS_SCHEMA))
         return snapshot
 
     def create(self, workbench, collection: str, name: str, config: SearchConfig | None = None,

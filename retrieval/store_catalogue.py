@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 
 from .store_locks import WriterLock
-from .store_tables import CATALOGUE_TABLE, sql_string
+from .store_tables import CATALOGUE_TABLE, add_missing_columns, sql_string
 
 log = logging.getLogger(__name__)
 
@@ -144,13 +144,9 @@ class Catalogue:
         """Add the columns of `CATALOGUE_SCHEMA` that `cat` lacks, in one commit (LanceDB's
         `add_columns`: the new version has them all or none), filled by `CATALOGUE_MIGRATIONS`
         or null. The caller holds the catalogue lock."""
-        present = set(cat.schema.names)
-        missing = [f for f in CATALOGUE_SCHEMA if f.name not in present]
-        if missing:
-            sql_type = {pa.int64(): "BIGINT", pa.string(): "STRING"}
-            cat.add_columns({f.name: CATALOGUE_MIGRATIONS.get(f.name, f"CAST(NULL AS {sql_type[f.type]})")
-                             for f in missing})
-            log.info("catalogue: added column(s) %s", ", ".join(f.name for f in missing))
+        added = add_missing_columns(cat, CATALOGUE_SCHEMA, CATALOGUE_MIGRATIONS)
+        if added:
+            log.info("catalogue: added column(s) %s", ", ".join(added))
         return cat
 
     def display_names(self) -> dict[str, str]:

@@ -136,6 +136,21 @@ def collection_schema(dim: int, xl_dim: int = 0) -> pa.Schema:
     )
 
 
+_SQL_TYPES = {pa.int64(): "BIGINT", pa.string(): "STRING"}
+
+
+def add_missing_columns(table, schema: pa.Schema, fills: dict[str, str] | None = None) -> list[str]:
+    """Add the columns of `schema` that `table` (written before they existed) lacks, in one commit
+    (LanceDB's `add_columns`: the new version has them all or none), each filled by its SQL in
+    `fills` or null. Returns their names. The caller holds the table's lock."""
+    present = set(table.schema.names)
+    missing = [f for f in schema if f.name not in present]
+    if missing:
+        table.add_columns({f.name: (fills or {}).get(f.name, f"CAST(NULL AS {_SQL_TYPES[f.type]})")
+                           for f in missing})
+    return [f.name for f in missing]
+
+
 def vector_matrix(rows: pa.Table, column: str) -> np.ndarray:
     """A vector column of `rows` as a new (writable) n × dim float32 matrix, in row order (0 × dim
     for no rows: the dimension is the column type's)."""

@@ -329,3 +329,63 @@ def test_the_html_report_stands_alone_and_keeps_user_text_literal(workbench, tmp
     assert "&lt;img src=x onerror=alert(1)&gt; **q**" in report_html(marked, a, b)
     assert cli.main(["--db", db, "snapshot", "report", "hybrid", "bm25"]) == 2
     assert "'snapshot report' needs --html FILE" in capsys.readouterr().err
+
+
+def test_a_snapshot_records_the_backend_of_its_query_vectors(workbench):
+    """What computed the query vectors is kept (the same config, corpus and judgments give other
+    vectors on another backend); a BM25-only run computes none."""
+    snapshots = SnapshotStore(workbench.store)
+    hybrid = snapshots.create(workbench, "animals", "hybrid")
+    # the collection's model, and its cross-lingual one (language-aware fusion may pick it)
+    both = {"all-MiniLM-L6-v2": "onnx-int8", "multilingual-e5-small": "onnx-int8"}
+    assert hybrid.encoders == both == snapshots.get("hybrid").encoders
+    assert json.loads(snapshots.export_json("hybrid"))["encoders"] == both
+    unaware = snapshots.create(workbench, "animals", "unaware", SearchConfig(language_aware=False))
+    assert unaware.encoders == {"all-MiniLM-L6-v2": "onnx-int8"}
+    bm25 = SearchConfig(weights={"bm25": 1.0})
+    assert snapshots.create(workbench, "animals", "bm25", bm25).encoders == {}
+    assert snapshots.get("bm25").encoders == {}
+
+
+def test_an_older_snapshots_table_gains_the_encoders_column_and_reads_none(workbench):
+    from retrieval.snapshots import SNAPSHOTS_TABLE
+
+    snapshots = SnapshotStore(workbench.store)
+    snapshots.create(workbench, "animals", "old")
+    db = workbench.store.db
+    rows = db.open_table(SNAPSHOTS_TABLE).to_arrow().drop_columns(["encoders"])  # as written before it
+    db.drop_table(SNAPSHOTS_TABLE)
+    db.create_table(SNAPSHOTS_TABLE, rows)
+    assert snapshots.get("old").encoders is None  # not recorded
+    new = snapshots.create(workbench, "animals", "new")  # the add adds the column, null for "old"
+    assert "encoders" in db.open_table(SNAPSHOTS_TABLE).schema.names
+    assert snapshots.get("old").encoders is None and snapshots.get("new").encoders == new.encoders
+    d = diff(snapshots.get("old"), new)
+    assert d["changed"] == [] and d["notes"] == [
+        "'old' does not record its query encoder backend (taken before snapshots did: torch, unless "
+        "$WORKBENCH_ENCODER_BACKEND was set); 'new''s: all-MiniLM-L6-v2 on onnx-int8, multilingual-e5-small on "
+        "onnx-int8; a change of backend "
+        "would be part of Δ, not told apart"]
+
+
+def test_an_encoder_change_is_a_cause_and_is_not_split_from_a_config_change(workbench):
+    """Two snapshots whose query vectors came from different backends: alone, the encoder is the
+    whole cause; with a config change too, one factor "config+encoder" (a re-run could only use
+    this process's encoder), and a note says so."""
+    import dataclasses
+
+    snapshots = SnapshotStore(workbench.store)
+    a = snapshots.create(workbench, "animals", "int8")
+    honey = next(q for q, text in a.queries.items() if text == "who makes honey")
+    worse = {q: dict(v) for q, v in a.per_query.items()}
+    worse[honey]["ndcg@10"] -= 0.3  # as if the other backend had ranked the bee lower
+    b = dataclasses.replace(a, name="torch", encoders={**a.encoders, "all-MiniLM-L6-v2": "torch"}, per_query=worse)
+    d = diff(a, b, "ndcg@10", rerun=rerun_at(workbench, "animals"))
+    assert d["changed"] == ["encoder"] and d["causes"] == {"encoder": pytest.approx(-0.1)}
+    assert d["notes"] == ["the query vectors came from other encoder backends ('int8': all-MiniLM-L6-v2 on "
+                          "onnx-int8, multilingual-e5-small on onnx-int8; 'torch': all-MiniLM-L6-v2 on torch, "
+                          "multilingual-e5-small on onnx-int8)"]
+    c = dataclasses.replace(b, name="torch bm25", config=BM25_ONLY)
+    d = diff(a, c, "ndcg@10", rerun=rerun_at(workbench, "animals"))
+    assert d["changed"] == ["config", "encoder"] and d["causes"] == {"config+encoder": pytest.approx(-0.1)}
+    assert d["notes"][1] == "config and encoder not told apart (a re-run can only use this process's encoder)"
