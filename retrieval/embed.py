@@ -221,6 +221,12 @@ def load_encoder(name: str) -> Encoder:
         return _encoders[name]
 
 
+def is_loaded(name: str) -> bool:
+    """Whether `load_encoder(name)` would answer at once (the model is loaded in this process)."""
+    with _encoders_lock:
+        return name in _encoders
+
+
 def device() -> str:
     """Where torch models run: "cuda" when torch sees a GPU, else "cpu"."""
     import torch

@@ -222,3 +222,24 @@ def test_the_cli_streams_with_a_progress_bar_on_stderr(tmp_path, paragraphs, cap
     assert ("collection c: 10 documents, model all-MiniLM-L6-v2 (384-d), cross-lingual vectors "
             "multilingual-e5-small, language en;") in err
     assert Store(db).info("c").doc_count == 10
+
+
+def test_a_first_load_of_the_models_is_reported_before_it_happens(tmp_path, monkeypatch):
+    """A model's first load (and, on a new machine, its int8 export) takes seconds: the bar says
+    so first; once loaded, nothing is said."""
+    from retrieval import embed
+    from retrieval.indexing.pipeline import LOADING
+
+    corpus = parse_path(XQUAD)
+    corpus.documents = corpus.documents[:3]
+    store = Store(str(tmp_path / "db"))
+    monkeypatch.setattr(embed, "_encoders", {})  # nothing loaded in this process yet
+    reports = []
+    create_collection(store, "first", corpus, model=MINILM, cross_lingual=False,
+                      progress=lambda *r: reports.append(r))
+    assert reports[0] == (LOADING, 0, 0) == ("loading the embedding models", 0, 0)
+    assert reports.count((LOADING, 0, 0)) == 1 and embed.is_loaded(MINILM)
+    reports.clear()
+    create_collection(store, "second", corpus, model=MINILM, cross_lingual=False,
+                      progress=lambda *r: reports.append(r))
+    assert reports and (LOADING, 0, 0) not in reports

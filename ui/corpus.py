@@ -141,6 +141,8 @@ class StageProgress:
         if stage != self._stage:
             self._stage = stage
             self._rate = Throughput(self._clock) if self._clock else Throughput()
+        if not total and not done:  # a stage without documents to count (loading the models)
+            return 0.0, f"{stage.capitalize()}…"
         return min(1.0, done / max(total, 1)), f"{stage.capitalize()}: {self._rate.text(done, total)}"
 
 

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from .. import limits
+from .. import embed, limits
 from ..embed import E5, default_model_for
 from ..graph_build import graph_inline
 from ..ingest import DocumentStream
@@ -100,6 +100,17 @@ def embed_here(models: Mapping[str, str], records: Iterable[pa.Table],
         yield udf(batch, progress)
 
 
+LOADING = "loading the embedding models"  # the stage reported before a model's first load
+
+
+def announce_loading(progress: Progress | None, models) -> None:
+    """`progress(LOADING, 0, 0)` when one of `models` is not loaded in this process yet: a first
+    load takes seconds, and a built-in's first use on a machine also builds its int8 export
+    (MiniLM ≈ 8 s, E5 ≈ 40 s), which a bar should not spend looking stuck."""
+    if progress and not all(embed.is_loaded(m) for m in models):
+        progress(LOADING, 0, 0)
+
+
 def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str | None = None,
                       description: str = "", progress: Progress | None = None,
                       cross_lingual: bool | None = None) -> IngestResult:
@@ -110,8 +121,9 @@ def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str 
     table, display = store.new_names(name)
     documents = check_documents(corpus.documents)
     language = corpus_language(embedding_text(d) for d in documents)
-    info = plan.new_collection(table, display, language, model or default_model_for(language), len(documents),
-                               cross_lingual, description)
+    model = model or default_model_for(language)
+    announce_loading(progress, [model, *([E5] if cross_lingual is not False else [])])
+    info = plan.new_collection(table, display, language, model, len(documents), cross_lingual, description)
     return write_documents(store, info, [documents], len(documents), create=True, progress=progress)
 
 
@@ -154,6 +166,7 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
         # pass when nothing could get them (the placeholder is replaced by the stored mix at the end).
         xl_possible = cross_lingual is True or (cross_lingual is None and stream.total < limits.CROSS_LINGUAL_AUTO_MAX)
         language = stream_language(stream, progress) if not model or (model != E5 and xl_possible) else "mixed"
+        announce_loading(progress, [model or default_model_for(language), *([E5] if xl_possible else [])])
         info = plan.new_collection(table, display, language, model or default_model_for(language), stream.total,
                                    cross_lingual, description)
     return write_documents(store, info, _chained(first, batches), stream.total, create=not add, progress=progress,
@@ -173,6 +186,7 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
     `progress` hears each stage ("tokenising", "embedding", "finding entities" …). Streamed: each
     batch is derived under the lock as it is written (memory: one batch), and `progress` hears
     ("ingesting", documents done, `count`)."""
+    announce_loading(progress, plan.vector_models(info).values())
     encoders = plan.encoders_for(info)  # every column's encoder loaded and checked first
     encoder = encoders["vector"]
     done = [0]  # documents written so far: where a batch's embedding progress starts

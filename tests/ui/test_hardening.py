@@ -212,4 +212,5 @@ def test_the_ingest_bar_shows_documents_per_second_and_time_left():
     assert stages("tokenising", 201, 400) == (0.5025, "Tokenising: 201 of 400 documents · 50.2 docs/s · about 4 s left")
     assert stages("embedding", 0, 400) == (0.0, "Embedding: 0 of 400 documents")  # a new stage: a new rate
     assert stages("embedding", 100, 400) == (0.25, "Embedding: 100 of 400 documents · 50.0 docs/s · about 6 s left")
+    assert stages("loading the embedding models", 0, 0) == (0.0, "Loading the embedding models…")  # nothing to count
     assert "python -m retrieval ingest PATH --collection NAME" in corpus.LARGE_FILES_HINT
