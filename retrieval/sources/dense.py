@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import embed  # `embed.load_encoder` looked up per call: a test may swap the encoder
+from .. import embed
 from ..embed import E5
 from ..store import XL_COLUMN, vector_matrix
 from ..tokenize import crosses_languages
@@ -190,8 +190,9 @@ class CrossLingualDense:
         query in the other language meets a collection without them."""
         loaded = self._loaded
         space = loaded.space(query, self.language_aware)
+        # backend_for, not load_encoder(…).backend: describing a source must not load its model
         served = self.searcher(space).backend + mixed_vectors_note(loaded.encoder_backend,
-                                                                   embed.load_encoder(space.model).backend)
+                                                                   embed.backend_for(space.model))
         if space.column == XL_COLUMN:
             return f"{served}, over the cross-lingual vectors ({space.model}): the query is in the other language"
         if crosses_languages(query, loaded.language) and loaded.model != E5:
