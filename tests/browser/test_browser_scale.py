@@ -102,6 +102,7 @@ class SentenceMeanEncoder:
 
     def __init__(self, encoder, sentences: list[str], parts: dict[str, tuple[int, ...]]):
         self.real, self.spec, self.sentences, self.parts = encoder, encoder.spec, sentences, parts
+        self.backend = encoder.backend  # its vectors are the real encoder's (the catalogue records it)
         self.passages = 0  # documents encoded: proof that the ingest used this encoder
 
     @cached_property
