@@ -28,6 +28,7 @@ import numpy as np
 
 from .attribution import shapley, subsets
 from .compare import rank_changes
+from .embed import backend_for
 from .paired import bootstrap_ci, holm, randomization_p, t_test_p
 from .snapshots import SNAPSHOT_METRICS, Rerun, Snapshot, score_rankings
 from .types import RetrievalError
@@ -108,6 +109,11 @@ def causes_of(a: Snapshot, b: Snapshot, common: list[str], metric: str, deltas: 
         try:
             if rerun is None:
                 raise RetrievalError("no search was allowed")
+            # both snapshots' query encoders are the same here; a re-run must use them too
+            moved = {m: backend_for(m) for m, was in (a.encoders or {}).items() if backend_for(m) != was}
+            if moved:
+                raise RetrievalError(f"this process encodes queries with {encoders_text(moved)}, "
+                                     f"the snapshots with {encoders_text(a.encoders)}")
             queries = {q: b.queries.get(q, a.queries.get(q, "")) for q in common}
             reruns[frozenset({"config"})] = rerun(b.config, a.table_version, queries)
             reruns[frozenset({"corpus"})] = rerun(a.config, b.table_version, queries)

@@ -389,3 +389,24 @@ def test_an_encoder_change_is_a_cause_and_is_not_split_from_a_config_change(work
     d = diff(a, c, "ndcg@10", rerun=rerun_at(workbench, "animals"))
     assert d["changed"] == ["config", "encoder"] and d["causes"] == {"config+encoder": pytest.approx(-0.1)}
     assert d["notes"][1] == "config and encoder not told apart (a re-run can only use this process's encoder)"
+
+
+def test_config_and_corpus_are_not_split_by_a_rerun_on_another_encoder(workbench, monkeypatch):
+    """Both snapshots encoded their queries on int8; a process set to torch cannot re-run either
+    config as it ran, so config and corpus share one factor and the note says why."""
+
+    from retrieval import embed
+
+    snapshots = SnapshotStore(workbench.store)
+    a = snapshots.create(workbench, "animals", "before", SearchConfig(depth=1))
+    add_documents(workbench.store, "animals", parse_bytes(MORE, "more.csv"))
+    b = snapshots.create(workbench, "animals", "after")
+    assert a.encoders == b.encoders
+    monkeypatch.setenv(embed.BACKEND_ENV, "torch")
+    d = diff(a, b, "ndcg@10", rerun=rerun_at(workbench, "animals"))
+    assert list(d["causes"]) == ["config+corpus"]
+    assert d["notes"] == ["config and corpus not told apart (re-running one config on the other version: this "
+                          "process encodes queries with all-MiniLM-L6-v2 on torch, multilingual-e5-small on torch, "
+                          "the snapshots with all-MiniLM-L6-v2 on onnx-int8, multilingual-e5-small on onnx-int8)"]
+    monkeypatch.delenv(embed.BACKEND_ENV)
+    assert list(diff(a, b, "ndcg@10", rerun=rerun_at(workbench, "animals"))["causes"]) == ["config", "corpus"]
