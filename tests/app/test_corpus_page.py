@@ -29,6 +29,7 @@ def test_collections_table_lists_stats(app_db):
     row = frame[frame["collection"] == app_db.collection].iloc[0]
     assert row["documents"] == app_db.n_docs
     assert row["model"] == "multilingual-e5-small"
+    assert row["encoder backend"] == "onnx-int8"  # what computed its vectors (the CPU default)
     assert row["language mix"] == "en 9, zh 8"
     assert row["language"] == "mixed"
 
