@@ -223,11 +223,13 @@ class PrecomputedPassages:
     another model or backend, stops the ingest); queries, truncation counts and everything else
     are the model's. The model stays loaded, so an ingest's peak RSS includes it."""
 
-    def __init__(self, encoder, folder: Path):
+    def __init__(self, encoder, folder: Path, corpus: Path):
         manifest = json.loads((folder / "manifest.json").read_text())
         if (manifest["model"], manifest["backend"]) != (encoder.spec.name, encoder.backend):
             raise SystemExit(f"{folder} holds {manifest['model']} on {manifest['backend']}, "
                              f"not {encoder.spec.name} on {encoder.backend}")
+        if Path(manifest["corpus"]) != corpus.resolve():
+            raise SystemExit(f"{folder} holds the vectors of {manifest['corpus']}, not of {corpus.resolve()}")
         self.encoder, self.folder, self.shard = encoder, folder, manifest["shard"]
         self.position = 0  # corpus position of the next passage
         self.checked = 0
@@ -254,6 +256,8 @@ class PrecomputedPassages:
         while n:
             index, offset = divmod(position, self.shard)
             part = self._shard(index)[offset:offset + n]
+            if not len(part):
+                raise SystemExit(f"the ingest asked for passage {position}, past the vectors in {self.folder}")
             parts.append(part)
             position, n = position + len(part), n - len(part)
         return np.concatenate(parts) if parts else np.empty((0, self.encoder.spec.dim), np.float32)
@@ -309,7 +313,7 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
 
     precomputed = None
     if vectors is not None:  # every later load_encoder(encoder_name) gets it
-        precomputed = embed._encoders[encoder_name] = PrecomputedPassages(encoder, vectors)
+        precomputed = embed._encoders[encoder_name] = PrecomputedPassages(encoder, vectors, folder)
     shutil.rmtree(db, ignore_errors=True)
     wb = Workbench(Store(str(db)))
     wall, cpu = time.perf_counter(), time.process_time()

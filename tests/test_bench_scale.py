@@ -76,3 +76,43 @@ def test_recall_and_exact_top():
     assert bench.recall_at(top, top) == 1.0
     assert bench.recall_at(top[:5] + ["x"] * 5, top) == 0.5
     assert bench.recall_at([], []) == 1.0
+
+
+def test_precomputed_vectors_are_the_ingests_own_and_a_shard_out_of_step_stops_it(tmp_path):
+    """precompute_vectors.py's shards, read back by `PrecomputedPassages` in corpus order across
+    shard ends, are what the model gives each text; a shard out of step, another corpus, or a
+    passage past the last vector stops the ingest."""
+    import pytest
+
+    from retrieval import embed
+    from retrieval.indexing.derive import title_and_text
+
+    path = REPO / "benchmarks" / "precompute_vectors.py"
+    pre_spec = importlib.util.spec_from_file_location("precompute_vectors", path)
+    precompute = importlib.util.module_from_spec(pre_spec)
+    pre_spec.loader.exec_module(precompute)
+    corpus = tmp_path / "five"
+    corpus.mkdir()
+    rows = [json.loads(line) for line in (REPO / "sample_data" / "xquad" / "corpus.jsonl").read_text(
+        encoding="utf-8").splitlines()[:5]]
+    (corpus / "corpus.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n",
+                                         encoding="utf-8")
+    out = tmp_path / "vectors"
+    precompute.main([str(corpus), "--shard", "2", "--out", str(out)])
+    assert sorted(p.name for p in out.glob("shard-*.npy")) == ["shard-00000.npy", "shard-00001.npy", "shard-00002.npy"]
+    encoder = embed.load_encoder(embed.MINILM)
+    texts = [title_and_text(r.get("title", ""), r["text"]) for r in rows]
+    expected = np.stack([encoder.encode_passages([t])[0] for t in texts])
+
+    passages = bench.PrecomputedPassages(encoder, out, corpus)
+    got = np.concatenate([passages.encode_passages(texts[:3]), passages.encode_passages(texts[3:])])
+    assert np.abs(got - expected).max() <= 1e-6 and (passages.position, passages.checked) == (5, 2)
+    with pytest.raises(SystemExit, match="past the vectors"):
+        passages.encode_passages(texts[:1])
+    with pytest.raises(SystemExit, match="not of"):
+        bench.PrecomputedPassages(encoder, out, tmp_path)
+    first, second = np.load(out / "shard-00000.npy"), np.load(out / "shard-00001.npy")
+    np.save(out / "shard-00000.npy", second)
+    np.save(out / "shard-00001.npy", first)
+    with pytest.raises(SystemExit, match="passage 0 differs"):
+        bench.PrecomputedPassages(encoder, out, corpus).encode_passages(texts)
