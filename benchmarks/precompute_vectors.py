@@ -6,8 +6,8 @@ temporary file and renamed into place, so a stopped run resumes at the first mis
 vectors are the ingest's own: the same stream (`ingest.open_stream`), text (`derive.title_and_text`)
 and encoder (`embed.open_encoder`, `encode_passages`) as `Workbench.ingest_stream`; the int8
 backend runs each text alone, so a vector does not depend on the shard it was computed in.
-`bench_scale.py --vectors DIR` then ingests the corpus with them (and checks a sample against the
-model). Usage:
+`bench_peers.py --vectors DIR` then ingests the corpus with them (`bench_scale.PrecomputedPassages`,
+which checks each batch's first passage against the model). Usage:
 
     nice -n 19 .venv/bin/python benchmarks/precompute_vectors.py data/scale/corpus-1000000 \
         [--model all-MiniLM-L6-v2] [--backend onnx-int8] [--out DIR] [--shard 16384]
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     manifest = {"corpus": str(args.corpus.resolve()), "model": args.model, "backend": backend,
                 "shard": args.shard, "onnx_format": onnx_backend.FORMAT}
     before = read_manifest(out)
-    if before and before != {**manifest, **{k: before[k] for k in ("documents",) if k in before}}:
+    if before and {k: v for k, v in before.items() if k != "documents"} != manifest:
         sys.exit(f"{out} holds vectors of another run ({before}); pick another --out")
     stream = ingest.open_stream(args.corpus, batch_size=args.shard)
     (out / "manifest.json").write_text(json.dumps({**manifest, "documents": stream.total}, indent=1))
@@ -78,8 +78,6 @@ def main(argv: list[str] | None = None) -> None:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         temporary = path.with_suffix(".partial.npy")
         np.save(temporary, vectors.astype(np.float32))
-        ids = {"first": batch[0].id, "last": batch[-1].id, "count": len(batch)}
-        path.with_suffix(".json").write_text(json.dumps(ids))
         os.replace(temporary, path)  # the shard exists only once it is whole
         total_docs, total_wall, total_cpu = total_docs + len(batch), total_wall + wall, total_cpu + cpu
         print(f"shard {index:5d}: {len(batch):,} documents in {wall:.0f} s ({len(batch) / wall:.1f} docs/s, "

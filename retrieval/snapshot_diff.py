@@ -110,7 +110,8 @@ def causes_of(a: Snapshot, b: Snapshot, common: list[str], metric: str, deltas: 
             if rerun is None:
                 raise RetrievalError("no search was allowed")
             # both snapshots' query encoders are the same here; a re-run must use them too
-            moved = {m: backend_for(m) for m, was in (a.encoders or {}).items() if backend_for(m) != was}
+            now = {m: backend_for(m) for m in a.encoders or {}}
+            moved = {m: backend for m, backend in now.items() if backend != a.encoders[m]}
             if moved:
                 raise RetrievalError(f"this process encodes queries with {encoders_text(moved)}, "
                                      f"the snapshots with {encoders_text(a.encoders)}")
