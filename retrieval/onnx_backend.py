@@ -38,6 +38,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -273,7 +274,11 @@ class OnnxSentenceModel:
     Texts are tokenised ``batch_size`` at a time (longest first, padded to the batch's longest,
     truncated to ``max_seq_length`` tokens) and returned in input order. An int8 export runs each
     text alone (`per_text`): its activations' quantisation scale is then the text's own, so a
-    text's vector does not depend on what it is encoded with.
+    text's vector does not depend on what it is encoded with. Those runs go `threads` at a time
+    (ONNX Runtime's `run` is thread-safe and releases the GIL; the tokenizer is not thread-safe, so
+    texts are tokenised in the calling thread): a text alone keeps too few rows to busy every
+    intra-op thread (2 cores, the 1M corpus's passages: 39.6 → 45.2 documents/s, the same vectors
+    to the bit).
     """
 
     def __init__(self, folder: Path, threads: int | None = None):
@@ -294,6 +299,9 @@ class OnnxSentenceModel:
         # 2 cores shared with other busy processes spinning threads slow everything down.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(self.folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
+        self.threads = options.intra_op_num_threads
+        self._runs: ThreadPoolExecutor | None = None  # the per-text runs' threads, made on first use
+        self._runs_pid = 0
 
     def get_embedding_dimension(self) -> int:
         return self.dim
@@ -305,8 +313,15 @@ class OnnxSentenceModel:
         texts = [prompt + t for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if self.per_text:
-            for i, text in enumerate(texts):
-                out[i] = self.encode_batch([text])[0]
+            if len(texts) < 2 or self.threads < 2:
+                for i, text in enumerate(texts):
+                    out[i] = self.encode_batch([text])[0]
+                return out
+            if self._runs is None or self._runs_pid != os.getpid():  # a forked child has none of the threads
+                self._runs = ThreadPoolExecutor(self.threads, thread_name_prefix="onnx-runs")
+                self._runs_pid = os.getpid()
+            for i, vectors in enumerate(self._runs.map(self._run, (self._feed([text]) for text in texts))):
+                out[i] = vectors[0]
             return out
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         for start in range(0, len(texts), batch_size):
@@ -315,9 +330,15 @@ class OnnxSentenceModel:
         return out
 
     def encode_batch(self, texts: list[str]) -> np.ndarray:
+        return self._run(self._feed(texts))
+
+    def _feed(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """The graph's inputs for `texts`: token ids (and masks) padded to the longest."""
         encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
                                  return_tensors="np")
-        feed = {name: np.asarray(encoded[name], dtype=np.int64) for name in self.inputs}
+        return {name: np.asarray(encoded[name], dtype=np.int64) for name in self.inputs}
+
+    def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         return self.session.run(None, feed)[0]
 
 

@@ -124,6 +124,22 @@ def test_an_int8_vector_does_not_depend_on_its_batch(int8_export):
     assert np.abs(padded[30:34] - together[30:34]).max() > 1e-4
 
 
+def test_int8_texts_run_side_by_side_give_the_vectors_of_one_at_a_time(int8_export):
+    """The per-text runs go `threads` at a time (one session shared by the threads): the vectors
+    are those of the same texts run one after the other, to the bit, in input order."""
+    texts = [f"passage {i}: {'owls hunt mice at night ' * (i % 9)}and {'bees ' * (i % 5)}make honey"
+             for i in range(40)]
+    one_at_a_time = onnx_backend.OnnxSentenceModel(int8_export, threads=1)
+    side_by_side = onnx_backend.OnnxSentenceModel(int8_export, threads=3)
+    assert (one_at_a_time.threads, side_by_side.threads) == (1, 3)
+    sequential = one_at_a_time.encode(texts, prompt="passage: ")
+    assert one_at_a_time._runs is None  # one thread: no pool
+    parallel = side_by_side.encode(texts, prompt="passage: ")
+    assert side_by_side._runs is not None
+    np.testing.assert_array_equal(parallel, sequential)
+    np.testing.assert_array_equal(parallel[7], side_by_side.encode_batch(["passage: " + texts[7]])[0])
+
+
 def test_encoder_on_onnx_through_embed(exported, cache, monkeypatch, torch_vectors):
     monkeypatch.setenv("WORKBENCH_CACHE", str(cache))
     encoder = embed.open_encoder(MINILM, backend=ONNX_FP32)
