@@ -30,6 +30,10 @@ setup_python() {
          "few minutes, pip shows each package as it goes" >&2
     "$PY" -m pip install --disable-pip-version-check -r "$reqs" >&2
     "$PY" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+    # The built-in models' files for this machine (E5's conversion, the int8 ONNX exports a CPU
+    # runs), made now rather than at the first ingest; makes nothing when they are there.
+    echo "making the built-in models' files for this machine (once, about a minute)" >&2
+    "$PY" -m retrieval prepare >&2
     echo "$want" > "$stamp"
   fi
 }

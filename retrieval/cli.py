@@ -244,6 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve collections with their saved configs to agents (MCP: stdio or HTTP)")
     serve.add_arguments(p)
+
+    sub.add_parser("prepare", help="make the built-in models' files for this machine now (E5's conversion, the "
+                   "ONNX exports a CPU runs; about a minute, once), not at the first ingest; ./run.sh does it "
+                   "after an install")
     return parser
 
 
@@ -762,7 +766,19 @@ def cmd_queryset(args) -> int:
     return 0
 
 
+def cmd_prepare(args) -> int:
+    from . import embed
+
+    def announce(model: str, backend: str) -> None:
+        _log(f"{model}: making its files for {backend} (once) …")
+
+    for done in embed.prepare_builtin_models(announce):
+        state = f"made in {done.seconds:.0f} s" if done.made else "ready"
+        _log(f"{done.model} ({done.backend}): {state}")
+    return 0
+
+
 COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "evaluate": cmd_evaluate, "sweep": cmd_sweep,
             "optimize": cmd_optimize, "collections": cmd_collections, "serve": cmd_serve, "snapshot": cmd_snapshot,
             "queryset": cmd_queryset,
-            "judge": cli_judge.cmd_judge}
+            "judge": cli_judge.cmd_judge, "prepare": cmd_prepare}

