@@ -19,6 +19,7 @@ chosen by measurement, docs/experiments/encoder.md); ``$WORKBENCH_ENCODER_BACKEN
 from __future__ import annotations
 
 import os
+import sys
 
 # Before anything imports huggingface_hub / transformers: they read these at import time.
 # setdefault, so that a machine with network can opt back in with HF_HUB_OFFLINE=0.
@@ -147,6 +148,11 @@ class Encoder:
         a text's character length bounds nothing (NFKC turns one character into up to 18, a
         byte-level BPE a character into up to 4 tokens). 0 for a model without a window."""
         window = self.spec.max_seq_length
+        if isinstance(self.model, onnx_backend.OnnxSentenceModel):  # cuts at its max_seq_length, = window
+            prompt = self.spec.passage_prompt
+            with self._lock:
+                return sum(sum(self.model.truncated([prompt + t for t in texts[start:start + batch_size]]))
+                           for start in range(0, len(texts), batch_size))
         tokenizer = getattr(self.model, "tokenizer", None)
         # A static-embedding model (sentence-transformers' StaticEmbedding) has no window (inf)
         # and a bare `tokenizers.Tokenizer`, which is not callable like a transformers one.
@@ -229,10 +235,23 @@ def is_loaded(name: str) -> bool:
 
 
 def device() -> str:
-    """Where torch models run: "cuda" when torch sees a GPU, else "cpu"."""
+    """Where torch models run: "cuda" when torch sees a GPU, else "cpu". A CPU build of torch
+    (version "…+cpu", what requirements.txt installs) sees none: asked without importing torch,
+    which an ONNX encoder does not need (3 s and ~220 MB with transformers)."""
+    if "torch" not in sys.modules and _torch_is_cpu_build():
+        return "cpu"
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _torch_is_cpu_build() -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch").endswith("+cpu")
+    except PackageNotFoundError:
+        return False
 
 
 def torch_settings(where: str) -> tuple[str, int]:

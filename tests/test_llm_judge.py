@@ -17,7 +17,7 @@ import pytest
 from corpora import ANIMALS
 from openai_stub import MODEL, StubLLM, prompt_digest, stub_grade
 
-from retrieval import llm_judge
+from retrieval import embed, llm_judge
 from retrieval.ingest import parse_bytes
 from retrieval.llm_judge import (
     NOT_CONFIGURED,
@@ -414,6 +414,12 @@ def test_a_killed_run_loses_no_answer(tmp_path):
     from retrieval.indexing.pipeline import create_collection
 
     db, cache_dir = tmp_path / "db", tmp_path / "cache"
+    # A judge cache of its own, beside the model files the session already made (the CLI
+    # processes would otherwise build the int8 export again: ~20 s of this test's time).
+    cache_dir.mkdir()
+    for made in ("models", "onnx"):
+        (embed.cache_dir() / made).mkdir(parents=True, exist_ok=True)
+        (cache_dir / made).symlink_to(embed.cache_dir() / made, target_is_directory=True)
     workbench = Workbench(Store(str(db)))
     create_collection(workbench.store, "animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
     queries = {"p1": "cats hunt mice at night", "p2": "birds with night vision", "p3": "honey bees",

@@ -6,6 +6,7 @@ locking and rebuilding are tested with a stand-in builder that writes a small fa
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -138,6 +139,65 @@ def test_int8_texts_run_side_by_side_give_the_vectors_of_one_at_a_time(int8_expo
     assert side_by_side._runs is not None
     np.testing.assert_array_equal(parallel, sequential)
     np.testing.assert_array_equal(parallel[7], side_by_side.encode_batch(["passage: " + texts[7]])[0])
+
+
+TOKENIZER_TEXTS = [
+    "", "a", "How many points did the Panthers defense surrender?", "黑豹队的防守丢了多少分？",
+    "Ünïcödé ﬁ ligature ½ café naïve 𝔘𝔫𝔦", "mixed 中文 and English 123,456.78", "  padded  ", "tab\tnew\nline",
+    *("x " * (n - 2) for n in (253, 254, 255, 256, 257, 258, 510, 511, 512, 513, 514)),  # about the windows
+]
+
+
+@pytest.mark.parametrize("model", [MINILM, embed.E5])
+def test_the_exports_tokenizer_gives_transformers_ids_without_importing_it(exported, model):
+    """The export's tokenizer (`tokenizers` on its tokenizer.json) feeds the graph the ids, masks
+    and type ids transformers' tokenizer gives, in padded batches and at the windows' edges, and
+    cuts exactly the texts transformers counts as longer than the window."""
+    from transformers import AutoTokenizer
+
+    folder = exported if model == MINILM else onnx_backend.ensure_onnx_model(
+        Path(embed.resolve_model(model).path), embed.cache_dir(), ONNX_INT8)  # ./run.sh prepare made it
+    onnx_model = onnx_backend.OnnxSentenceModel(folder)
+    reference = AutoTokenizer.from_pretrained(str(folder / onnx_backend.TOKENIZER_DIR))
+    for start in range(0, len(TOKENIZER_TEXTS), 5):
+        batch = TOKENIZER_TEXTS[start:start + 5]
+        want = reference(batch, padding=True, truncation=True, max_length=onnx_model.max_seq_length,
+                         return_tensors="np")
+        got = onnx_model._feed(batch)
+        assert list(got) == onnx_model.inputs
+        for name in onnx_model.inputs:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, texts {start}…")
+    lengths = [len(ids) for ids in reference(TOKENIZER_TEXTS, truncation=False, verbose=False)["input_ids"]]
+    assert onnx_model.truncated(TOKENIZER_TEXTS) == [n > onnx_model.max_seq_length for n in lengths]
+    # n − 2 "x " make n tokens for MiniLM (257 … 514 exceed 256: 7 texts); E5's tokenizer adds one
+    # for the trailing space (512 … 514 exceed 512: 3)
+    assert sum(onnx_model.truncated(TOKENIZER_TEXTS)) == (7 if model == MINILM else 3)
+    onnx_model.max_seq_length = 16  # as `open_encoder(max_seq_length=…)` sets it
+    assert onnx_model._feed(["x " * 40])["input_ids"].shape == (1, 16)
+    assert onnx_model.truncated([" ".join("x" * 14), " ".join("x" * 15)]) == [False, True]  # + 2 special
+
+
+def test_an_onnx_encoder_loads_and_encodes_without_torch_or_transformers():
+    """In a fresh interpreter on this (CPU) machine: the default encoder of each built-in opens,
+    encodes and counts truncation with neither torch nor transformers imported (an import of
+    both costs ~4.7 s and ~220 MB: every CLI, MCP server and app process that only encodes)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from retrieval import embed
+for name in embed.BUILTIN_MODELS:
+    encoder = embed.load_encoder(name)
+    assert encoder.backend == "onnx-int8", encoder.backend
+    assert encoder.encode_queries(["bread"]).shape == (1, 384)
+    assert encoder.count_truncated(["x " * 600, "y"]) == 1
+print(sorted(m for m in ("torch", "transformers", "sentence_transformers") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != embed.BACKEND_ENV})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"
 
 
 def test_encoder_on_onnx_through_embed(exported, cache, monkeypatch, torch_vectors):
