@@ -100,9 +100,32 @@ def test_int8_quantises_all_weight_matmuls_but_the_down_projections(exported):
     assert sorted(kinds[n] for n in set(kinds) - picked) == [(1536, 384)] * 6
 
 
+def model_bytes(folder: Path) -> int:
+    """The graph and its weights (in WEIGHTS_FILE beside it, when stored apart)."""
+    return sum(p.stat().st_size for p in (folder / MODEL_FILE, folder / onnx_backend.WEIGHTS_FILE) if p.exists())
+
+
+def test_an_exports_large_weights_are_stored_apart_and_mapped(exported):
+    """`build_export` moves weights of 1 MB and more (all of MiniLM's but the biases and norms)
+    into WEIGHTS_FILE, listed in the manifest; the graph file keeps the rest."""
+    import onnx
+
+    manifest = json.loads((exported / MANIFEST).read_text())
+    assert manifest["format"] == onnx_backend.FORMAT == 3
+    assert manifest["files"][onnx_backend.WEIGHTS_FILE] == (exported / onnx_backend.WEIGHTS_FILE).stat().st_size
+    graph = onnx.load(str(exported / MODEL_FILE), load_external_data=False).graph
+    apart = {t.name for t in graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
+    large = {t.name for t in graph.initializer
+             if int(np.prod(t.dims)) * 4 >= 1 << 20 and t.data_type == onnx.TensorProto.FLOAT}
+    # the word embeddings and 3 weights a layer (fused q/k/v 384×1152, the feed-forward's two
+    # 384×1536 and 1536×384; the 384×384 output projection is 0.6 MB)
+    assert apart == large and len(apart) == 1 + 6 * 3
+    assert (exported / MODEL_FILE).stat().st_size < 0.05 * model_bytes(exported)
+
+
 def test_int8_quantisation_stays_close_to_torch(exported, int8_export, torch_vectors):
     # int8 weights take a quarter of the space (the embedding table and the down-projections stay fp32)
-    assert (int8_export / MODEL_FILE).stat().st_size < 0.8 * (exported / MODEL_FILE).stat().st_size
+    assert model_bytes(int8_export) < 0.8 * model_bytes(exported)
     vectors = onnx_backend.OnnxSentenceModel(int8_export).encode(TEXTS)
     cos = np.einsum("ij,ij->i", vectors, torch_vectors)
     assert cos.min() >= 0.98 and cos.max() < 0.99999  # close, and really quantised
