@@ -367,10 +367,18 @@ class OnnxSentenceModel:
         return {name: np.array([getattr(e, columns[name]) for e in encodings], dtype=np.int64)
                 for name in self.inputs}
 
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Each text's length in tokens before truncation, special tokens included: its tokens
+        without them (what truncation cut is kept as the encoding's overflow; padding is masked)
+        plus what the post-processor adds. One tokenizer serves both this and `_feed`: E5's takes
+        ~280 MB, a second copy untruncated would double it."""
+        specials = self.tokenizer.post_processor.num_special_tokens_to_add(False)
+        return [sum(e.attention_mask) + sum(sum(o.attention_mask) for o in e.overflowing) + specials
+                for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
     def truncated(self, texts: Sequence[str]) -> list[bool]:
-        """Whether each text is cut: more than `max_seq_length` tokens, special tokens included
-        (the tokenizer keeps what it cut as the encoding's overflow)."""
-        return [bool(e.overflowing) for e in self.tokenizer.encode_batch(list(texts))]
+        """Whether each text is cut: more than `max_seq_length` tokens, special tokens included."""
+        return [n > self.max_seq_length for n in self.token_lengths(texts)]
 
     def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         return self.session.run(None, feed)[0]

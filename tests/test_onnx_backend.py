@@ -191,6 +191,7 @@ def test_the_exports_tokenizer_gives_transformers_ids_without_importing_it(expor
         for name in onnx_model.inputs:
             np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, texts {start}…")
     lengths = [len(ids) for ids in reference(TOKENIZER_TEXTS, truncation=False, verbose=False)["input_ids"]]
+    assert onnx_model.token_lengths(TOKENIZER_TEXTS) == lengths
     assert onnx_model.truncated(TOKENIZER_TEXTS) == [n > onnx_model.max_seq_length for n in lengths]
     # n − 2 "x " make n tokens for MiniLM (257 … 514 exceed 256: 7 texts); E5's tokenizer adds one
     # for the trailing space (512 … 514 exceed 512: 3)
