@@ -343,6 +343,12 @@ def prepare_builtin_models(announce: Callable[[str, str], None] | None = None) -
     return prepared
 
 
+def remove_older_exports() -> list[tuple[str, int]]:
+    """Delete the ONNX exports `cache_dir()` holds in an older format (after an upgrade: up to
+    ~500 MB nothing reads any more); (folder name, bytes) of each."""
+    return onnx_backend.remove_older_formats(cache_dir())
+
+
 def _spec_from_model(name: str, source: str, model: SentenceTransformer) -> ModelSpec:
     """Dimension and prompts of a user-supplied model, as its own config declares them."""
     prompts = model.prompts

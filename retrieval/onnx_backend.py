@@ -78,6 +78,21 @@ def export_dir(cache_root: Path, model_path: Path, variant: str) -> Path:
     return Path(cache_root) / "onnx" / f"{Path(model_path).name}-{source_digest(model_path)}-{variant}-v{FORMAT}"
 
 
+def remove_older_formats(cache_root: Path) -> list[tuple[str, int]]:
+    """Delete the exports under ``<cache_root>/onnx`` made in an older `FORMAT` (a process that
+    still maps one keeps its pages until it ends); returns (folder name, bytes) of each."""
+    removed = []
+    root = Path(cache_root) / "onnx"
+    for folder in sorted(root.glob("*-v[0-9]*")) if root.is_dir() else ():
+        version = folder.name.rpartition("-v")[2]
+        if folder.is_dir() and version.isdigit() and int(version) < FORMAT:
+            size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+            shutil.rmtree(folder, ignore_errors=True)
+            Path(str(folder) + ".lock").unlink(missing_ok=True)
+            removed.append((folder.name, size))
+    return removed
+
+
 def is_complete(folder: Path) -> bool:
     """True when `folder` has a readable manifest and every file it lists, at the recorded size."""
     try:

@@ -270,7 +270,16 @@ def test_prepare_makes_what_a_first_load_would_make_then_nothing(tmp_path, monke
     assert all(embed.builtin_files_ready(m) for m in embed.BUILTIN_MODELS)
     count = len(made)
     assert not any(p.made for p in embed.prepare_builtin_models()) and len(made) == count
+    # an older format's exports (after an upgrade) are deleted by the command, nothing else is
+    (tmp_path / "onnx").mkdir(exist_ok=True)  # on torch nothing was exported
+    current = sorted(p.name for p in (tmp_path / "onnx").iterdir())
+    older = tmp_path / "onnx" / f"model-0123456789ab-onnx-int8-v{onnx_backend.FORMAT - 1}"
+    (older / "tokenizer").mkdir(parents=True)
+    (older / "model.onnx").write_bytes(b"x" * 1000)
+    (tmp_path / "onnx" / f"{older.name}.lock").touch()
     assert cli.main(["prepare"]) == 0 and len(made) == count
+    assert sorted(p.name for p in (tmp_path / "onnx").iterdir()) == current
+    assert embed.remove_older_exports() == []
 
 
 def test_onnx_backend_only_for_builtin_models(tmp_path):
