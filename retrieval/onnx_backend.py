@@ -309,8 +309,8 @@ class OnnxSentenceModel:
     text's vector does not depend on what it is encoded with. Those runs go `threads` at a time
     (ONNX Runtime's `run` is thread-safe and releases the GIL; the tokenizer is not thread-safe, so
     texts are tokenised in the calling thread): a text alone keeps too few rows to busy every
-    intra-op thread (2 cores, the 1M corpus's passages: 39.6 → 45.2 documents/s, the same vectors
-    to the bit).
+    intra-op thread (2 cores, passages of the 1M scale corpus: 10–25% more documents/s, the same
+    vectors to the bit; docs/experiments/encoder.md).
     """
 
     def __init__(self, folder: Path, threads: int | None = None):
