@@ -30,11 +30,21 @@ setup_python() {
          "few minutes, pip shows each package as it goes" >&2
     "$PY" -m pip install --disable-pip-version-check -r "$reqs" >&2
     "$PY" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-    # The built-in models' files for this machine (E5's conversion, the int8 ONNX exports a CPU
-    # runs), made now rather than at the first ingest; makes nothing when they are there.
-    echo "making the built-in models' files for this machine (once, about a minute)" >&2
-    "$PY" -m retrieval prepare >&2
     echo "$want" > "$stamp"
+  fi
+  # The built-in models' files for this machine (E5's conversion, the int8 ONNX exports a CPU
+  # runs), made now rather than at the first ingest, again after an install or a new export
+  # format (which also deletes the old one's). A failure only warns: the files are then made at
+  # first use, as before.
+  local prepared="$VENV/.prepared.sha256" format
+  format="$(grep -E '^FORMAT = ' retrieval/onnx_backend.py)"
+  if [ "$(cat "$prepared" 2>/dev/null)" != "$want $format" ]; then
+    echo "making the built-in models' files for this machine (once, about a minute)" >&2
+    if "$PY" -m retrieval prepare >&2; then
+      echo "$want $format" > "$prepared"
+    else
+      echo "warning: could not make the model files now; they will be made at their first use" >&2
+    fi
   fi
 }
 

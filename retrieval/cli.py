@@ -1,5 +1,5 @@
 """Command line:
-`python -m retrieval {ingest,search,evaluate,sweep,optimize,collections,snapshot,queryset,judge,serve} …`
+`python -m retrieval {ingest,search,evaluate,sweep,optimize,collections,snapshot,queryset,judge,serve,prepare} …`
 (`judge`: cli_judge.py).
 
 Results and JSON go to stdout; progress and messages go to stderr. Every command takes the

@@ -18,6 +18,7 @@ chosen by measurement, docs/experiments/encoder.md); ``$WORKBENCH_ENCODER_BACKEN
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -142,31 +143,39 @@ class Encoder:
 
     def count_truncated(self, texts: Sequence[str], batch_size: int = 256) -> int:
         """How many passages the model truncates: those whose ``passage_prompt + text`` is more
-        than `max_seq_length` tokens by the model's own tokenizer (special tokens included, as
-        the model counts them). Every text is tokenised, in batches: an exact count, and cheap
-        next to embedding (the 120 XQuAD paragraphs: ~30 ms, against ~2 s to embed 32 of them);
-        a text's character length bounds nothing (NFKC turns one character into up to 18, a
-        byte-level BPE a character into up to 4 tokens). 0 for a model without a window."""
+        than `max_seq_length` tokens by the model's own tokenizer (`token_lengths`). Every text is
+        tokenised, in batches: an exact count, and cheap next to embedding (the 120 XQuAD
+        paragraphs: ~30 ms, against ~2 s to embed 32 of them); a text's character length bounds
+        nothing (NFKC turns one character into up to 18, a byte-level BPE a character into up to
+        4 tokens). 0 for a model without a window or a tokenizer that counts."""
         window = self.spec.max_seq_length
-        if isinstance(self.model, onnx_backend.OnnxSentenceModel):  # cuts at its max_seq_length, = window
-            prompt = self.spec.passage_prompt
-            with self._lock:
-                return sum(sum(self.model.truncated([prompt + t for t in texts[start:start + batch_size]]))
-                           for start in range(0, len(texts), batch_size))
-        tokenizer = getattr(self.model, "tokenizer", None)
-        # A static-embedding model (sentence-transformers' StaticEmbedding) has no window (inf)
-        # and a bare `tokenizers.Tokenizer`, which is not callable like a transformers one.
-        if not window or window == float("inf") or tokenizer is None or not callable(tokenizer):
+        # A static-embedding model (sentence-transformers' StaticEmbedding) has no window (inf).
+        if not window or window == float("inf"):
             return 0
-        prompt = self.spec.passage_prompt
-        count = 0
-        with self._lock:
-            for start in range(0, len(texts), batch_size):
-                batch = [prompt + t for t in texts[start:start + batch_size]]
+        lengths = self.token_lengths(texts, batch_size)
+        return 0 if lengths is None else sum(n > window for n in lengths)
+
+    def token_lengths(self, texts: Sequence[str], batch_size: int = 256) -> list[int] | None:
+        """Each passage's length in tokens before truncation (``passage_prompt + text``, special
+        tokens included, as the model counts them); None for a model whose tokenizer does not
+        count (a bare `tokenizers.Tokenizer` of a static-embedding model is not callable)."""
+        if isinstance(self.model, onnx_backend.OnnxSentenceModel):
+            count = self.model.token_lengths
+        else:
+            tokenizer = getattr(self.model, "tokenizer", None)
+            if tokenizer is None or not callable(tokenizer):
+                return None
+
+            def count(batch: list[str]) -> list[int]:
                 ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False,
                                 return_attention_mask=False, return_token_type_ids=False)["input_ids"]
-                count += sum(len(i) > window for i in ids)
-        return count
+                return [len(i) for i in ids]
+        prompt = self.spec.passage_prompt
+        lengths: list[int] = []
+        with self._lock:
+            for start in range(0, len(texts), batch_size):
+                lengths += count([prompt + t for t in texts[start:start + batch_size]])
+        return lengths
 
     def _encode(self, texts: list[str], prompt: str, batch_size: int) -> np.ndarray:
         if not texts:
@@ -236,8 +245,8 @@ def is_loaded(name: str) -> bool:
 
 def device() -> str:
     """Where torch models run: "cuda" when torch sees a GPU, else "cpu". A CPU build of torch
-    (version "…+cpu", what requirements.txt installs) sees none: asked without importing torch,
-    which an ONNX encoder does not need (3 s and ~220 MB with transformers)."""
+    (version "…+cpu", the build README's setup installs here) sees none: answered without importing
+    torch, which an ONNX encoder does not need (3 s and ~220 MB with transformers)."""
     if "torch" not in sys.modules and _torch_is_cpu_build():
         return "cpu"
     import torch
@@ -245,6 +254,7 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+@functools.cache
 def _torch_is_cpu_build() -> bool:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -344,8 +354,8 @@ def prepare_builtin_models(announce: Callable[[str, str], None] | None = None) -
 
 
 def remove_older_exports() -> list[tuple[str, int]]:
-    """Delete the ONNX exports `cache_dir()` holds in an older format (after an upgrade: up to
-    ~500 MB nothing reads any more); (folder name, bytes) of each."""
+    """Delete the ONNX exports `cache_dir()` holds in an older format (after an upgrade: hundreds
+    of MB nothing reads any more); (folder name, bytes) of each."""
     return onnx_backend.remove_older_formats(cache_dir())
 
 

@@ -53,6 +53,9 @@ VARIANTS = (ONNX_FP32, ONNX_INT8)
 FORMAT = 3
 MODEL_FILE = "model.onnx"
 WEIGHTS_FILE = "model.onnx.data"
+# Per-text runs of an int8 export at once: one per core measured faster on 2 cores; each run holds
+# its own activations in the session's arena, so many cores do not get one each unmeasured.
+MAX_RUNS_AT_ONCE = 4
 MANIFEST = "manifest.json"
 TOKENIZER_DIR = "tokenizer"
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -88,6 +91,8 @@ def remove_older_formats(cache_root: Path) -> list[tuple[str, int]]:
         if folder.is_dir() and version.isdigit() and int(version) < FORMAT:
             size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
             shutil.rmtree(folder, ignore_errors=True)
+            if folder.exists():  # not ours to delete (permissions): say nothing of it
+                continue
             Path(str(folder) + ".lock").unlink(missing_ok=True)
             removed.append((folder.name, size))
     return removed
@@ -154,6 +159,7 @@ def build_export(model_path: Path, dest: Path, variant: str) -> None:
         quantize_int8(fp32, dest / MODEL_FILE)
         fp32.unlink()
     store_weights_apart(dest / MODEL_FILE)
+    load_tokenizer(dest / TOKENIZER_DIR, model.max_seq_length)  # what loading it needs, checked at build time
     files = {str(p.relative_to(dest)): p.stat().st_size for p in sorted(dest.rglob("*")) if p.is_file()}
     manifest = {
         "format": FORMAT, "variant": variant, "source": str(Path(model_path).resolve()),
@@ -306,11 +312,12 @@ class OnnxSentenceModel:
     Texts are tokenised ``batch_size`` at a time (longest first, padded to the batch's longest,
     truncated to ``max_seq_length`` tokens) and returned in input order. An int8 export runs each
     text alone (`per_text`): its activations' quantisation scale is then the text's own, so a
-    text's vector does not depend on what it is encoded with. Those runs go `threads` at a time
-    (ONNX Runtime's `run` is thread-safe and releases the GIL; the tokenizer is not thread-safe, so
-    texts are tokenised in the calling thread): a text alone keeps too few rows to busy every
-    intra-op thread (2 cores, passages of the 1M scale corpus: 10–25% more documents/s, the same
-    vectors to the bit; docs/experiments/encoder.md).
+    text's vector does not depend on what it is encoded with. Those runs go `threads` at a time,
+    at most `MAX_RUNS_AT_ONCE` (ONNX Runtime's `run` is thread-safe and releases the GIL; texts are
+    tokenised in the calling thread, whose tokenizer settings `max_seq_length` may change): a text
+    alone keeps too few rows to busy every intra-op thread (2 cores, passages of the 1M scale
+    corpus: 10–25% more documents/s, the same vectors to the bit; docs/experiments/encoder.md).
+    Like the ONNX Runtime session it holds, a model is not usable in a forked child.
     """
 
     def __init__(self, folder: Path, threads: int | None = None):
@@ -332,7 +339,6 @@ class OnnxSentenceModel:
         self.session = ort.InferenceSession(str(self.folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
         self.threads = options.intra_op_num_threads
         self._runs: ThreadPoolExecutor | None = None  # the per-text runs' threads, made on first use
-        self._runs_pid = 0
 
     @property
     def max_seq_length(self) -> int:
@@ -360,9 +366,8 @@ class OnnxSentenceModel:
                 for i, text in enumerate(texts):
                     out[i] = self.encode_batch([text])[0]
                 return out
-            if self._runs is None or self._runs_pid != os.getpid():  # a forked child has none of the threads
-                self._runs = ThreadPoolExecutor(self.threads, thread_name_prefix="onnx-runs")
-                self._runs_pid = os.getpid()
+            if self._runs is None:
+                self._runs = ThreadPoolExecutor(min(self.threads, MAX_RUNS_AT_ONCE), thread_name_prefix="onnx-runs")
             for i, vectors in enumerate(self._runs.map(self._run, (self._feed([text]) for text in texts))):
                 out[i] = vectors[0]
             return out
@@ -387,13 +392,10 @@ class OnnxSentenceModel:
         without them (what truncation cut is kept as the encoding's overflow; padding is masked)
         plus what the post-processor adds. One tokenizer serves both this and `_feed`: E5's takes
         ~280 MB, a second copy untruncated would double it."""
-        specials = self.tokenizer.post_processor.num_special_tokens_to_add(False)
+        processor = self.tokenizer.post_processor
+        specials = processor.num_special_tokens_to_add(False) if processor is not None else 0
         return [sum(e.attention_mask) + sum(sum(o.attention_mask) for o in e.overflowing) + specials
                 for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
-
-    def truncated(self, texts: Sequence[str]) -> list[bool]:
-        """Whether each text is cut: more than `max_seq_length` tokens, special tokens included."""
-        return [n > self.max_seq_length for n in self.token_lengths(texts)]
 
     def _run(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         return self.session.run(None, feed)[0]
@@ -412,6 +414,10 @@ def load_tokenizer(folder: Path, max_length: int):
     tokenizer.enable_truncation(max_length, stride=0, strategy="longest_first",
                                 direction=config.get("truncation_side", "right"))
     pad_token = config.get("pad_token")
+    if pad_token is None and (folder / "special_tokens_map.json").is_file():  # older transformers kept it there
+        pad_token = json.loads((folder / "special_tokens_map.json").read_text(encoding="utf-8")).get("pad_token")
+    if isinstance(pad_token, dict):  # an AddedToken written out
+        pad_token = pad_token.get("content")
     pad_id = tokenizer.token_to_id(pad_token) if isinstance(pad_token, str) else None
     if pad_id is None:
         raise RetrievalError(f"The tokenizer in {folder} names no padding token it knows ({pad_token!r})")

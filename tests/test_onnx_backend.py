@@ -149,19 +149,22 @@ def test_an_int8_vector_does_not_depend_on_its_batch(int8_export):
 
 
 def test_int8_texts_run_side_by_side_give_the_vectors_of_one_at_a_time(int8_export):
-    """The per-text runs go `threads` at a time (one session shared by the threads): the vectors
-    are those of the same texts run one after the other, to the bit, in input order."""
+    """The per-text runs go `threads` at a time through one session: the vectors are those of
+    the same texts run one after the other on that session, to the bit, in input order."""
     texts = [f"passage {i}: {'owls hunt mice at night ' * (i % 9)}and {'bees ' * (i % 5)}make honey"
              for i in range(40)]
-    one_at_a_time = onnx_backend.OnnxSentenceModel(int8_export, threads=1)
-    side_by_side = onnx_backend.OnnxSentenceModel(int8_export, threads=3)
-    assert (one_at_a_time.threads, side_by_side.threads) == (1, 3)
-    sequential = one_at_a_time.encode(texts, prompt="passage: ")
-    assert one_at_a_time._runs is None  # one thread: no pool
-    parallel = side_by_side.encode(texts, prompt="passage: ")
-    assert side_by_side._runs is not None
-    np.testing.assert_array_equal(parallel, sequential)
-    np.testing.assert_array_equal(parallel[7], side_by_side.encode_batch(["passage: " + texts[7]])[0])
+    model = onnx_backend.OnnxSentenceModel(int8_export, threads=3)
+    assert model.threads == 3 and model._runs is None
+    parallel = model.encode(texts, prompt="passage: ")
+    assert model._runs is not None and model._runs._max_workers == 3  # side by side
+    one_after_the_other = np.stack([model.encode_batch(["passage: " + t])[0] for t in texts])
+    np.testing.assert_array_equal(parallel, one_after_the_other)
+    single = onnx_backend.OnnxSentenceModel(int8_export, threads=1)
+    single.encode(texts[:3])
+    assert single._runs is None  # one thread: no pool
+    many = onnx_backend.OnnxSentenceModel(int8_export, threads=16)
+    many.encode(texts[:3])
+    assert many._runs._max_workers == onnx_backend.MAX_RUNS_AT_ONCE == 4
 
 
 TOKENIZER_TEXTS = [
@@ -192,17 +195,39 @@ def test_the_exports_tokenizer_gives_transformers_ids_without_importing_it(expor
             np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, texts {start}…")
     lengths = [len(ids) for ids in reference(TOKENIZER_TEXTS, truncation=False, verbose=False)["input_ids"]]
     assert onnx_model.token_lengths(TOKENIZER_TEXTS) == lengths
-    assert onnx_model.truncated(TOKENIZER_TEXTS) == [n > onnx_model.max_seq_length for n in lengths]
     # n − 2 "x " make n tokens for MiniLM (257 … 514 exceed 256: 7 texts); E5's tokenizer adds one
     # for the trailing space (512 … 514 exceed 512: 3)
-    assert sum(onnx_model.truncated(TOKENIZER_TEXTS)) == (7 if model == MINILM else 3)
+    assert sum(n > onnx_model.max_seq_length for n in lengths) == (7 if model == MINILM else 3)
     onnx_model.max_seq_length = 16  # as `open_encoder(max_seq_length=…)` sets it
     assert onnx_model._feed(["x " * 40])["input_ids"].shape == (1, 16)
-    assert onnx_model.truncated([" ".join("x" * 14), " ".join("x" * 15)]) == [False, True]  # + 2 special
+    assert onnx_model.token_lengths([" ".join("x" * 14), " ".join("x" * 40)]) == [16, 42]  # + 2 special, uncut
+
+
+@pytest.mark.parametrize("written", ["a string", "an AddedToken", "in special_tokens_map.json", "nowhere"])
+def test_the_padding_token_is_read_as_any_transformers_version_wrote_it(exported, tmp_path, written):
+    folder = tmp_path / "tokenizer"
+    shutil.copytree(exported / onnx_backend.TOKENIZER_DIR, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    assert config["pad_token"] == "[PAD]"
+    del config["pad_token"]
+    if written == "a string":
+        config["pad_token"] = "[PAD]"
+    elif written == "an AddedToken":
+        config["pad_token"] = {"content": "[PAD]", "lstrip": False, "normalized": False}
+    elif written == "in special_tokens_map.json":
+        (folder / "special_tokens_map.json").write_text(json.dumps({"pad_token": {"content": "[PAD]"}}))
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    if written == "nowhere":
+        with pytest.raises(RetrievalError, match="no padding token"):
+            onnx_backend.load_tokenizer(folder, 8)
+        return
+    tokenizer = onnx_backend.load_tokenizer(folder, 8)
+    ids = [e.ids for e in tokenizer.encode_batch(["a", "a b c"])]
+    assert ids[0][-1] == tokenizer.token_to_id("[PAD]") == 0 and len(ids[0]) == len(ids[1]) == 5
 
 
 def test_an_onnx_encoder_loads_and_encodes_without_torch_or_transformers():
-    """In a fresh interpreter on this (CPU) machine: the default encoder of each built-in opens,
+    """In a fresh interpreter on a CPU build of torch: the default encoder of each built-in opens,
     encodes and counts truncation with neither torch nor transformers imported (an import of
     both costs ~4.7 s and ~220 MB: every CLI, MCP server and app process that only encodes)."""
     import subprocess
@@ -218,10 +243,14 @@ for name in embed.BUILTIN_MODELS:
     assert encoder.count_truncated(["x " * 600, "y"]) == 1
 print(sorted(m for m in ("torch", "transformers", "sentence_transformers") if m in sys.modules))
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != embed.BACKEND_ENV})
+    env = {k: v for k, v in os.environ.items() if k != embed.BACKEND_ENV}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(embed.BACKEND_ENV, raising=False)
+        embed.prepare_builtin_models()  # a missing export would be built there, with torch
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "[]"
+    # torch only where it may see a GPU (not a CPU build): `device` must ask it then
+    assert done.stdout.strip() == ("[]" if embed._torch_is_cpu_build() else "['torch']")
 
 
 def test_encoder_on_onnx_through_embed(exported, cache, monkeypatch, torch_vectors):
@@ -229,7 +258,8 @@ def test_encoder_on_onnx_through_embed(exported, cache, monkeypatch, torch_vecto
     encoder = embed.open_encoder(MINILM, backend=ONNX_FP32)
     assert encoder.backend == ONNX_FP32 and encoder.spec == embed.resolve_model(MINILM)
     assert np.einsum("ij,ij->i", encoder.encode_passages(TEXTS), torch_vectors).min() >= 0.9999
-    assert encoder.count_truncated(TEXTS) == 1  # the tokenizer is a callable transformers one
+    assert encoder.count_truncated(TEXTS) == 1  # "word " * 400, by the export's own tokenizer
+    assert encoder.token_lengths(TEXTS)[3] == 402
     query = encoder.encode_queries(["bread recipe"])
     assert query.shape == (1, 384)
 

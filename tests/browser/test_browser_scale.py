@@ -111,7 +111,7 @@ class SentenceMeanEncoder:
 
     @cached_property
     def sentence_tokens(self) -> np.ndarray:
-        return np.array(self.real.model.token_lengths(self.sentences))  # the default ONNX encoder's
+        return np.array(self.real.token_lengths(self.sentences))  # MiniLM: no passage prompt
 
     def encode_passages(self, texts, batch_size: int = 32, progress=None) -> np.ndarray:
         parts = [self.parts[t] for t in texts]
@@ -229,7 +229,7 @@ def link(page_name: str, **params: str) -> str:
 def test_the_vectors_and_token_counts_are_made_as_described(scale_build):
     db, encoder, documents = scale_build
     sample = documents[:200]
-    real = encoder.real.model.token_lengths([d.text for d in sample])  # equal to transformers' (test_onnx_backend)
+    real = encoder.real.token_lengths([d.text for d in sample])  # equal to transformers' (test_onnx_backend)
     assert [encoder.tokens(d.text) for d in sample] == real
     stored = Store(str(db)).table(SCALE_COLLECTION).search().where("id = 'doc-000001'").select(["text", "vector"])
     row = stored.limit(1).to_list()[0]
