@@ -246,8 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_arguments(p)
 
     sub.add_parser("prepare", help="make the built-in models' files for this machine now (E5's conversion, the "
-                   "ONNX exports a CPU runs; about a minute, once), not at the first ingest, and delete exports of "
-                   "an older format; ./run.sh does it after an install")
+                   "ONNX exports a CPU runs; about a minute, once), not at the first ingest, and delete outdated "
+                   "or unfinished exports; ./run.sh does it after an install")
     return parser
 
 
@@ -775,9 +775,9 @@ def cmd_prepare(args) -> int:
     for done in embed.prepare_builtin_models(announce):
         state = f"made in {done.seconds:.0f} s" if done.made else "ready"
         _log(f"{done.model} ({done.backend}): {state}")
-    removed = embed.remove_older_exports()
+    removed = embed.remove_stale_exports()
     if removed:
-        _log(f"removed {len(removed)} export(s) of an older format ({sum(b for _, b in removed) / 1e6:,.0f} MB): "
+        _log(f"removed {len(removed)} outdated or unfinished export(s) ({sum(b for _, b in removed) / 1e6:,.0f} MB): "
              + ", ".join(name for name, _ in removed))
     return 0
 

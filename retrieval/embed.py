@@ -353,10 +353,10 @@ def prepare_builtin_models(announce: Callable[[str, str], None] | None = None) -
     return prepared
 
 
-def remove_older_exports() -> list[tuple[str, int]]:
+def remove_stale_exports() -> list[tuple[str, int]]:
     """Delete the ONNX exports `cache_dir()` holds in an older format (after an upgrade: hundreds
-    of MB nothing reads any more); (folder name, bytes) of each."""
-    return onnx_backend.remove_older_formats(cache_dir())
+    of MB nothing reads any more) and what killed builds left; (folder name, bytes) of each."""
+    return onnx_backend.remove_stale_exports(cache_dir())
 
 
 def _spec_from_model(name: str, source: str, model: SentenceTransformer) -> ModelSpec:

@@ -81,21 +81,39 @@ def export_dir(cache_root: Path, model_path: Path, variant: str) -> Path:
     return Path(cache_root) / "onnx" / f"{Path(model_path).name}-{source_digest(model_path)}-{variant}-v{FORMAT}"
 
 
-def remove_older_formats(cache_root: Path) -> list[tuple[str, int]]:
-    """Delete the exports under ``<cache_root>/onnx`` made in an older `FORMAT` (a process that
-    still maps one keeps its pages until it ends); returns (folder name, bytes) of each."""
-    removed = []
+def remove_stale_exports(cache_root: Path) -> list[tuple[str, int]]:
+    """Delete what nothing under ``<cache_root>/onnx`` will read again: exports made in an older
+    `FORMAT` (a process that still maps one keeps its pages until it ends), and the staging
+    folders (``.<export>-<random>``) of builds that were killed — one whose export's lock is held
+    is a build in progress and is left. Returns (folder name, bytes) of each deleted."""
+    from filelock import FileLock, Timeout
+
     root = Path(cache_root) / "onnx"
-    for folder in sorted(root.glob("*-v[0-9]*")) if root.is_dir() else ():
-        version = folder.name.rpartition("-v")[2]
-        if folder.is_dir() and version.isdigit() and int(version) < FORMAT:
-            size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-            shutil.rmtree(folder, ignore_errors=True)
-            if folder.exists():  # not ours to delete (permissions): say nothing of it
+    removed = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
+        if not folder.is_dir():
+            continue
+        if folder.name.startswith("."):  # staging: "." + the export's name + "-" + mkdtemp's suffix
+            target = folder.name[1:].rpartition("-")[0]
+            try:
+                with FileLock(str(root / target) + ".lock", timeout=0):
+                    _remove(folder, removed)
+            except Timeout:
                 continue
+            continue
+        version = folder.name.rpartition("-v")[2]
+        if version.isdigit() and int(version) < FORMAT and _remove(folder, removed):
             Path(str(folder) + ".lock").unlink(missing_ok=True)
-            removed.append((folder.name, size))
     return removed
+
+
+def _remove(folder: Path, removed: list[tuple[str, int]]) -> bool:
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():  # not ours to delete (permissions): say nothing of it
+        return False
+    removed.append((folder.name, size))
+    return True
 
 
 def is_complete(folder: Path) -> bool:

@@ -273,13 +273,26 @@ def test_prepare_makes_what_a_first_load_would_make_then_nothing(tmp_path, monke
     # an older format's exports (after an upgrade) are deleted by the command, nothing else is
     (tmp_path / "onnx").mkdir(exist_ok=True)  # on torch nothing was exported
     current = sorted(p.name for p in (tmp_path / "onnx").iterdir())
+    exports = [name for name in current if not name.endswith(".lock")]
     older = tmp_path / "onnx" / f"model-0123456789ab-onnx-int8-v{onnx_backend.FORMAT - 1}"
     (older / "tokenizer").mkdir(parents=True)
     (older / "model.onnx").write_bytes(b"x" * 1000)
     (tmp_path / "onnx" / f"{older.name}.lock").touch()
-    assert cli.main(["prepare"]) == 0 and len(made) == count
-    assert sorted(p.name for p in (tmp_path / "onnx").iterdir()) == current
-    assert embed.remove_older_exports() == []
+    # a killed build's staging folder goes; one whose build holds the export's lock stays
+    killed = tmp_path / "onnx" / f".model-0123456789ab-onnx-int8-v{onnx_backend.FORMAT}-k1ll3d_"
+    building = tmp_path / "onnx" / f".model-fedcba987654-onnx-int8-v{onnx_backend.FORMAT}-bu1ld"
+    for folder in (killed, building):
+        folder.mkdir()
+        (folder / "raw.onnx").write_bytes(b"x" * 10)
+    from filelock import FileLock
+
+    with FileLock(str(tmp_path / "onnx" / building.name[1:].rpartition("-")[0]) + ".lock"):
+        assert cli.main(["prepare"]) == 0 and len(made) == count
+        assert sorted(p.name for p in (tmp_path / "onnx").iterdir()
+                      if not p.name.endswith(".lock")) == sorted([*exports, building.name])
+    assert not older.exists() and not (tmp_path / "onnx" / f"{older.name}.lock").exists()
+    assert embed.remove_stale_exports() == [(building.name, 10)]  # its build is over
+    assert embed.remove_stale_exports() == []
 
 
 def test_onnx_backend_only_for_builtin_models(tmp_path):
