@@ -7,7 +7,9 @@ vectors are the ingest's own: the same stream (`ingest.open_stream`), text (`der
 and encoder (`embed.open_encoder`, `encode_passages`) as `Workbench.ingest_stream`; the int8
 backend runs each text alone, so a vector does not depend on the shard it was computed in.
 `bench_peers.py --vectors DIR` then ingests the corpus with them (`bench_scale.PrecomputedPassages`,
-which checks each batch's first passage against the model). Usage:
+which checks each batch's first passage against the model). After a change of the ONNX export
+format the shards already made are kept only if the first and the last give the same vectors to
+the bit under the new format (recorded in the manifest's `format_checks`). Usage:
 
     nice -n 19 .venv/bin/python benchmarks/precompute_vectors.py data/scale/corpus-1000000 \
         [--model all-MiniLM-L6-v2] [--backend onnx-int8] [--out DIR] [--shard 16384]
@@ -27,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 SHARD = 16_384
+CHECK = 32  # passages re-encoded per checked shard after an export format change
 
 
 def shard_path(out: Path, index: int) -> Path:
@@ -62,14 +65,38 @@ def main(argv: list[str] | None = None) -> None:
     manifest = {"corpus": str(args.corpus.resolve()), "model": args.model, "backend": backend,
                 "shard": args.shard, "onnx_format": onnx_backend.FORMAT}
     before = read_manifest(out)
-    if before and {k: v for k, v in before.items() if k != "documents"} != manifest:
+    same_run = {k: v for k, v in before.items() if k not in ("documents", "onnx_format", "format_checks")}
+    if before and same_run != {k: v for k, v in manifest.items() if k != "onnx_format"}:
         sys.exit(f"{out} holds vectors of another run ({before}); pick another --out")
     stream = ingest.open_stream(args.corpus, batch_size=args.shard)
-    (out / "manifest.json").write_text(json.dumps({**manifest, "documents": stream.total}, indent=1))
     encoder = embed.open_encoder(args.model, backend=backend)
+    # An export format change that keeps the vectors to the bit keeps the shards made before it:
+    # the first CHECK passages of the first and the last shard made are encoded again and must be
+    # equal to the bit, or the run stops.
+    format_checks = before.get("format_checks", [])
+    made = sorted(int(p.name[6:11]) for p in out.glob("shard-?????.npy"))
+    to_check = {made[0], made[-1]} if before and before.get("onnx_format") != onnx_backend.FORMAT and made else set()
+
+    def write_manifest() -> None:
+        (out / "manifest.json").write_text(json.dumps({**manifest, "documents": stream.total,
+                                                       "format_checks": format_checks}, indent=1))
+
+    if not to_check:  # else once the checks have passed: a failed check leaves the old format recorded
+        write_manifest()
     total_docs = total_wall = total_cpu = 0.0
     for index, batch in enumerate(stream.batches()):
         path = shard_path(out, index)
+        if index in to_check:
+            texts = [title_and_text(d.title, d.text) for d in batch[:CHECK]]
+            if not np.array_equal(encoder.encode_passages(texts).astype(np.float32), np.load(path)[:CHECK]):
+                sys.exit(f"shard {index} was made by export format {before.get('onnx_format')}; format "
+                         f"{onnx_backend.FORMAT} gives other vectors: pick another --out")
+            format_checks.append({"from": before.get("onnx_format"), "to": onnx_backend.FORMAT,
+                                  "shard": index, "passages": len(texts), "equal": True})
+            print(f"shard {index:5d}: {len(texts)} passages equal to the bit under format {onnx_backend.FORMAT}",
+                  flush=True)
+            if index == max(to_check):
+                write_manifest()
         if path.is_file():
             continue
         texts = [title_and_text(d.title, d.text) for d in batch]

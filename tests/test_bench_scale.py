@@ -116,3 +116,24 @@ def test_precomputed_vectors_are_the_ingests_own_and_a_shard_out_of_step_stops_i
     np.save(out / "shard-00001.npy", first)
     with pytest.raises(SystemExit, match="passage 0 differs"):
         bench.PrecomputedPassages(encoder, out, corpus).encode_passages(texts)
+
+    # An export format change keeps the shards when their vectors stay equal to the bit (first and
+    # last shard re-encoded), and stops the run, leaving the old format recorded, when they do not.
+    from retrieval import onnx_backend
+
+    np.save(out / "shard-00000.npy", first)
+    np.save(out / "shard-00001.npy", second)
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps({**manifest, "onnx_format": onnx_backend.FORMAT - 1}))
+    precompute.main([str(corpus), "--shard", "2", "--out", str(out)])
+    after = json.loads((out / "manifest.json").read_text())
+    assert after["onnx_format"] == onnx_backend.FORMAT
+    assert [(c["from"], c["to"], c["shard"], c["passages"]) for c in after["format_checks"]] == [
+        (onnx_backend.FORMAT - 1, onnx_backend.FORMAT, 0, 2), (onnx_backend.FORMAT - 1, onnx_backend.FORMAT, 2, 1)]
+    np.save(out / "shard-00002.npy", first[:1] + np.float32(1e-3))
+    (out / "manifest.json").write_text(json.dumps({**after, "onnx_format": onnx_backend.FORMAT - 1}))
+    with pytest.raises(SystemExit, match="shard 2 was made by export format"):
+        precompute.main([str(corpus), "--shard", "2", "--out", str(out)])
+    assert json.loads((out / "manifest.json").read_text())["onnx_format"] == onnx_backend.FORMAT - 1
+    with pytest.raises(SystemExit, match="another run"):
+        precompute.main([str(corpus), "--shard", "3", "--out", str(out)])
