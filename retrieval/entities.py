@@ -60,6 +60,7 @@ ACTION_K = 5
 Extraction = dict[str, dict[str, str]]
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN_CHAR = re.compile(f"[{_HAN}]")
 _EDGE_PUNCT = re.compile(r"^[\s\W_]+|[\s\W_]+$")
 _LATIN = re.compile(r"[A-Za-z]")
 _CN_NUM = "〇零一二三四五六七八九十百千元"
@@ -175,24 +176,30 @@ class EntityExtractor:
     """Rule-based typed entity extraction (see the module docstring). Thread-safe."""
 
     def __init__(self, config: EntityConfig | None = None, topic_k: int = TOPIC_K, action_k: int = ACTION_K):
+        self.config = config or load_entity_config()
+        self.topic_k = topic_k
+        self.action_k = action_k
+        self._lock = threading.Lock()
+        # jieba's tagger and idf table, loaded at the first text with a Han character: loading them
+        # takes seconds, and a text without one gets nothing from them (every rule that reads
+        # them keeps Han words only).
+        self._pos = self._tfidf = None
+
+    def _load_jieba(self) -> None:
         import jieba
         import jieba.analyse
         import jieba.posseg
 
         jieba.setLogLevel(logging.WARNING)
-        self.config = config or load_entity_config()
-        self.topic_k = topic_k
-        self.action_k = action_k
-        self._tokenizer = jieba.Tokenizer()  # private: words added here never change BM25's jieba
-        self._tokenizer.initialize()
-        self._pos = jieba.posseg.POSTokenizer(self._tokenizer)
+        tokenizer = jieba.Tokenizer()  # private: words added here never change BM25's jieba
+        tokenizer.initialize()
+        pos = jieba.posseg.POSTokenizer(tokenizer)
         for word in set(self.config.synonyms) | set(self.config.synonyms.values()) | set(self.config.types):
-            if re.search(f"[{_HAN}]", word):
-                self._tokenizer.add_word(word, freq=100_000)
-        self._tfidf = jieba.analyse.TFIDF()
-        self._tfidf.tokenizer = self._tokenizer
-        self._tfidf.postokenizer = self._pos
-        self._lock = threading.Lock()
+            if _HAN_CHAR.search(word):
+                tokenizer.add_word(word, freq=100_000)
+        tfidf = jieba.analyse.TFIDF()
+        tfidf.tokenizer, tfidf.postokenizer = tokenizer, pos
+        self._pos, self._tfidf = pos, tfidf
 
     def normalize(self, name: str) -> str:
         return normalize_name(name, self.config.synonyms)
@@ -219,6 +226,8 @@ class EntityExtractor:
                 found[forced or kind].setdefault(normalized, name)
 
         with self._lock:
+            if self._pos is None and _HAN_CHAR.search(full):
+                self._load_jieba()
             blanked, words = self._chinese(full, add)  # time spans blanked: 建安十三年 is no topic
             self._english(blanked, add)
             self._topics(words, found, add)
@@ -238,7 +247,8 @@ class EntityExtractor:
                 if not any(s <= match.start() < e for s, e in spans):
                     spans.append(match.span())
                     add("time", match.group())
-        for match in _ERA_YEAR.finditer(text):
+        han = _HAN_CHAR.search(text) is not None  # else only the numeric dates apply, no word is cut
+        for match in _ERA_YEAR.finditer(text) if han else ():
             era = list(self._pos.cut(match.group(1)))
             if len(era) == 1 and era[0].flag in ("nz", "t") and not any(s <= match.start() < e for s, e in spans):
                 spans.append(match.span())
@@ -247,6 +257,8 @@ class EntityExtractor:
         for start, end in spans:
             blanked[start:end] = "，" * (end - start)
         blanked = "".join(blanked)
+        if not han:
+            return blanked, []
         words = [(w.word, self._tag_of(w.word, w.flag)) for w in self._pos.cut(blanked) if w.word.strip()]
         verbs: Counter = Counter()
         for i, (word, flag) in enumerate(words):
@@ -311,6 +323,8 @@ class EntityExtractor:
         """TF-IDF keywords as jieba.analyse.extract_tags computes them (tf · idf over the words of
         the allowed parts of speech, its stop words out, ties in order of appearance), from the
         words already cut: cutting again would double the cost of an ingest."""
+        if not words:
+            return
         taken = set(found["person"]) | set(found["location"]) | set(found["time"])
         counts: Counter = Counter()
         for word, flag in words:

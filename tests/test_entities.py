@@ -2,6 +2,7 @@
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -115,5 +116,31 @@ def test_private_dictionary_leaves_bm25_tokenizer_alone():
     from retrieval.tokenize import tokenize
 
     before = tokenize("阿瞒南下")
-    EntityExtractor(EntityConfig(synonyms={"阿瞒": "曹操"}))
+    extractor = EntityExtractor(EntityConfig(synonyms={"阿瞒": "曹操"}))
+    assert "曹操" in extractor.extract("阿瞒南下")["person"]  # its private dictionary is loaded and used
     assert tokenize("阿瞒南下") == before
+
+
+def test_a_text_without_han_gives_what_jieba_would_without_loading_it(monkeypatch):
+    """jieba's tagger loads (seconds) at the first text with a Han character: every rule that
+    reads its words keeps Han words only, so the texts before it extract exactly as when every
+    text is cut by jieba (the rule before this laziness, forced here by a pattern matching anything)."""
+    import re
+
+    from retrieval import entities
+
+    corpus = Path(__file__).resolve().parents[1] / "sample_data" / "xquad" / "corpus.jsonl"
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
+    texts = [r["text"] for r in rows if not entities._HAN_CHAR.search(r["text"])]
+    texts.append("In 208 AD Cao Cao marched south, on 2024-03-01; the battle, the battle.")
+    assert len(texts) == 61
+    lazy = EntityExtractor()
+    found = [lazy.extract(t) for t in texts]
+    assert lazy._pos is None  # never loaded
+    assert found[-1]["time"] == {"208年": "208年", "2024-03-01": "2024-03-01"}
+    monkeypatch.setattr(entities, "_HAN_CHAR", re.compile(r"[\s\S]"))
+    eager = EntityExtractor()
+    assert [eager.extract(t) for t in texts] == found and eager._pos is not None
+    monkeypatch.undo()
+    assert non_empty(lazy.extract("公元200年，曹操与袁绍在官渡展开决战"))["person"] == {"曹操", "袁绍"}
+    assert lazy._pos is not None
