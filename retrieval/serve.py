@@ -598,6 +598,19 @@ def http_token(host: str) -> str | None:
     return token
 
 
+def transport_security(host: str):
+    """The Host and Origin check against DNS rebinding for a loopback bind, which serves without a
+    token: the SDK turns it on by itself only for the names 127.0.0.1, localhost and ::1, so
+    127.0.0.2 or 0:0:0:0:0:0:0:1 would have had neither. None elsewhere (a token is required)."""
+    if not is_loopback(host):
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = sorted({url_host(host), "127.0.0.1", "localhost", "[::1]"})
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=[f"{h}:*" for h in hosts],
+                                     allowed_origins=[f"http://{h}:*" for h in hosts])
+
+
 def build_service(workbench, args: argparse.Namespace) -> KnowledgeService:
     names = args.collections
     configs = args.configs or []
@@ -643,7 +656,7 @@ def run(args: argparse.Namespace, workbench) -> int:
           f"{'enabled' if service.allow_write else 'disabled'}", file=sys.stderr, flush=True)
     try:
         if host:
-            server.run("streamable-http", host=host, port=port)
+            server.run("streamable-http", host=host, port=port, transport_security=transport_security(host))
         else:
             server.run()
     except KeyboardInterrupt:  # Ctrl-C: a quiet stop, no traceback

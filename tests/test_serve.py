@@ -358,6 +358,38 @@ def test_non_loopback_bind_needs_a_token(db, monkeypatch, capsys):
     assert "No saved config named 'missing'" in capsys.readouterr().err
 
 
+def test_every_loopback_bind_checks_host_and_origin(db):
+    """Without a token the server is reachable by a web page through DNS rebinding unless it checks
+    the Host and Origin headers: on 127.0.0.2 (loopback, but not a name the SDK protects by itself)
+    a request naming another host or coming from another origin is refused."""
+    import httpx2
+
+    port = _free_port()
+    env = {k: v for k, v in _env().items() if k != "WORKBENCH_MCP_TOKEN"}
+    proc = subprocess.Popen([sys.executable, "-m", "retrieval", "--db", str(db), "serve", "--collection", "xq",
+                             "--http", f"127.0.0.2:{port}"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "server did not start"
+            try:
+                socket.create_connection(("127.0.0.2", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        url = f"http://127.0.0.2:{port}/mcp"
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        accept = {"Accept": "application/json, text/event-stream"}
+        assert httpx2.post(url, headers={**accept, "Host": f"evil.example:{port}"}, json=ping).status_code == 421
+        assert httpx2.post(url, headers={**accept, "Origin": "http://evil.example"}, json=ping).status_code == 403
+        assert httpx2.post(url, headers=accept, json=ping).status_code not in (401, 403, 421)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 def test_client_config_snippet():
     from retrieval.serve import client_config, serve_command
 
