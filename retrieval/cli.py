@@ -88,7 +88,7 @@ def add_judged_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME (judged "
                                                            "in the app, or imported with 'queryset import')")
     parser.add_argument("--model", help="embedding model (default: by corpus language)")
-    parser.add_argument("--max-queries", type=int, help="use only the first N judged queries")
+    parser.add_argument("--max-queries", type=at_least(1), help="use only the first N judged queries")
     parser.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
                         help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest; their "
                              "judgments stay, so they count as relevant documents never found")
@@ -121,6 +121,30 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
     return SearchConfig.from_dict(data)
 
 
+def at_least(minimum: int):
+    """An argparse type: an integer ≥ `minimum`, else argparse's clear usage error (exit 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+    return parse
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m retrieval", description=__doc__)
     parser.add_argument("--db", help="LanceDB location: a folder or s3://bucket/path (default $WORKBENCH_DB or "
@@ -148,8 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title-column")
     p.add_argument("--text-column")
     p.add_argument("--text-mode", choices=("paragraphs", "file"), default="paragraphs")
-    p.add_argument("--max-chunk-chars", type=int, default=1500)
-    p.add_argument("--batch-size", type=int, default=STREAM_BATCH,
+    p.add_argument("--max-chunk-chars", type=at_least(1), default=1500)
+    p.add_argument("--batch-size", type=at_least(1), default=STREAM_BATCH,
                    help="documents read, embedded and written per batch (memory holds one batch; default "
                         f"{STREAM_BATCH}); the whole ingest is still all or nothing")
 
@@ -179,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "(retrieval once per query)")
     add_judged_options(p)
     p.add_argument("--sources", default="bm25,dense", help="the two sources the grid splits weight between")
-    p.add_argument("--top", type=int, help="print only the N best variants")
+    p.add_argument("--top", type=at_least(1), help="print only the N best variants")
     p.add_argument("--rerank-grid", action="store_true",
                    help="add rerank variants: the config's first stage reranked for λ = 0, 0.1, …, 1 at each "
                         "--rerank-top-ns (the reranker scores each query's top-N once)")
@@ -198,10 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "top-score gap); lambdamart: a learned ranker (LightGBM) over each candidate's scores, "
                         "ranks, the query's features, document length and title match, reordering the config's "
                         "candidates")
-    p.add_argument("--trials", type=int, default=50, help="trials per study (default 50; k + 1 studies)")
-    p.add_argument("--seconds", type=float, help="stop after this many seconds in all (the best so far is kept)")
-    p.add_argument("--folds", type=int, default=5, help="cross-validation folds over queries (default 5)")
-    p.add_argument("--seed", type=int, default=0, help="folds and sampler seed (default 0): same seed, same result")
+    p.add_argument("--trials", type=at_least(1), default=50, help="trials per study (default 50; k + 1 studies)")
+    p.add_argument("--seconds", type=positive_seconds,
+                   help="stop after this many seconds in all (the best so far is kept)")
+    p.add_argument("--folds", type=at_least(2), default=5, help="cross-validation folds over queries (default 5)")
+    p.add_argument("--seed", type=at_least(0), default=0,
+                   help="folds and sampler seed (default 0): same seed, same result")
     p.add_argument("--metric", default="ndcg@10", help="the metric maximised (default ndcg@10)")
     p.add_argument("--sources", help="the sources weighed (default: the config's)")
     p.add_argument("--save", metavar="NAME", help="save the learned config under NAME (as the Evaluate page does)")
@@ -264,6 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except RetrievalError as exc:
         _log(f"error: {exc}")
+        return 2
+    except OSError as exc:  # a file named on the command line that cannot be read or written
+        if exc.filename is None:
+            raise
+        _log(f"error: {exc.filename}: {exc.strerror or exc}")
         return 2
 
 
@@ -686,6 +717,8 @@ def cmd_snapshot(args) -> int:
     wanted = {"create": 1, "rename": 2, "delete": 1, "export": 1, "report": 2}.get(args.action)
     if wanted is not None and len(args.names) != wanted:
         raise RetrievalError(f"'snapshot {args.action}' needs {wanted} name(s), got {len(args.names)}")
+    if args.action == "diff" and len(args.names) < 2:
+        raise RetrievalError(f"'snapshot diff' needs two or more snapshot names, got {len(args.names)}")
     workbench = _workbench(args)
     snapshots = SnapshotStore(workbench.store)
     if args.action == "create":

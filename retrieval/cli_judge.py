@@ -205,6 +205,8 @@ def _llm(args, workbench, collection: str) -> int:
             changes["prompt"] = args.prompt.read_text(encoding="utf-8")
         except OSError as exc:
             raise RetrievalError(f"Cannot read {args.prompt}: {exc.strerror}") from exc
+        except UnicodeDecodeError:
+            raise RetrievalError(f"{args.prompt} is not UTF-8 text") from None
     settings = dataclasses.replace(saved, **changes)
     settings.validate()
     if args.budget < 1:

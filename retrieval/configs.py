@@ -100,6 +100,8 @@ class ConfigStore:
                 text = path.read_text(encoding="utf-8-sig")
             except OSError as exc:
                 raise RetrievalError(f"Cannot read config file {spec}: {exc.strerror or exc}") from exc
+            except UnicodeDecodeError:
+                raise RetrievalError(f"Config file {spec} is not UTF-8 text") from None
             try:
                 return self.parse(text), f"file {path.name}"
             except RetrievalError as exc:

@@ -79,6 +79,7 @@ def test_search_evaluate_and_sweep_take_a_saved_config_by_name(tmp_path, capsys)
     workbench.create("animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
     workbench.configs.save("bm25 only", SearchConfig(weights={"bm25": 1.0}, top_k=2))
     (tmp_path / "bad.json").write_text('{"depth": "ten"}', encoding="utf-8")
+    (tmp_path / "latin.json").write_bytes(b'{"depth": 5, "name": "caf\xe9"}')  # Latin-1, not UTF-8
     search = lambda *extra: cli.main(["--db", db, "search", "animals", "mice", "--json", *extra])  # noqa: E731
     assert search("--config", "bm25 only") == 0
     out = json.loads(capsys.readouterr().out)
@@ -88,7 +89,8 @@ def test_search_evaluate_and_sweep_take_a_saved_config_by_name(tmp_path, capsys)
     for spec, message in [("nope", "No saved config named 'nope' (saved: bm25 only)"),
                           (str(tmp_path / "missing.json"), "Cannot read config file"),
                           (str(tmp_path / "missing"), "Cannot read config file"),
-                          (str(tmp_path / "bad.json"), "bad.json")]:
+                          (str(tmp_path / "bad.json"), "bad.json"),
+                          (str(tmp_path / "latin.json"), "latin.json is not UTF-8 text")]:
         for command in (["search", "animals", "mice"], ["evaluate", str(tmp_path)], ["sweep", str(tmp_path)]):
             assert cli.main(["--db", db, *command, "--config", spec]) == 2, (command, spec)
             err = capsys.readouterr().err
