@@ -49,6 +49,7 @@ from .store_tables import (
     XL_COLUMN,
     Progress,
     aux_table_name,
+    canonical_uri,
     collection_schema,
     default_db_uri,
     default_storage_options,
@@ -77,7 +78,7 @@ class Store:
     """Collections and their catalogue in one LanceDB database."""
 
     def __init__(self, uri: str | None = None, storage_options: dict[str, str] | None = None):
-        self.uri = uri or default_db_uri()
+        self.uri = canonical_uri(uri or default_db_uri())  # one spelling, one set of locks
         if not is_remote(self.uri):
             Path(self.uri).mkdir(parents=True, exist_ok=True)
         self.storage_options = storage_options if storage_options is not None else default_storage_options()

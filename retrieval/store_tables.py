@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +57,29 @@ def default_db_uri() -> str:
 def is_remote(uri: str) -> bool:
     """Whether `uri` is a URL (object storage: `s3://…`, `gs://…`, `az://…`), not a local folder."""
     return "://" in uri
+
+
+def canonical_uri(uri: str) -> str:
+    """One spelling per database, since the writer locks are found by it (`store_locks.lock_dir`):
+    two spellings of one database would take two locks and could undo each other's commits.
+    `file://` URLs become the local folder; an object-storage URL gets a lower-case scheme, no
+    repeated or trailing slash; a query or fragment is refused (options go in
+    $WORKBENCH_STORAGE_OPTIONS)."""
+    from urllib.parse import unquote, urlsplit
+
+    if not is_remote(uri):
+        return uri
+    parts = urlsplit(uri)
+    if parts.query or parts.fragment:
+        raise RetrievalError(f"Database URL {uri!r} has a query or fragment: give object storage options in "
+                             "$WORKBENCH_STORAGE_OPTIONS instead")
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise RetrievalError(f"Database URL {uri!r} names another host: give a local folder")
+        return unquote(parts.path) or "/"
+    path = re.sub(r"/{2,}", "/", parts.path).rstrip("/")
+    return f"{scheme}://{parts.netloc}{path}"
 
 
 def default_storage_options() -> dict[str, str] | None:

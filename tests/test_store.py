@@ -176,3 +176,23 @@ def test_the_catalogue_records_which_backend_computed_the_vectors(tmp_path, monk
     dense = Workbench(Store(str(tmp_path))).backends("pets")["dense"]
     assert dense.endswith("; query vectors from onnx-int8, the collection's from onnx-int8+torch "
                           "(re-ingest it to match)"), dense
+
+
+def test_every_spelling_of_a_database_takes_the_same_locks(tmp_path, monkeypatch):
+    """The writer locks are found by the database's URI: `file://` and the folder, or two spellings
+    of one bucket path, must not take two sets of locks (a rollback could then undo the other's commit)."""
+    from retrieval.store_tables import canonical_uri
+
+    folder = tmp_path / "db"
+    plain, url = Store(str(folder)), Store(f"file://{folder}")
+    assert url.uri == str(folder) and url.lock_dir == plain.lock_dir == folder / "_workbench_locks"
+    assert Store(f"FILE://localhost{folder}").uri == str(folder)
+    assert canonical_uri("S3://bucket//workbench/db/") == canonical_uri("s3://bucket/workbench/db") == \
+        "s3://bucket/workbench/db"
+    monkeypatch.setenv("WORKBENCH_LOCK_DIR", str(tmp_path / "locks"))
+    from retrieval.store_locks import lock_dir
+
+    assert lock_dir(canonical_uri("s3://bucket//workbench/db/")) == lock_dir(canonical_uri("s3://bucket/workbench/db"))
+    for bad, message in [("s3://bucket/db?region=x", "query or fragment"), ("file://elsewhere/db", "another host")]:
+        with pytest.raises(RetrievalError, match=message):
+            Store(bad)
