@@ -196,3 +196,21 @@ def test_every_spelling_of_a_database_takes_the_same_locks(tmp_path, monkeypatch
     for bad, message in [("s3://bucket/db?region=x", "query or fragment"), ("file://elsewhere/db", "another host")]:
         with pytest.raises(RetrievalError, match=message):
             Store(bad)
+
+
+def test_an_add_prepared_for_a_collection_deleted_and_created_again_writes_nothing(store):
+    """An add derives its rows (model, vector columns) from the entry it read before taking the
+    lock; another process may delete the collection and create it again meanwhile, with another
+    model of the same dimension: under the lock the add is refused, nothing written."""
+    from retrieval.embed import E5, MINILM
+    from retrieval.indexing.pipeline import write_documents
+
+    create_collection(store, "race", parse_bytes(PETS_CSV.encode(), "pets.csv"), model=MINILM, cross_lingual=False)
+    prepared = store.info("race")
+    store.delete("race")
+    create_collection(store, "race", parse_bytes(PETS_CSV.encode(), "pets.csv"), model=E5, cross_lingual=False)
+    before = (store.version("race"), store.info("race"))
+    more = parse_bytes(b"id,text\np9,A new hamster runs in its wheel\n", "more.csv").documents
+    with pytest.raises(RetrievalError, match=r"'race' was deleted and created again \(.*model.*\)"):
+        write_documents(store, prepared, [more], 1, create=False)
+    assert (store.version("race"), store.info("race")) == before and not store.documents("race", ["p9"])

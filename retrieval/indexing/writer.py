@@ -153,6 +153,22 @@ class CollectionWriter:
         crash_point(f"{self.op}:catalogue")
 
 
+# What an add's batches were derived from (vector columns, their models and sizes) and which
+# collection it was (deleted and created again under the same name: another `created`).
+_DERIVED_FROM = ("created", "model", "dim", "xl_model", "xl_dim")
+
+
+def same_collection(prepared: CollectionInfo, current: CollectionInfo) -> CollectionInfo:
+    """`current` (the entry read under the lock) when the batches prepared from `prepared` (read
+    before it) still fit it, else an error and nothing written: another process deleted the
+    collection and created it again, maybe with another model, while they were prepared."""
+    changed = [f for f in _DERIVED_FROM if getattr(prepared, f) != getattr(current, f)]
+    if changed:
+        raise RetrievalError(f"Collection {current.name!r} was deleted and created again ({', '.join(changed)} "
+                             "changed) while these documents were prepared; nothing was added: add them again")
+    return current
+
+
 @contextmanager
 def open_write(store: Store, info: CollectionInfo, create: bool,
                legacy_graph_rows: Callable[[], GraphRows] | None = None,
@@ -175,7 +191,7 @@ def open_write(store: Store, info: CollectionInfo, create: bool,
             if create:
                 store.check_new(info)
             else:
-                info = store.info(name)
+                info = same_collection(info, store.info(name))
             with store.transaction(name, "create" if create else "add", [name, *graph_table_names(name)]):
                 writer = CollectionWriter(store, info, create, graph, backends)
                 if not create:
