@@ -179,6 +179,15 @@ class JudgmentStore:
         exclude = () if with_llm else tuple(r for r in self.raters(collection, set_name) if is_llm_rater(r))
         return consensus_qrels(self.ratings_of(collection, set_name), exclude_raters=exclude)
 
+    def judged_state(self, collection: str, set_name: str) -> tuple[dict[str, str], dict[str, dict[str, int]], int]:
+        """The set's queries and judgments and the collection's table version, of one committed
+        state: read under the collection's writer lock (a query-set write commits its queries
+        before its judgments, and an add's batches before its end), so a snapshot never keeps a
+        half-written or rolled-back state. Waits for a write in progress."""
+        with self.store.writer_lock(collection):
+            return (self.queries(collection, set_name), self.qrels(collection, set_name),
+                    self.store.version(collection))
+
     def query_id(self, collection: str, set_name: str, query_text: str) -> str | None:
         """The id of the query with exactly this text (surrounding spaces ignored), or None."""
         text = validate_query_text(query_text)

@@ -182,17 +182,18 @@ def query_encoders(info: CollectionInfo, config: SearchConfig) -> dict[str, str]
 
 
 def take_snapshot(workbench, collection: str, name: str, config: SearchConfig, queries: Mapping[str, str],
-                  qrels: Qrels, query_set: str) -> Snapshot:
+                  qrels: Qrels, query_set: str, version: int | None = None) -> Snapshot:
     """Evaluate `config` on the judged queries now, as a `Snapshot` (not kept: `SnapshotStore.add`).
     `query_set` names where the queries came from (a query set, a BEIR folder): diffs pair only
-    snapshots of one. The snapshot's table version is the one evaluated: when a write lands
-    during the evaluation, it is evaluated again at the version read first (time travel)."""
+    snapshots of one. The snapshot's table version is the one evaluated (`version`, read with
+    the judgments, else now): when a write lands during the evaluation, it is evaluated again at
+    that version (time travel)."""
     validate_snapshot_name(name)
     config.validate()
     qrels = {q: dict(d) for q, d in qrels.items() if d and q in queries}
     if not qrels:
         raise RetrievalError(f"{query_set!r} of {collection!r} has no judged query to evaluate")
-    version = workbench.store.version(collection)
+    version = workbench.store.version(collection) if version is None else version
     run, per_query = evaluate_scored(workbench, collection, queries, qrels, config)
     then = workbench.at_version(collection, version)
     if workbench.store.version(collection) != version:  # versions only grow: equal means no write between
@@ -270,11 +271,9 @@ class SnapshotStore:
                query_set: str = "default") -> Snapshot:
         """Evaluate `config` on the collection's query set now and keep it as snapshot `name`."""
         self.check_free(name)  # before the work; `add` checks again under the lock
-        judgments = JudgmentStore(workbench.store)
-        queries = judgments.queries(collection, query_set)
-        qrels = judgments.qrels(collection, query_set)
+        queries, qrels, version = JudgmentStore(workbench.store).judged_state(collection, query_set)
         return self.add(take_snapshot(workbench, collection, name, config or SearchConfig(), queries, qrels,
-                                      query_set))
+                                      query_set, version))
 
     def check_free(self, name: str) -> None:
         """A clear error unless `name` is a valid name no snapshot has."""

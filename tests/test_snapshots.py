@@ -67,6 +67,39 @@ def test_a_snapshot_keeps_what_the_evaluation_computed(workbench):
     assert set(snap.mean) == set(SNAPSHOT_METRICS)
 
 
+def test_a_snapshot_taken_during_a_write_keeps_the_state_after_it(workbench):
+    """A snapshot reads the judgments and the version under the collection's writer lock: one taken
+    while a write holds it (here a rating and an add, between their commits) waits for it and keeps
+    what it committed, never the half between."""
+    import threading
+
+    store, judgments = workbench.store, JudgmentStore(workbench.store)
+    holding, release = threading.Event(), threading.Event()
+
+    def write():
+        with store.writer_lock("animals"):
+            judgments.rate("animals", "default", "what hunts at night", "owl", 2)
+            holding.set()
+            release.wait(30)
+            add_documents(store, "animals", parse_bytes(MORE, "more.csv"))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    holding.wait(30)
+    taken: list = []
+    snapshot = threading.Thread(
+        target=lambda: taken.append(SnapshotStore(store).create(workbench, "animals", "during")))
+    snapshot.start()
+    snapshot.join(0.5)
+    assert snapshot.is_alive() and not taken  # waiting for the write
+    release.set()
+    writer.join(60)
+    snapshot.join(60)
+    snap = taken[0]
+    assert (snap.table_version, snap.doc_count) == (store.version("animals"), 7)
+    assert len(snap.per_query) == 4 and snap.judgments_key == judgments_key(judgments.qrels("animals", "default"))
+
+
 def test_judged_at_ten_by_hand():
     assert judged_at(["a", "x", "b", "y"], {"a", "b", "z"}) == 0.2
     assert judged_at([f"d{i}" for i in range(12)], {"d10", "d11"}) == 0.0  # past the first ten
