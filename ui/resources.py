@@ -50,8 +50,11 @@ def workbench() -> Workbench:
 
 
 def needs_sample(workbench: Workbench) -> bool:
-    """True on a first run: no collection yet, apart from evaluation caches."""
-    return all(is_eval_cache(info.name) for info in workbench.collections())
+    """True on a first run: no collection yet apart from evaluation caches, or only the bundled
+    collections a first run stopped (killed, failed) before the sample, which it creates last."""
+    names = [info.name for info in workbench.collections()]
+    return SAMPLE_COLLECTION not in names and all(
+        is_eval_cache(n) or n in (CATALOGUE_COLLECTION, GRAPH_COLLECTION) for n in names)
 
 
 def default_collection(names: list[str]) -> str:
@@ -67,13 +70,15 @@ def ingest_sample(workbench: Workbench, progress: Progress | None = None) -> boo
     data-source catalogue and the Three Kingdoms history. True when the sample was created."""
     if not needs_sample(workbench):
         return False
+    # The sample last: until it exists the next start resumes here (`needs_sample`); each step
+    # creates only what is missing.
+    ingest_catalogue(workbench, progress)
+    ingest_three_kingdoms(workbench, progress)
     corpus = _create_missing(workbench, SAMPLE_COLLECTION, sample_dir(), progress,
                              lambda c: "XQuAD sample (60 English + 60 Chinese paragraphs)")
     if corpus is None:
         return False
     store_sample_queries(workbench, corpus)
-    ingest_catalogue(workbench, progress)
-    ingest_three_kingdoms(workbench, progress)
     return True
 
 

@@ -94,3 +94,29 @@ def test_first_run_also_ingests_the_catalogue(tmp_path):
     info = workbench.info(resources.CATALOGUE_COLLECTION)
     assert info.doc_count == len(parse_path(RECORDS).documents)
     assert resources.ingest_catalogue(workbench) is False  # already there: nothing written
+
+
+def test_a_first_run_stopped_before_the_sample_resumes_at_the_next_start(tmp_path, monkeypatch):
+    """The first run creates the bundled collections, the sample last: a run stopped after the
+    catalogue is still a first run, and the next one creates only what is missing; once the sample
+    exists, a bundled collection the user deleted is not brought back."""
+    from ui import resources
+
+    workbench = Workbench(Store(str(tmp_path / "db")))
+    assert resources.needs_sample(workbench)
+    assert resources.ingest_catalogue(workbench) is True  # then the run was stopped
+    assert resources.needs_sample(workbench)
+    made: list[str] = []
+
+    def create_missing(wb, name, path, progress, description):
+        if wb.store.exists(name):
+            return None
+        made.append(name)
+        return parse_path(RECORDS) if name != resources.SAMPLE_COLLECTION else None
+
+    monkeypatch.setattr(resources, "_create_missing", create_missing)
+    resources.ingest_sample(workbench)
+    assert made == [resources.GRAPH_COLLECTION, resources.SAMPLE_COLLECTION]
+    workbench.create(resources.SAMPLE_COLLECTION, parse_path(RECORDS))  # the sample is there
+    workbench.store.delete(resources.CATALOGUE_COLLECTION)  # and the user deleted the catalogue
+    assert not resources.needs_sample(workbench)
