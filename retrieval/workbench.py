@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import limits
 from .cache import LRU, Caches
 from .collection_reads import CollectionReads, tie_values
 from .config import SearchConfig
@@ -25,7 +26,7 @@ from .configs import ConfigStore
 from .embed import token_window
 from .graph_builds import GraphBuilds
 from .indexing.derive import embedding_text
-from .indexing.indexes import build_vector_index
+from .indexing.indexes import build_vector_index, index_for_size
 from .indexing.pipeline import IngestResult, add_documents, create_collection, ingest_stream, truncation_note
 from .judgments import JudgmentStore
 from .names import labels
@@ -144,8 +145,15 @@ class Workbench:
         return self._versions.get_or_create(key, make)
 
     def build_vector_index(self, collection: str) -> None:
-        """An approximate vector index for a large collection (similarities stay exact: refine)."""
-        build_vector_index(self.store, collection)
+        """An approximate vector index for a large collection (similarities stay exact: refine);
+        from `limits.SCALE_DOCS` documents every index an ingest builds at that size
+        (`index_for_size`: each vector column's, the id index, compaction), e.g. after an ingest
+        whose index step failed."""
+        info = self.info(collection)
+        if info.doc_count >= limits.SCALE_DOCS:
+            index_for_size(self.store, info)
+        else:
+            build_vector_index(self.store, collection)
 
     def delete(self, collection: str) -> None:
         self.store.delete(collection)

@@ -129,3 +129,28 @@ def test_sources_search_the_state_they_were_built_for(tmp_path, monkeypatch):
     assert "hen" not in {h.doc_id for h in built["dense"].search("hens lay eggs", 10)}
     now = wb.search("zoo", "hens lay eggs", config).candidates.sources
     assert now["bm25"].hits[0].doc_id == "hen" and "hen" in {h.doc_id for h in now["dense"].hits}
+
+
+def test_an_index_step_failing_after_the_commit_keeps_the_documents_and_says_how_to_finish(tmp_path, monkeypatch):
+    """The indexes by size are built after the write commits, outside its transaction: when that
+    step fails, the documents are written, the ingest succeeds with a note naming the failure and
+    the command, and that command builds what is missing."""
+    from retrieval.indexing import pipeline
+
+    monkeypatch.setattr(limits, "SCALE_DOCS", 6)
+    wb = Workbench(Store(str(tmp_path / "db")))
+
+    def fails(store, info):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pipeline, "index_for_size", fails)
+    result = create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    assert result.documents == wb.info("zoo").doc_count == 6
+    assert result.index_error == "OSError: [Errno 28] No space left on device"
+    assert result.note == ("the documents are written, but building the collection's indexes failed (OSError: "
+                           "[Errno 28] No space left on device): searches read it without them (slower) until "
+                           "`python -m retrieval collections index zoo` builds them")
+    assert {i.columns[0] for i in wb.store.table("zoo").list_indices()} == {"tokens"}
+    wb.build_vector_index("zoo")  # what `collections index zoo` runs
+    assert {i.columns[0]: i.index_type for i in wb.store.table("zoo").list_indices()} == {
+        "tokens": "FTS", "vector": "IvfSq", "vector_xl": "IvfSq", "id": "BTree"}

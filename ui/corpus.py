@@ -161,7 +161,7 @@ class IngestReport:
         text = (f"{verb} {len(self.corpus.documents)} documents: collection '{self.info.label}' now holds "
                 f"{self.info.doc_count} ({self.info.model}, language {self.info.language}{xl}).")
         if self.note:
-            text = f"{text} {self.note}."
+            text = f"{text} {self.note[:1].upper()}{self.note[1:]}."
         if self.corpus.skipped:
             text = f"{text} {skipped_note(self.corpus.skipped).capitalize()}."
         return text

@@ -28,6 +28,7 @@ catalogue (`CollectionInfo.truncated`) and said (`truncation_note`). BM25 indexe
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,6 +56,8 @@ from .derive import (
 from .indexes import index_for_size
 from .writer import Batch, clash_error, open_write
 
+log = logging.getLogger(__name__)
+
 # column → model, record batches → the same batches with those vector columns added, in order.
 Embedding = Callable[[Mapping[str, str], Iterator[pa.Table]], Iterator[pa.Table]]
 
@@ -69,11 +72,18 @@ class IngestResult:
     documents: int
     truncated: int
     window: int
+    index_error: str = ""  # why the indexes by size failed after the write committed ('' built or none due)
 
     @property
     def note(self) -> str:
-        """The truncation sentence for this ingest ('' when no document was truncated)."""
-        return truncation_note(self.truncated, self.documents, self.window)
+        """The truncation sentence for this ingest, and what to do when its indexes failed ('' when
+        there is neither)."""
+        notes = [truncation_note(self.truncated, self.documents, self.window)]
+        if self.index_error:
+            notes.append(f"the documents are written, but building the collection's indexes failed "
+                         f"({self.index_error}): searches read it without them (slower) until "
+                         f"`python -m retrieval collections index {self.info.name}` builds them")
+        return "; ".join(n for n in notes if n)
 
 
 def truncation_note(truncated: int | None, documents: int, window: int | None) -> str:
@@ -213,7 +223,16 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
             done[0] += batch.rows.num_rows
             if progress and streamed:
                 progress("ingesting", done[0], count)
-    return IngestResult(index_for_size(store, writer.info), done[0], writer.truncated, encoder.spec.max_seq_length)
+    # After the commit, outside its transaction: a failure here (another process cleared the
+    # collection meanwhile, a full disk) leaves the documents written, so the ingest succeeded
+    # and says what is missing rather than report a failure that a retry would contradict.
+    info, index_error = writer.info, ""
+    try:
+        info = index_for_size(store, writer.info)
+    except Exception as exc:
+        log.warning("building the indexes of %s after its write failed", info.name, exc_info=True)
+        index_error = f"{type(exc).__name__}: {exc}"
+    return IngestResult(info, done[0], writer.truncated, encoder.spec.max_seq_length, index_error)
 
 
 def _batch(embedded: pa.Table, info: CollectionInfo, encoder, ingested: datetime | None,
