@@ -112,7 +112,10 @@ NOT_CONFIGURED = ("The LLM judge is not configured: set its base URL and model o
 MAX_CONCURRENCY = 32
 MAX_RETRIES = 10
 MAX_TIMEOUT_S = 3600.0
-_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The key variable's name: the server sends that variable's value to the configured URL, which a
+# browser user may set, so only a name made for an API key qualifies (never AWS_SECRET_ACCESS_KEY,
+# WORKBENCH_MCP_TOKEN or any other secret the process holds).
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*_API_KEY")
 
 SAVE_EVERY = 8  # answers per save at most …
 SAVE_INTERVAL_S = 1.0  # … or this long after the oldest unsaved one
@@ -255,8 +258,9 @@ class LLMSettings:
         _check_number(self.temperature, "temperature", 0, 2)
         if self.api_key_env.strip() and not _ENV_NAME_RE.fullmatch(self.api_key_env.strip()):
             # Never echo the value: it may be a key pasted into the wrong field.
-            raise RetrievalError("The key's environment variable must be a name of letters, digits and '_' (such as "
-                                 "OPENAI_API_KEY): give the name of the variable that holds the key, never the key")
+            raise RetrievalError("The key's environment variable must be a name of letters, digits and '_' ending in "
+                                 "_API_KEY (such as OPENAI_API_KEY): give the name of the variable that holds the key, "
+                                 "never the key (only such a variable is ever sent to the LLM server)")
         if check_key:
             self.api_key()
         return self

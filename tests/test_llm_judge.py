@@ -119,19 +119,26 @@ def test_settings_validation_messages(monkeypatch):
     with pytest.raises(RetrievalError) as caught:
         LLMSettings(base_url="http://h/v1", model="m", api_key_env=pasted).validate()
     assert pasted not in str(caught.value) and "never the key" in str(caught.value)
-    monkeypatch.delenv("LLM_JUDGE_TEST_KEY", raising=False)
-    unset = LLMSettings(base_url="http://h/v1", model="m", api_key_env="LLM_JUDGE_TEST_KEY")
-    with pytest.raises(RetrievalError, match=r"\$LLM_JUDGE_TEST_KEY, named to hold the LLM's key, is not set"):
+    # Only a variable made for an API key: the URL is the user's to set, the process's other secrets are not theirs.
+    for secret in ("AWS_SECRET_ACCESS_KEY", "WORKBENCH_MCP_TOKEN", "HOME"):
+        with pytest.raises(RetrievalError, match="ending in _API_KEY"):
+            LLMSettings(base_url="http://h/v1", model="m", api_key_env=secret).validate(check_key=False)
+        monkeypatch.setenv(secret, "not-for-the-llm")
+        with pytest.raises(RetrievalError, match="is not set"):  # its value is never read out
+            LLMSettings(base_url="http://h/v1", model="m", api_key_env=secret).api_key()
+    monkeypatch.delenv("LLM_JUDGE_TEST_API_KEY", raising=False)
+    unset = LLMSettings(base_url="http://h/v1", model="m", api_key_env="LLM_JUDGE_TEST_API_KEY")
+    with pytest.raises(RetrievalError, match=r"\$LLM_JUDGE_TEST_API_KEY, named to hold the LLM's key, is not set"):
         unset.validate()
     assert unset.validate(check_key=False) is unset
-    monkeypatch.setenv("LLM_JUDGE_TEST_KEY", "secret-value")
+    monkeypatch.setenv("LLM_JUDGE_TEST_API_KEY", "secret-value")
     assert unset.validate().api_key() == "secret-value"
 
 
 def test_settings_round_trip_and_store_never_the_key(tmp_path, monkeypatch):
-    monkeypatch.setenv("LLM_JUDGE_TEST_KEY", "secret-value")
+    monkeypatch.setenv("LLM_JUDGE_TEST_API_KEY", "secret-value")
     settings = LLMSettings(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen2.5-7B-Instruct",
-                           api_key_env="LLM_JUDGE_TEST_KEY", concurrency=8, price_per_1k_input_tokens=0.15)
+                           api_key_env="LLM_JUDGE_TEST_API_KEY", concurrency=8, price_per_1k_input_tokens=0.15)
     data = settings.to_dict()
     assert LLMSettings.from_dict(data) == settings
     assert "secret-value" not in repr(data)
@@ -279,17 +286,17 @@ def test_unreachable_server_fails_at_the_first_request(tmp_path, monkeypatch):
 
 def test_a_wrong_key_fails_at_once_naming_the_variable(tmp_path, monkeypatch):
     with StubLLM(expected_key="right-key") as server:
-        monkeypatch.setenv("LLM_JUDGE_TEST_KEY", "wrong-key")
-        settings = settings_for(server, api_key_env="LLM_JUDGE_TEST_KEY")
+        monkeypatch.setenv("LLM_JUDGE_TEST_API_KEY", "wrong-key")
+        settings = settings_for(server, api_key_env="LLM_JUDGE_TEST_API_KEY")
         with pytest.raises(RetrievalError) as caught:
             judge(items(5), settings, {}.update, cache=tmp_path / "c.sqlite")
         assert str(caught.value).startswith(f"The LLM server at {server.base_url} answered 401: check the key in "
-                                            "$LLM_JUDGE_TEST_KEY")
+                                            "$LLM_JUDGE_TEST_API_KEY")
         assert "wrong-key" not in str(caught.value)
         assert server.requests == 1
         with pytest.raises(RetrievalError, match="answered 401: it wants a key"):
             judge(items(5), settings_for(server), {}.update, cache=tmp_path / "c.sqlite")
-        monkeypatch.setenv("LLM_JUDGE_TEST_KEY", "right-key")
+        monkeypatch.setenv("LLM_JUDGE_TEST_API_KEY", "right-key")
         saved: dict = {}
         judge(items(5), settings, saved.update, cache=tmp_path / "c.sqlite")
         assert saved == expected(items(5))

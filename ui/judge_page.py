@@ -504,7 +504,8 @@ def llm_section(workbench, collection: str, set_name: str) -> None:
         base_url = st.text_input("Base URL", value=saved.base_url, placeholder="http://127.0.0.1:11434/v1")
         model = st.text_input("Model", value=saved.model, placeholder="qwen2.5:7b-instruct")
         key_env = st.text_input("Environment variable holding the key", value=saved.api_key_env,
-                                help="Its NAME, e.g. OPENAI_API_KEY; the key itself is never stored. Empty for a "
+                                help="Its NAME, ending in _API_KEY, e.g. OPENAI_API_KEY; the key itself is never "
+                                     "stored. Empty for a "
                                      "local server without a key.")
         concurrency = st.number_input("Requests at once", 1, 32, value=saved.concurrency)
         prompt = st.text_area("Prompt template", value=saved.prompt or UMBRELA_PROMPT, height=220,
