@@ -114,13 +114,14 @@ class SearchConfig:
     # Across languages (query script ≠ collection's), word-matching sources get weight 0 in the
     # fusion (`retrieval.language`).
     language_aware: bool = True
-    # Top-N 50 and λ 0.9: chosen by leave-one-set-out over the five evaluation sets among the
-    # (top-N, λ) that lower no set's nDCG@10 (docs/experiments/rerank.md); λ 0 (the reranker's
-    # order alone) lowered every set, by 0.007–0.141.
-    rerank_top_n: int = 50
+    # Top-N 20 and λ 0.6: chosen by leave-one-set-out over the five evaluation sets among the
+    # (top-N, λ) that lower no set's nDCG@10, with E5 on the backend it embeds with here (the int8
+    # export on a CPU; docs/experiments/rerank.md); λ 0 (the reranker's order alone) lowered every
+    # set, by 0.007–0.134.
+    rerank_top_n: int = 20
     # λ: final = λ·minmax(fused) + (1 − λ)·minmax(rerank) over the reranked top-N (`rerank.interpolate`);
     # 0 replaces the fused order by the reranker's.
-    rerank_lambda: float = 0.9
+    rerank_lambda: float = 0.6
     reranker: str = "e5"  # "e5" (offline default) or a CrossEncoder path / id
     # Parameters of the seed sources; a partial dict is completed from the defaults.
     keyword: dict[str, float] = field(default_factory=lambda: _defaults("keyword"))

@@ -244,12 +244,14 @@ class Workbench:
         return explain(self, collection, query, config, doc_id)
 
     # ---- rerank ----------------------------------------------------------------------------
-    def stored_vectors(self, collection: str, doc_ids: list[str], model: str) -> dict[str, np.ndarray]:
+    def stored_vectors(self, collection: str, doc_ids: list[str], model: str,
+                       backend: str | None = None) -> dict[str, np.ndarray]:
         """The vectors by `model` the collection stores for `doc_ids` (its own column, or its
-        cross-lingual one), by id; {} when it stores none by that model."""
+        cross-lingual one), by id; {} when it stores none by that model, or, with `backend`,
+        when they were not all computed on that encoder backend (the catalogue's record)."""
         info = self.info(collection)
         column = "vector" if info.model == model else XL_COLUMN if info.xl_model == model else None
-        if column is None or not doc_ids:
+        if column is None or not doc_ids or (backend is not None and info.encoder_backend != backend):
             return {}
         return self.store.vectors(collection, doc_ids, column)
 
@@ -259,7 +261,7 @@ class Workbench:
         head = [r.doc_id for r in result.eligible()[: result.config.rerank_top_n]]
         rows = result.candidates.rows(head)
         texts = {doc_id: embedding_text_of(rows[doc_id]) for doc_id in head if doc_id in rows}
-        reranker = self._reranker_for(result.candidates.collection, result.config.reranker, texts, head)
+        reranker = self.reranker_for(result.candidates.collection, result.config.reranker, texts, head)
         # Rerank what passed the score thresholds; the top-K cut applies to the reranked list.
         result.reranked = rerank(result.query, result.eligible(), texts, reranker, result.config.rerank_top_n,
                                  self.caches.rerank, result.config.rerank_lambda, self.caches.passage_vectors)
@@ -277,7 +279,7 @@ class Workbench:
         if missing:
             raise RetrievalError(f"No text for document(s) to rerank: {', '.join(missing[:10])}")
         texts = {doc_id: embedding_text_of(rows[doc_id]) for doc_id in doc_ids}
-        reranker = self._reranker_for(collection, reranker_name, texts, doc_ids)
+        reranker = self.reranker_for(collection, reranker_name, texts, doc_ids)
         return scores_of(query, texts, reranker, self.caches.rerank, self.caches.passage_vectors)
 
     def _check_reranker(self, name: str) -> None:
@@ -285,14 +287,14 @@ class Workbench:
         if self.model_check is not None:
             self.model_check("reranker", name)
 
-    def _reranker_for(self, collection: str, name: str, texts: dict[str, str], head: list[str]):
+    def reranker_for(self, collection: str, name: str, texts: dict[str, str], head: list[str]):
         """The reranker `name` (checked by `_check_reranker` first), with the passage embeddings
         the collection stores for `head` put in its cache when it re-scores with embeddings (E5)."""
         reranker = get_reranker(name)
         model = getattr(reranker, "passage_model", None)
         if model is not None:  # E5 re-scoring: the collection may store these passage embeddings
             seed_passages(self.caches.passage_vectors, reranker, texts, head,
-                          lambda ids: self.stored_vectors(collection, ids, model))
+                          lambda ids: self.stored_vectors(collection, ids, model, reranker.backend))
         return reranker
 
 

@@ -10,7 +10,7 @@ from corpora import ANIMALS
 
 from retrieval import limits
 from retrieval.config import SearchConfig
-from retrieval.embed import E5, MINILM, load_encoder
+from retrieval.embed import E5, MINILM, backend_for, load_encoder
 from retrieval.indexing.derive import embedding_text
 from retrieval.indexing.pipeline import add_documents
 from retrieval.indexing.plan import wants_cross_lingual
@@ -175,7 +175,7 @@ def test_e5_rerank_takes_stored_passage_vectors_instead_of_embedding(zoo, monkey
     # a rerun of the same head (a slider move, a new query) reads no vectors from the store again
     reads: list[list[str]] = []
     real_read = wb.stored_vectors
-    monkeypatch.setattr(wb, "stored_vectors", lambda c, ids, m: reads.append(list(ids)) or real_read(c, ids, m))
+    monkeypatch.setattr(wb, "stored_vectors", lambda c, ids, m, b: reads.append(list(ids)) or real_read(c, ids, m, b))
     wb.search("zoo", "animals awake at night", config)
     assert reads == [] and embedded == []
     # a collection without E5 vectors: the reranker embeds the passages itself
@@ -183,3 +183,8 @@ def test_e5_rerank_takes_stored_passage_vectors_instead_of_embedding(zoo, monkey
     plain.create("plain", parse_bytes(ANIMALS.encode(), "animals.csv"), cross_lingual=False)
     plain.search("plain", query, config)
     assert embedded == [4]
+    # vectors stored on another backend than the reranker's are not its own: it embeds the passages
+    assert zoo.info("zoo").encoder_backend == reranker.backend == backend_for(E5)
+    monkeypatch.setattr(reranker, "backend", "another backend")
+    Workbench(zoo.store).search("zoo", query, config)  # empty caches
+    assert embedded == [4, 4]

@@ -172,7 +172,7 @@ def test_rerank_grid_labels_and_fields():
     odd = SearchConfig(weights={"bm25": 0.45, "dense": 0.55})
     assert [v.label for v in with_rerank_grid(grid, odd, lambdas=(0.5,))[132:]] == [
         "weighted l2 arithmetic bm25=0.45 dense=0.55 · no rerank",
-        "rerank e5 top-50 λ=0.5 · weighted l2 arithmetic bm25=0.45 dense=0.55"]
+        "rerank e5 top-20 λ=0.5 · weighted l2 arithmetic bm25=0.45 dense=0.55"]  # the default top-N
     with pytest.raises(RetrievalError, match="at least one λ"):
         rerank_grid(base, lambdas=())
 

@@ -14,9 +14,9 @@ CARD_ID = re.compile(r'^<div class="wb-card"><b>#\d+</b> <span style="[^"]*">([^
 
 DEFAULTS = {
     "a.fusion": "weighted", "a.w_bm25": 0.4, "a.w_dense": 0.6, "a.rrf_k": 60, "a.normalization": "l2",
-    "a.language_aware": True, "a.rerank_lambda": 0.9,
+    "a.language_aware": True, "a.rerank_lambda": 0.6,
     "a.min_display": 0.0, "a.min_raw_bm25": 0.0, "a.min_raw_dense": 0.0, "a.top_k": 10, "a.depth": 100,
-    "a.rerank": False, "a.rerank_top_n": 50, "a.min_score": None, "a.bm25_backend": "auto",
+    "a.rerank": False, "a.rerank_top_n": 20, "a.min_score": None, "a.bm25_backend": "auto",
     "a.bm25_k1": 0.9, "a.bm25_b": 0.4, "a.reranker": "e5",
 }
 
