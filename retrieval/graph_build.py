@@ -94,7 +94,7 @@ def _build_once(store: Store, name: str, progress: Progress | None, batch_size: 
         "event_entities": _concat(links, schemas["event_entities"]),
         "event_times": _concat(times, schemas["event_times"]),
     }
-    return write_graph(store, name, version, tables)
+    return write_graph(store, name, version, tables, created=info.created)
 
 
 def _concat(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:

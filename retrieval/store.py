@@ -154,8 +154,28 @@ class Store:
             if not self._has_table(name):
                 self.info(name)  # raises the readable "no collection named …" error
             handle = self._handles[name] = self.db.open_table(name)
-            self._incarnations[name] = uuid.uuid4().hex
+            self._incarnations[name] = self._recorded_incarnation(name) or uuid.uuid4().hex
         return handle
+
+    def _incarnation_path(self, name: str) -> Path:
+        return self.lock_dir / f"{name}.incarnation"
+
+    def new_incarnation(self, name: str) -> None:
+        """A new id for collection `name`, which is being created (the caller holds its writer
+        lock), beside its lock: every process's `state_key` of the name changes with it, also
+        where LanceDB restarts the version numbers and reaches the same count again."""
+        path = self._incarnation_path(name)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        partial.write_text(uuid.uuid4().hex, encoding="ascii")
+        os.replace(partial, path)
+
+    def _recorded_incarnation(self, name: str) -> str | None:
+        """The id `new_incarnation` gave the name (None for a collection created before ids were
+        recorded: its handle gets a process-local id, as before)."""
+        try:
+            return self._incarnation_path(name).read_text(encoding="ascii") or None
+        except OSError:
+            return None
 
     def forget_handle(self, name: str) -> None:
         """Drop the kept handle (its table was dropped or restored): the next `table` opens anew."""
@@ -193,7 +213,11 @@ class Store:
         handle when it is opened. LanceDB restarts version numbers when a table is dropped and
         created again, so the version alone would let a deleted and re-ingested collection of
         the same name hit the old collection's caches; `delete` drops the handle, so a re-created
-        collection gets a new id."""
+        collection gets a new id, and a collection created again by another process has a new
+        recorded id (`new_incarnation`), read here (a few microseconds: a small local file)."""
+        recorded = self._recorded_incarnation(validate_collection_name(name))
+        if recorded is not None and name in self._handles and recorded != self._incarnations.get(name):
+            self.forget_handle(name)  # created again elsewhere since this process opened it
         table = self.table(name)
         return (self._incarnations[name], table.version)
 

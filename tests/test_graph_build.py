@@ -166,6 +166,31 @@ def test_a_failed_build_leaves_the_collection_as_before(tmp_path, monkeypatch, d
                                                         "graph:catalogue); it is tried again on the next search")
 
 
+def test_a_graph_built_for_a_collection_deleted_and_created_again_is_not_written(tmp_path, monkeypatch, documents):
+    """A build reads the collection at a version; if another process deletes it and creates it
+    again meanwhile, LanceDB's versions start over and can reach that number again: the graph of
+    the old documents must not be written into the new collection, and the retry builds the new."""
+    from retrieval.graph_build import _build_once
+    from retrieval.indexing.writer import GraphOutdated
+
+    monkeypatch.setattr(limits, "GRAPH_INLINE_MAX", 5)
+    store = Store(str(tmp_path))
+    create_collection(store, "big", ParsedCorpus(documents))
+    real_write = writer_module.write_graph
+
+    def recreate_then_write(store_, name, version, tables, created=None):
+        store.delete("big")
+        monkeypatch.setattr("retrieval.indexing.plan.now_iso", lambda: "2099-01-01T00:00:00+00:00")  # a later create
+        create_collection(store, "big", ParsedCorpus(documents[:-1]))
+        assert store.version("big") == version  # the same number again
+        return real_write(store_, name, version, tables, **({"created": created} if created else {}))
+
+    monkeypatch.setattr("retrieval.graph_build.write_graph", recreate_then_write)
+    with pytest.raises(GraphOutdated, match="created"):
+        _build_once(store, "big", None, 1000)
+    assert store.info("big").graph == "pending" and graph(store, "big") is None
+
+
 def test_the_first_search_builds_the_graph_in_the_background(tmp_path, monkeypatch, inline, documents):
     monkeypatch.setattr(limits, "GRAPH_INLINE_MAX", 5)
     store = Store(str(tmp_path))

@@ -214,3 +214,29 @@ def test_an_add_prepared_for_a_collection_deleted_and_created_again_writes_nothi
     with pytest.raises(RetrievalError, match=r"'race' was deleted and created again \(.*model.*\)"):
         write_documents(store, prepared, [more], 1, create=False)
     assert (store.version("race"), store.info("race")) == before and not store.documents("race", ["p9"])
+
+
+def test_a_collection_created_again_by_another_process_is_a_new_state_for_every_reader(tmp_path):
+    """LanceDB restarts a table's version numbers when it is dropped and created again, so another
+    process's delete and re-create can end at the version a reader's caches know; the id the
+    create records beside the lock changes every process's state key, and its searches read the
+    new collection."""
+    from retrieval.config import SearchConfig
+    from retrieval.workbench import Workbench
+
+    db = str(tmp_path / "db")
+    reader, writer = Workbench(Store(db)), Workbench(Store(db))  # two processes' stores and caches
+    bm25 = SearchConfig(weights={"bm25": 1.0, "dense": 0.0})
+    bm25_hits = lambda: [h.doc_id for h in reader.search("c", "goldfish", bm25).candidates.sources["bm25"].hits]  # noqa: E731
+    create_collection(writer.store, "c", parse_bytes(PETS_CSV.encode(), "pets.csv"))
+    before = reader.store.state_key("c")
+    assert bm25_hits() == ["p4"]
+    writer.store.delete("c")
+    tea = PETS_CSV.replace("p4,Goldfish,A goldfish needs a clean tank and a filter.",
+                           "p4,Tea,Green tea is steamed after picking.")
+    create_collection(writer.store, "c", parse_bytes(tea.encode(), "pets.csv"))
+    after = reader.store.state_key("c")
+    assert after[1] == before[1] and after[0] != before[0]  # the same version number, another collection
+    assert after == writer.store.state_key("c")  # one id for every process
+    assert bm25_hits() == []  # not the old collection's cached index
+    assert reader.store.documents("c", ["p4"])["p4"]["text"] == "Green tea is steamed after picking."
