@@ -367,16 +367,22 @@ BEIR_CACHE_FORMAT = 2
 
 def beir_collection_name(folder: Path, model: str | None) -> str:
     """A cache collection name for a BEIR folder: its name plus a hash of path, corpus content,
-    model and `BEIR_CACHE_FORMAT`.
+    model, the encoder backends its vectors would come from and `BEIR_CACHE_FORMAT`.
 
-    The hash changes when the corpus's bytes change or the model does, so a stale cache is never
-    reused; a copy of the same file (a new modification time) is still recognised.
+    The hash changes when the corpus's bytes change, the model does or its backend (a GPU, the
+    int8 export, $WORKBENCH_ENCODER_BACKEND), so a stale cache is never reused and a figure is
+    never of vectors another backend computed; a copy of the same file (a new modification time)
+    is still recognised.
     """
+    from .embed import BUILTIN_MODELS, backend_for
+
     content = hashlib.sha1()
     with (folder / "corpus.jsonl").open("rb") as corpus:
         for block in iter(lambda: corpus.read(1 << 20), b""):
             content.update(block)
-    key = f"{folder.resolve()}|{content.hexdigest()}|{model}|{BEIR_CACHE_FORMAT}"
+    # The named model, or either built-in (chosen by language), and E5 (cross-lingual vectors).
+    backends = ",".join(f"{m}={backend_for(m)}" for m in sorted({m for m in (model, *BUILTIN_MODELS) if m}))
+    key = f"{folder.resolve()}|{content.hexdigest()}|{model}|{BEIR_CACHE_FORMAT}|{backends}"
     digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     slug = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-")[:40] or "beir"
     return f"eval-{slug}-{digest}"

@@ -89,6 +89,21 @@ def test_cli_evaluate_prints_one_json_object_and_reuses_its_cache(small_beir, tm
     assert json.loads(second.stdout)["config"]["weights"] == {"bm25": 0.3, "dense": 0.7}
 
 
+def test_the_cache_collection_follows_the_encoder_backend(small_beir, monkeypatch):
+    """A cache ingested on one encoder backend is not reused on another (its vectors would be
+    another backend's than the queries'): the name holds the backends of the models it may use."""
+    from retrieval.embed import BACKEND_ENV
+    from retrieval.evaluate import beir_collection_name
+
+    monkeypatch.delenv(BACKEND_ENV, raising=False)
+    shipped = beir_collection_name(small_beir, None)
+    assert shipped == beir_collection_name(small_beir, None) and shipped.startswith("eval-xquad-small-")
+    monkeypatch.setenv(BACKEND_ENV, "torch")
+    assert beir_collection_name(small_beir, None) not in (shipped, beir_collection_name(small_beir, "all-MiniLM-L6-v2"))
+    monkeypatch.setenv(BACKEND_ENV, "onnx-int8")
+    assert beir_collection_name(small_beir, None) == shipped  # what a CPU runs when nothing is set
+
+
 def test_cli_search_json_has_meta_and_errors_are_readable(small_beir, tmp_path, run_cli):
     db = tmp_path / "db"
     assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
