@@ -27,7 +27,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import store_journal
-from .names import display_name, labels, table_name_for
+from .names import display_name, hashed, labels, table_name_for
 from .store_catalogue import Catalogue, CollectionInfo, CollectionStats, info_from_entry
 from .store_locks import WriterLock, counts_as_write, crash_point, lock_dir
 from .store_tables import (
@@ -298,6 +298,21 @@ class Store:
         if taken or (COLLECTION_NAME_RE.fullmatch(wanted) and self._has_table(wanted)):
             raise RetrievalError(f"Collection {wanted!r} already exists: add to it, or delete it first")
         return table_name_for(wanted, set(self.table_names())), wanted
+
+    @contextmanager
+    def claim_display_name(self, label: str) -> Iterator[None]:
+        """Held by a create from its start to its commit. Two creates of one display name get
+        different table names ('my-docs', then 'my-docs-2' once the first has a table), hence
+        different collection locks, and the first's catalogue entry is written last: without this
+        both could commit. The second is told at once rather than made to wait for the ingest."""
+        lock = self._lock("_display-" + hashed(label))
+        if not lock.try_acquire():
+            raise RetrievalError(f"A collection named {label!r} is being created by another writer right now: "
+                                 "wait for it to finish, or choose another name")
+        try:
+            yield
+        finally:
+            lock.__exit__(None, None, None)
 
     def check_new(self, info: CollectionInfo) -> None:
         """Under the writer lock, before a create: the table name and the display name are free

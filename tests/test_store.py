@@ -240,3 +240,21 @@ def test_a_collection_created_again_by_another_process_is_a_new_state_for_every_
     assert after == writer.store.state_key("c")  # one id for every process
     assert bm25_hits() == []  # not the old collection's cached index
     assert reader.store.documents("c", ["p4"])["p4"]["text"] == "Green tea is steamed after picking."
+
+
+def test_two_creates_of_one_display_name_cannot_both_commit(tmp_path):
+    """Two creates of "My Docs" get different table names once the first has written a table
+    ("my-docs", "my-docs-2"), so different collection locks; the display name is claimed from
+    start to commit, and the second is told at once (here: two stores, as two processes)."""
+    db = str(tmp_path / "db")
+    first, second = Store(db), Store(db)
+    pets = parse_bytes(PETS_CSV.encode(), "pets.csv")
+    busy = "'My Docs' is being created by another writer right now"
+    # the first create, between its first batch and its commit
+    with first.claim_display_name("My Docs"), pytest.raises(RetrievalError, match=busy):
+        create_collection(second, "My Docs", pets, cross_lingual=False)
+    assert second.collection_names() == []
+    create_collection(second, "My Docs", pets, cross_lingual=False)
+    with pytest.raises(RetrievalError, match="'My Docs' already exists"):
+        create_collection(first, "My Docs", pets, cross_lingual=False)
+    assert [i.label for i in first.list_collections()] == ["My Docs"]

@@ -16,7 +16,7 @@ holder of the lock, so the collection is exactly as before (`op` is "create" or 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -187,7 +187,7 @@ def open_write(store: Store, info: CollectionInfo, create: bool,
     to the entry's `encoder_backend` (`plan.vectors_backend`)."""
     name = validate_collection_name(info.name)
     try:
-        with store.writer_lock(name):
+        with store.claim_display_name(info.label) if create else nullcontext(), store.writer_lock(name):
             if create:
                 store.check_new(info)
                 store.new_incarnation(name)
