@@ -50,6 +50,23 @@ def table_versions(store: Store, names: Iterable[str]) -> dict[str, int | None]:
     return {t: (store.db.open_table(t).version if t in existing else None) for t in names}
 
 
+def write_durably(path: Path, text: str) -> None:
+    """`text` to `path` whole or not at all, and on disk before any table is touched: a temporary
+    file synced, renamed over `path` (atomic), then the folder synced. A power cut (not only a
+    kill) then leaves either no journal, and no table changed, or the whole journal."""
+    partial = path.with_suffix(".tmp")
+    with open(partial, "w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(partial, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
 @contextmanager
 def transaction(store: Store, name: str, op: str, tables: Iterable[str]) -> Iterator[None]:
     """Run a write of `op` to collection `name` touching `tables` (LanceDB table names) all or
@@ -57,9 +74,7 @@ def transaction(store: Store, name: str, op: str, tables: Iterable[str]) -> Iter
     journal = {"op": op, "pid": os.getpid(), "tables": table_versions(store, tables),
                "catalogue": store.catalogue.entry(name)}
     path = journal_path(store, name)
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps(journal), encoding="utf-8")
-    os.replace(partial, path)  # atomic: a journal is whole or absent
+    write_durably(path, json.dumps(journal))
     crash_point(f"{op}:journal")
     try:
         yield

@@ -258,3 +258,20 @@ def test_two_creates_of_one_display_name_cannot_both_commit(tmp_path):
     with pytest.raises(RetrievalError, match="'My Docs' already exists"):
         create_collection(first, "My Docs", pets, cross_lingual=False)
     assert [i.label for i in first.list_collections()] == ["My Docs"]
+
+
+def test_the_journal_is_on_disk_before_any_table_is_touched(tmp_path, monkeypatch):
+    """A power cut, not only a kill, must leave no journal (and no table changed) or the whole one:
+    the journal's file and its folder are synced before the write's first step."""
+    from retrieval import store_journal
+    from retrieval.judgments import JudgmentStore
+
+    store = Store(str(tmp_path / "db"))
+    create_collection(store, "pets", parse_bytes(PETS_CSV.encode(), "pets.csv"), cross_lingual=False)
+    events: list[str] = []
+    real_fsync, real_crash_point = store_journal.os.fsync, store_journal.crash_point
+    monkeypatch.setattr(store_journal.os, "fsync", lambda fd: events.append("fsync") or real_fsync(fd))
+    monkeypatch.setattr(store_journal, "crash_point", lambda step: events.append(step) or real_crash_point(step))
+    JudgmentStore(store).rate("pets", "default", "which pet hunts mice", "p2", 2)
+    assert events[:3] == ["fsync", "fsync", "ratings:journal"]
+    assert not list(store.lock_dir.glob("*.journal.json")) and not list(store.lock_dir.glob("*.tmp"))
