@@ -266,7 +266,7 @@ def rerank_table(study: Study, name: str, base: SearchConfig) -> tuple[dict, dic
     heads, cold, warm = {}, [], []
     # Rerank scores of earlier runs (query id, doc id) -> score, so a second run on another first
     # stage only scores the documents it adds.
-    saved_path = study.out / f"rerank-scores-{name}.json"
+    saved_path = study.out / f"rerank-scores-{name}-{reranker.backend}.json"  # one backend's scores
     saved = json.loads(saved_path.read_text(encoding="utf-8")) if saved_path.exists() else {}
     for i, qid in enumerate(qrels):
         result = wb.search(collection, queries[qid], config)

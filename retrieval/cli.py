@@ -691,7 +691,9 @@ def cmd_collections(args) -> int:
             print(f"v{v.version}\t{v.timestamp}\t{v.documents} documents\t{v.summary}")
     elif args.action == "index":
         workbench.build_vector_index(name)
-        _log(f"built an {limits.ANN_INDEX} vector index on {shown} (searches refine to exact similarities)")
+        extra = (" and, at this size, the id index and a compaction"
+                 if workbench.info(name).doc_count >= limits.SCALE_DOCS else "")
+        _log(f"built an {limits.ANN_INDEX} vector index on {shown}{extra} (searches refine to exact similarities)")
     elif args.action == "graph":
         started = time.perf_counter()
         with StageBars() as bars:

@@ -56,7 +56,7 @@ def build_graph(store: Store, name: str, progress: Progress | None = None,
 
 
 def _build_once(store: Store, name: str, progress: Progress | None, batch_size: int) -> CollectionInfo:
-    info = store.info(name)
+    info, incarnation = store.info(name), store.recorded_incarnation(name)
     table = store.db.open_table(name)
     version = table.version
     table.checkout(version)  # this handle reads one version, whatever is written meanwhile
@@ -94,7 +94,7 @@ def _build_once(store: Store, name: str, progress: Progress | None, batch_size: 
         "event_entities": _concat(links, schemas["event_entities"]),
         "event_times": _concat(times, schemas["event_times"]),
     }
-    return write_graph(store, name, version, tables, created=info.created)
+    return write_graph(store, name, version, tables, created=info.created, incarnation=incarnation)
 
 
 def _concat(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:

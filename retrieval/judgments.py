@@ -73,6 +73,7 @@ ADDED_COLUMNS = {"queries": {"need": "CAST('' AS STRING)", "guidelines": "CAST('
 UNNAMED = ""  # the rater of imported judgments and of ratings given without a name
 CANT_TELL = -99  # a rater's "can't tell", stored as a grade outside every scale; never counted
 MAX_NOTE_CHARS = 4000  # need and guidelines of one query
+STATE_WAIT_S = 10.0  # how long a snapshot waits for a write to the collection (`judged_state`)
 
 
 def validate_set_name(name: str) -> str:
@@ -179,14 +180,22 @@ class JudgmentStore:
         exclude = () if with_llm else tuple(r for r in self.raters(collection, set_name) if is_llm_rater(r))
         return consensus_qrels(self.ratings_of(collection, set_name), exclude_raters=exclude)
 
-    def judged_state(self, collection: str, set_name: str) -> tuple[dict[str, str], dict[str, dict[str, int]], int]:
+    def judged_state(self, collection: str, set_name: str, wait: float = STATE_WAIT_S
+                     ) -> tuple[dict[str, str], dict[str, dict[str, int]], int]:
         """The set's queries and judgments and the collection's table version, of one committed
         state: read under the collection's writer lock (a query-set write commits its queries
         before its judgments, and an add's batches before its end), so a snapshot never keeps a
-        half-written or rolled-back state. Waits for a write in progress."""
-        with self.store.writer_lock(collection):
+        half-written or rolled-back state. Waits up to `wait` seconds for a write in progress (a
+        rating: milliseconds), else says so: an ingest may hold the lock for an hour."""
+        lock = self.store.writer_lock(collection)
+        if not lock.try_acquire(timeout=wait):
+            raise RetrievalError(f"A write to {collection!r} is in progress (an ingest, a clear …): take the snapshot "
+                                 "when it has finished")
+        try:
             return (self.queries(collection, set_name), self.qrels(collection, set_name),
                     self.store.version(collection))
+        finally:
+            lock.__exit__(None, None, None)
 
     def query_id(self, collection: str, set_name: str, query_text: str) -> str | None:
         """The id of the query with exactly this text (surrounding spaces ignored), or None."""

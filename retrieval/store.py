@@ -74,6 +74,10 @@ __all__ = ["AUX_KINDS", "CATALOGUE_TABLE", "COLLECTION_NAME_RE", "GRAPH_KINDS", 
 BATCH_IDS = 500  # ids per `id IN (…)` filter
 
 
+class NameBeingCreated(RetrievalError):
+    """Another writer is creating a collection of this display name right now (`claim_display_name`)."""
+
+
 class Store:
     """Collections and their catalogue in one LanceDB database."""
 
@@ -154,7 +158,7 @@ class Store:
             if not self._has_table(name):
                 self.info(name)  # raises the readable "no collection named …" error
             handle = self._handles[name] = self.db.open_table(name)
-            self._incarnations[name] = self._recorded_incarnation(name) or uuid.uuid4().hex
+            self._incarnations[name] = self.recorded_incarnation(name) or uuid.uuid4().hex
         return handle
 
     def _incarnation_path(self, name: str) -> Path:
@@ -169,7 +173,7 @@ class Store:
         partial.write_text(uuid.uuid4().hex, encoding="ascii")
         os.replace(partial, path)
 
-    def _recorded_incarnation(self, name: str) -> str | None:
+    def recorded_incarnation(self, name: str) -> str | None:
         """The id `new_incarnation` gave the name (None for a collection created before ids were
         recorded: its handle gets a process-local id, as before)."""
         try:
@@ -214,8 +218,8 @@ class Store:
         created again, so the version alone would let a deleted and re-ingested collection of
         the same name hit the old collection's caches; `delete` drops the handle, so a re-created
         collection gets a new id, and a collection created again by another process has a new
-        recorded id (`new_incarnation`), read here (a few microseconds: a small local file)."""
-        recorded = self._recorded_incarnation(validate_collection_name(name))
+        recorded id (`new_incarnation`), read here (~25 µs: a small local file)."""
+        recorded = self.recorded_incarnation(validate_collection_name(name))
         if recorded is not None and name in self._handles and recorded != self._incarnations.get(name):
             self.forget_handle(name)  # created again elsewhere since this process opened it
         table = self.table(name)
@@ -307,8 +311,8 @@ class Store:
         both could commit. The second is told at once rather than made to wait for the ingest."""
         lock = self._lock("_display-" + hashed(label))
         if not lock.try_acquire():
-            raise RetrievalError(f"A collection named {label!r} is being created by another writer right now: "
-                                 "wait for it to finish, or choose another name")
+            raise NameBeingCreated(f"A collection named {label!r} is being created by another writer right now: "
+                                   "wait for it to finish, or choose another name")
         try:
             yield
         finally:

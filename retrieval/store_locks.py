@@ -5,7 +5,8 @@ A collection's lock is a re-entrant thread lock plus an OS file lock
 (`<db>/_workbench_locks/<name>.lock`, or for object storage a local folder per URI, `lock_dir`;
 flock: released by the OS when the holder dies, so a killed writer never leaves it taken). The
 catalogue and the saved configs have locks of their own, always taken after a collection's
-(docs/reliability.md).
+(docs/reliability.md); a create's claim on its display name is taken before it, but only ever
+tried (`try_acquire`, no waiting), so it cannot close a circle of waits.
 """
 
 from __future__ import annotations
@@ -82,12 +83,14 @@ class WriterLock:
                 raise
         self._depth += 1
 
-    def try_acquire(self) -> bool:
-        """Take the lock only if nobody holds it (no waiting); True when taken (then `__exit__`)."""
-        if not self._thread.acquire(blocking=False):
+    def try_acquire(self, timeout: float = 0) -> bool:
+        """Take the lock only if nobody holds it, waiting at most `timeout` seconds; True when
+        taken (then `__exit__`)."""
+        taken = self._thread.acquire(timeout=timeout) if timeout > 0 else self._thread.acquire(blocking=False)
+        if not taken:
             return False
         try:
-            self._enter(timeout=0)
+            self._enter(timeout=timeout)
         except Timeout:  # another process holds it
             self._thread.release()
             return False

@@ -63,23 +63,25 @@ def canonical_uri(uri: str) -> str:
     """One spelling per database, since the writer locks are found by it (`store_locks.lock_dir`):
     two spellings of one database would take two locks and could undo each other's commits.
     `file://` URLs become the local folder; an object-storage URL gets a lower-case scheme, no
-    repeated or trailing slash; a query or fragment is refused (options go in
+    repeated or trailing slash; a query is kept only where LanceDB reads one (`s3+ddb://…
+    ?ddbTableName=…`, the DynamoDB commit store), else refused with a fragment (options go in
     $WORKBENCH_STORAGE_OPTIONS)."""
-    from urllib.parse import unquote, urlsplit
+    from urllib.parse import urlsplit
+    from urllib.request import url2pathname
 
     if not is_remote(uri):
         return uri
     parts = urlsplit(uri)
-    if parts.query or parts.fragment:
+    scheme = parts.scheme.lower()
+    if parts.fragment or (parts.query and scheme != "s3+ddb"):
         raise RetrievalError(f"Database URL {uri!r} has a query or fragment: give object storage options in "
                              "$WORKBENCH_STORAGE_OPTIONS instead")
-    scheme = parts.scheme.lower()
     if scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise RetrievalError(f"Database URL {uri!r} names another host: give a local folder")
-        return unquote(parts.path) or "/"
+        return url2pathname(parts.path) or "/"  # also file:///C:/data/db on Windows
     path = re.sub(r"/{2,}", "/", parts.path).rstrip("/")
-    return f"{scheme}://{parts.netloc}{path}"
+    return f"{scheme}://{parts.netloc}{path}" + (f"?{parts.query}" if parts.query else "")
 
 
 def default_storage_options() -> dict[str, str] | None:

@@ -92,9 +92,11 @@ def test_cli_evaluate_prints_one_json_object_and_reuses_its_cache(small_beir, tm
 def test_the_cache_collection_follows_the_encoder_backend(small_beir, monkeypatch):
     """A cache ingested on one encoder backend is not reused on another (its vectors would be
     another backend's than the queries'): the name holds the backends of the models it may use."""
+    from retrieval import embed
     from retrieval.embed import BACKEND_ENV
     from retrieval.evaluate import beir_collection_name
 
+    monkeypatch.setattr(embed, "device", lambda: "cpu")  # the environment variable chooses on a CPU only
     monkeypatch.delenv(BACKEND_ENV, raising=False)
     shipped = beir_collection_name(small_beir, None)
     assert shipped == beir_collection_name(small_beir, None) and shipped.startswith("eval-xquad-small-")

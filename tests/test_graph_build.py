@@ -178,15 +178,14 @@ def test_a_graph_built_for_a_collection_deleted_and_created_again_is_not_written
     create_collection(store, "big", ParsedCorpus(documents))
     real_write = writer_module.write_graph
 
-    def recreate_then_write(store_, name, version, tables, created=None):
+    def recreate_then_write(store_, name, version, tables, created=None, incarnation=None):
         store.delete("big")
-        monkeypatch.setattr("retrieval.indexing.plan.now_iso", lambda: "2099-01-01T00:00:00+00:00")  # a later create
         create_collection(store, "big", ParsedCorpus(documents[:-1]))
         assert store.version("big") == version  # the same number again
-        return real_write(store_, name, version, tables, **({"created": created} if created else {}))
+        return real_write(store_, name, version, tables, created=created, incarnation=incarnation)
 
     monkeypatch.setattr("retrieval.graph_build.write_graph", recreate_then_write)
-    with pytest.raises(GraphOutdated, match="created"):
+    with pytest.raises(GraphOutdated, match="changed while its entity graph was built"):
         _build_once(store, "big", None, 1000)
     assert store.info("big").graph == "pending" and graph(store, "big") is None
 

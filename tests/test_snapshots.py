@@ -98,6 +98,21 @@ def test_a_snapshot_taken_during_a_write_keeps_the_state_after_it(workbench):
     snap = taken[0]
     assert (snap.table_version, snap.doc_count) == (store.version("animals"), 7)
     assert len(snap.per_query) == 4 and snap.judgments_key == judgments_key(judgments.qrels("animals", "default"))
+    # a write that holds the collection longer (an ingest) is not waited for: the snapshot says so
+    refused: list = []
+
+    def snapshot_with_short_wait():
+        try:
+            judgments.judged_state("animals", "default", wait=0.2)
+        except RetrievalError as exc:
+            refused.append(str(exc))
+
+    with store.writer_lock("animals"):
+        other = threading.Thread(target=snapshot_with_short_wait)
+        other.start()
+        other.join(30)
+    assert refused == ["A write to 'animals' is in progress (an ingest, a clear …): take the snapshot when it has "
+                       "finished"]
 
 
 def test_judged_at_ten_by_hand():

@@ -193,6 +193,8 @@ def test_every_spelling_of_a_database_takes_the_same_locks(tmp_path, monkeypatch
     from retrieval.store_locks import lock_dir
 
     assert lock_dir(canonical_uri("s3://bucket//workbench/db/")) == lock_dir(canonical_uri("s3://bucket/workbench/db"))
+    assert canonical_uri("S3+DDB://bucket/db/?ddbTableName=commits") == "s3+ddb://bucket/db?ddbTableName=commits"
+    assert canonical_uri("s3://bucket/") == canonical_uri("s3://bucket") == "s3://bucket"
     for bad, message in [("s3://bucket/db?region=x", "query or fragment"), ("file://elsewhere/db", "another host")]:
         with pytest.raises(RetrievalError, match=message):
             Store(bad)

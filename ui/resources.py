@@ -50,11 +50,15 @@ def workbench() -> Workbench:
 
 
 def needs_sample(workbench: Workbench) -> bool:
-    """True on a first run: no collection yet apart from evaluation caches, or only the bundled
-    collections a first run stopped (killed, failed) before the sample, which it creates last."""
-    names = [info.name for info in workbench.collections()]
-    return SAMPLE_COLLECTION not in names and all(
-        is_eval_cache(n) or n in (CATALOGUE_COLLECTION, GRAPH_COLLECTION) for n in names)
+    """True on a first run: no collection yet apart from evaluation caches, or a first run that
+    was stopped half-way (its marker beside the locks is still there), which this one resumes."""
+    return _seeding_marker(workbench).exists() or all(is_eval_cache(info.name) for info in workbench.collections())
+
+
+def _seeding_marker(workbench: Workbench) -> Path:
+    """Present from the start of a first run's seeding to its end: a killed or failed first run
+    leaves it, so the next start creates what is missing (and only then)."""
+    return workbench.store.lock_dir / "first-run.seeding"
 
 
 def default_collection(names: list[str]) -> str:
@@ -70,16 +74,16 @@ def ingest_sample(workbench: Workbench, progress: Progress | None = None) -> boo
     data-source catalogue and the Three Kingdoms history. True when the sample was created."""
     if not needs_sample(workbench):
         return False
-    # The sample last: until it exists the next start resumes here (`needs_sample`); each step
-    # creates only what is missing.
-    ingest_catalogue(workbench, progress)
-    ingest_three_kingdoms(workbench, progress)
+    marker = _seeding_marker(workbench)
+    marker.write_text("a first run is creating the bundled collections\n", encoding="utf-8")
     corpus = _create_missing(workbench, SAMPLE_COLLECTION, sample_dir(), progress,
                              lambda c: "XQuAD sample (60 English + 60 Chinese paragraphs)")
-    if corpus is None:
-        return False
-    store_sample_queries(workbench, corpus)
-    return True
+    if corpus is not None:
+        store_sample_queries(workbench, corpus)
+    ingest_catalogue(workbench, progress)
+    ingest_three_kingdoms(workbench, progress)
+    marker.unlink(missing_ok=True)  # every step done: a collection deleted later is not brought back
+    return corpus is not None
 
 
 def ingest_catalogue(workbench: Workbench, progress: Progress | None = None) -> bool:
@@ -99,8 +103,10 @@ def ingest_three_kingdoms(workbench: Workbench, progress: Progress | None = None
 
 def _create_missing(workbench: Workbench, name: str, path: Path, progress: Progress | None, description):
     """Parse `path` and create collection `name` from it unless it exists; the parsed corpus, or
-    None when nothing was created. Safe when two sessions race: the loser finds it exists."""
+    None when nothing was created. Safe when two sessions race: the loser finds it exists, or
+    being created by the other."""
     from retrieval.ingest import parse_path
+    from retrieval.store import NameBeingCreated
     from retrieval.types import RetrievalError
 
     if workbench.exists(name):
@@ -108,6 +114,8 @@ def _create_missing(workbench: Workbench, name: str, path: Path, progress: Progr
     corpus = parse_path(path)
     try:
         workbench.create(name, corpus, description=description(corpus), progress=progress)
+    except NameBeingCreated:
+        return None
     except RetrievalError:
         if workbench.exists(name):
             return None

@@ -216,19 +216,20 @@ def write_batches(store: Store, info: CollectionInfo, create: bool, batches: Ite
 
 @counts_as_write
 def write_graph(store: Store, name: str, version: int, tables: dict[str, pa.Table],
-                created: str | None = None) -> CollectionInfo:
+                created: str | None = None, incarnation: str | None = None) -> CollectionInfo:
     """Replace the collection's entity graph tables with `tables` (built from its documents at
     table version `version`, `graph_build.build_graph`) and mark them current, in one
     transaction (op "graph": a failure or a kill leaves the tables and the catalogue entry as
     before). The collection's table gets an empty commit (a delete of no rows), so its state
     key changes and every cache of it, in any process, re-reads it with its graph. A
     `GraphOutdated` error, and nothing written, when the collection changed since `version`, or
-    is another one since (`created` differs: deleted and created again, where LanceDB's version
-    numbers start again and may reach `version`)."""
+    is another one since (`created` or the recorded `incarnation` differs: deleted and created
+    again, where LanceDB's version numbers start again and may reach `version`)."""
     with store.writer_lock(name):
         info = store.info(name)
         table = store.db.open_table(name)
-        if table.version != version or (created is not None and info.created != created):
+        if (table.version != version or (created is not None and info.created != created)
+                or (incarnation is not None and store.recorded_incarnation(name) != incarnation)):
             raise GraphOutdated(f"{name!r} changed while its entity graph was built (version {version} → "
                                 f"{table.version}, created {created} → {info.created})")
         with store.transaction(name, "graph", [name, *graph_table_names(name)]):

@@ -96,27 +96,43 @@ def test_first_run_also_ingests_the_catalogue(tmp_path):
     assert resources.ingest_catalogue(workbench) is False  # already there: nothing written
 
 
-def test_a_first_run_stopped_before_the_sample_resumes_at_the_next_start(tmp_path, monkeypatch):
-    """The first run creates the bundled collections, the sample last: a run stopped after the
-    catalogue is still a first run, and the next one creates only what is missing; once the sample
-    exists, a bundled collection the user deleted is not brought back."""
+def test_a_first_run_stopped_half_way_resumes_and_a_finished_one_never_seeds_again(tmp_path, monkeypatch):
+    """A first run's seeding leaves a marker until its last step: a run killed half-way is resumed
+    at the next start (only what is missing is created); once finished, a bundled collection the
+    user deletes is not brought back; a session that finds a bundled collection being created by
+    another session leaves it to that one (no error)."""
+    from retrieval.ingest import parse_bytes
     from ui import resources
 
     workbench = Workbench(Store(str(tmp_path / "db")))
-    assert resources.needs_sample(workbench)
-    assert resources.ingest_catalogue(workbench) is True  # then the run was stopped
-    assert resources.needs_sample(workbench)
     made: list[str] = []
 
-    def create_missing(wb, name, path, progress, description):
+    def create_missing(wb, name, path, progress, description):  # a tiny real collection per step
         if wb.store.exists(name):
             return None
         made.append(name)
-        return parse_path(RECORDS) if name != resources.SAMPLE_COLLECTION else None
+        corpus = parse_bytes(b"id,text\na,apples and pears\nb,green tea\n", "tiny.csv")
+        wb.create(name, corpus, cross_lingual=False)
+        return corpus
+
+    def killed(wb, progress=None):
+        raise RuntimeError("killed")
 
     monkeypatch.setattr(resources, "_create_missing", create_missing)
-    resources.ingest_sample(workbench)
-    assert made == [resources.GRAPH_COLLECTION, resources.SAMPLE_COLLECTION]
-    workbench.create(resources.SAMPLE_COLLECTION, parse_path(RECORDS))  # the sample is there
-    workbench.store.delete(resources.CATALOGUE_COLLECTION)  # and the user deleted the catalogue
-    assert not resources.needs_sample(workbench)
+    monkeypatch.setattr(resources, "store_sample_queries", lambda wb, corpus: None)
+    assert resources.needs_sample(workbench)
+    with monkeypatch.context() as patch:
+        patch.setattr(resources, "ingest_three_kingdoms", killed)
+        with pytest.raises(RuntimeError, match="killed"):
+            resources.ingest_sample(workbench)
+    assert made == [resources.SAMPLE_COLLECTION, resources.CATALOGUE_COLLECTION]
+    assert resources.needs_sample(workbench)  # the marker is still there
+    assert resources.ingest_sample(workbench) is False  # resumed; the sample was there already
+    assert made[2:] == [resources.GRAPH_COLLECTION] and not resources.needs_sample(workbench)
+    workbench.store.delete(resources.SAMPLE_COLLECTION)
+    assert not resources.needs_sample(workbench)  # deleted by the user: not brought back
+    monkeypatch.undo()
+    workbench.store.delete(resources.CATALOGUE_COLLECTION)
+    with Store(str(tmp_path / "db")).claim_display_name(resources.CATALOGUE_COLLECTION):  # another session
+        assert resources.ingest_catalogue(workbench) is False
+    assert not workbench.store.exists(resources.CATALOGUE_COLLECTION)
