@@ -60,7 +60,7 @@ from .store_tables import (
     validate_collection_name,
     vector_matrix,
 )
-from .types import Document, RetrievalError
+from .types import Document, NameBeingCreated, RetrievalError
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 log = logging.getLogger(__name__)
@@ -72,10 +72,6 @@ __all__ = ["AUX_KINDS", "CATALOGUE_TABLE", "COLLECTION_NAME_RE", "GRAPH_KINDS", 
            "sql_string", "stored_documents", "validate_collection_name", "vector_matrix"]
 
 BATCH_IDS = 500  # ids per `id IN (…)` filter
-
-
-class NameBeingCreated(RetrievalError):
-    """Another writer is creating a collection of this display name right now (`claim_display_name`)."""
 
 
 class Store:

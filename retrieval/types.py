@@ -15,6 +15,11 @@ class RetrievalError(Exception):
     """A problem the user can fix (bad input, unknown collection, …); the message says what."""
 
 
+class NameBeingCreated(RetrievalError):
+    """Another writer is creating a collection of this display name right now
+    (`Store.claim_display_name`)."""
+
+
 class IngestError(RetrievalError):
     """Input rejected before anything was written; `problems` lists each offending row or field."""
 

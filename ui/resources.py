@@ -106,8 +106,7 @@ def _create_missing(workbench: Workbench, name: str, path: Path, progress: Progr
     None when nothing was created. Safe when two sessions race: the loser finds it exists, or
     being created by the other."""
     from retrieval.ingest import parse_path
-    from retrieval.store import NameBeingCreated
-    from retrieval.types import RetrievalError
+    from retrieval.types import NameBeingCreated, RetrievalError
 
     if workbench.exists(name):
         return None
