@@ -497,6 +497,10 @@ def tables(result: dict) -> str:
             lines.append(f"(the ingest took its passage vectors from {ing['vectors']}, computed by the same "
                          f"model and backend, {ing['vectors_checked']:,} of them checked against the model: "
                          "its docs/s leave out embedding; the encoder row is the model's own speed)")
+            if ing.get("vectors_waited_s"):
+                lines.append(f"(the ingest ran beside the precompute still making shards and waited "
+                             f"{ing['vectors_waited_s']:,.0f} s for them: its wall time and docs/s are not a speed "
+                             "figure; its peak RSS is its own process's)")
         if ing.get("reused"):
             lines.append("(the project's ingest and encoder figures are from the ingest that built the "
                          f"collection: {ing['reused']})")
@@ -530,6 +534,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vectors", type=Path, default=None,
                         help="passage vectors of the corpus from benchmarks/precompute_vectors.py (the same model "
                              "and backend): the ingest takes them instead of embedding again")
+    parser.add_argument("--vectors-wait", type=float, default=0.0, metavar="SECONDS",
+                        help="wait up to this long for each shard of --vectors not written yet (an ingest beside a "
+                             "precompute still running; its times then include the waits, not its peak RSS)")
     parser.add_argument("--ingest-only", action="store_true",
                         help="build (or reuse) the corpus and its collection, then stop (time the systems later)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
@@ -553,7 +560,7 @@ def main(argv: list[str] | None = None) -> None:
     reused = figures_path.is_file() and db.is_dir() and not args.rebuild
     sample = args.encoder_sample or 10**12  # bench_scale's child caps it at the corpus
     ingest = bench_scale.ensure_ingest(folder, db, args.encoder, sample, args.rebuild, log, args.stream,
-                                       args.vectors)
+                                       args.vectors, args.vectors_wait)
     if reused:
         written = time.strftime("%Y-%m-%d %H:%M", time.gmtime(figures_path.stat().st_mtime))
         ingest["reused"] = f"{figures_path.name}, written {written} UTC"

@@ -221,9 +221,14 @@ class PrecomputedPassages:
     vectors without the CPU-hours of computing them again. Each call's first text is encoded
     again by the model and must give its stored vector to 1e-6 (a shard out of step, or of
     another model or backend, stops the ingest); queries, truncation counts and everything else
-    are the model's. The model stays loaded, so an ingest's peak RSS includes it."""
+    are the model's. The model stays loaded, so an ingest's peak RSS includes it. With `wait_s`, a
+    shard not written yet is waited for (up to `wait_s` seconds each, polled): an ingest can then run
+    beside the precompute that is still making the last shards (its times include the waits,
+    `waited_s`; the precompute renames a shard into place only once it is whole)."""
 
-    def __init__(self, encoder, folder: Path, corpus: Path):
+    POLL_S = 5.0
+
+    def __init__(self, encoder, folder: Path, corpus: Path, wait_s: float = 0.0):
         manifest = json.loads((folder / "manifest.json").read_text())
         if (manifest["model"], manifest["backend"]) != (encoder.spec.name, encoder.backend):
             raise SystemExit(f"{folder} holds {manifest['model']} on {manifest['backend']}, "
@@ -233,6 +238,7 @@ class PrecomputedPassages:
         self.encoder, self.folder, self.shard = encoder, folder, manifest["shard"]
         self.position = 0  # corpus position of the next passage
         self.checked = 0
+        self.wait_s, self.waited_s = wait_s, 0.0
         self._held: tuple[int, np.ndarray | None] = (-1, None)
 
     def __getattr__(self, name: str):
@@ -265,6 +271,10 @@ class PrecomputedPassages:
     def _shard(self, index: int) -> np.ndarray:
         if self._held[0] != index:
             path = self.folder / f"shard-{index:05d}.npy"
+            started = time.perf_counter()
+            while not path.is_file() and time.perf_counter() - started < self.wait_s:
+                time.sleep(min(self.POLL_S, self.wait_s))
+            self.waited_s += time.perf_counter() - started
             if not path.is_file():
                 raise SystemExit(f"{path} is missing: run benchmarks/precompute_vectors.py to the end")
             self._held = (index, np.load(path))  # read whole: one shard in memory, not a mapped file
@@ -272,10 +282,11 @@ class PrecomputedPassages:
 
 
 def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream: bool = False,
-                 vectors: Path | None = None) -> dict:
+                 vectors: Path | None = None, vectors_wait_s: float = 0.0) -> dict:
     """Parse, time the encoder alone, then ingest through `Workbench.create` (or, with `stream`,
     `Workbench.ingest_stream`: the CLI's path, one batch in memory); figures as a dict. With
-    `vectors`, the ingest takes the passage vectors from those shards (`PrecomputedPassages`)."""
+    `vectors`, the ingest takes the passage vectors from those shards (`PrecomputedPassages`, waiting
+    up to `vectors_wait_s` for each shard not written yet)."""
     from retrieval import embed
     from retrieval.embed import load_encoder
     from retrieval.indexing.derive import embedding_text
@@ -313,7 +324,8 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
 
     precomputed = None
     if vectors is not None:  # every later load_encoder(encoder_name) gets it
-        precomputed = embed._encoders[encoder_name] = PrecomputedPassages(encoder, vectors, folder)
+        precomputed = embed._encoders[encoder_name] = PrecomputedPassages(encoder, vectors, folder,
+                                                                                        vectors_wait_s)
     shutil.rmtree(db, ignore_errors=True)
     wb = Workbench(Store(str(db)))
     wall, cpu = time.perf_counter(), time.process_time()
@@ -334,7 +346,8 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
         "encoder_backend": encoder.backend,
     }
     if precomputed is not None:
-        figures.update(vectors=str(vectors), vectors_checked=precomputed.checked, vectors_used=precomputed.position)
+        figures.update(vectors=str(vectors), vectors_checked=precomputed.checked, vectors_used=precomputed.position,
+                       vectors_waited_s=precomputed.waited_s)
     if stream:  # per-batch stages interleave: only reading (none when the named model settles everything) and the rest
         read_end = stages.get("reading end", wall)
         figures["stages_s"] = {"reading": read_end - stages.get("reading start", wall),
@@ -349,14 +362,14 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
 
 
 def ensure_ingest(folder: Path, db: Path, encoder: str, sample: int, rebuild: bool, log, stream: bool = False,
-                  vectors: Path | None = None) -> dict:
+                  vectors: Path | None = None, vectors_wait_s: float = 0.0) -> dict:
     figures_path = db.with_name(db.name + ".ingest.json")
     if not rebuild and figures_path.is_file() and db.is_dir():
         log(f"reusing {db} (ingested before: {figures_path.name}; --rebuild to redo)")
         return json.loads(figures_path.read_text())
     log(f"ingesting {folder.name} into {db} with {encoder} (child process) …")
     out = subprocess.run([sys.executable, __file__, "--ingest-child", str(folder), str(db), encoder, str(sample),
-                          "stream" if stream else "create", str(vectors or "")],
+                          "stream" if stream else "create", str(vectors or ""), str(vectors_wait_s)],
                          stdout=subprocess.PIPE, check=True, text=True)
     figures = json.loads(out.stdout.strip().splitlines()[-1])
     figures["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -544,9 +557,9 @@ def table(result: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--ingest-child":
-        folder, db, encoder, sample, stream, vectors = argv[1:7]
+        folder, db, encoder, sample, stream, vectors, vectors_wait_s = argv[1:8]
         print(json.dumps(ingest_child(Path(folder), Path(db), encoder, int(sample), stream == "stream",
-                                      Path(vectors) if vectors else None)))
+                                      Path(vectors) if vectors else None, float(vectors_wait_s))))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, required=True, help="documents in the collection")

@@ -78,10 +78,11 @@ def test_recall_and_exact_top():
     assert bench.recall_at([], []) == 1.0
 
 
-def test_precomputed_vectors_are_the_ingests_own_and_a_shard_out_of_step_stops_it(tmp_path):
+def test_precomputed_vectors_are_the_ingests_own_and_a_shard_out_of_step_stops_it(tmp_path, monkeypatch):
     """precompute_vectors.py's shards, read back by `PrecomputedPassages` in corpus order across
     shard ends, are what the model gives each text; a shard out of step, another corpus, or a
-    passage past the last vector stops the ingest."""
+    passage past the last vector stops the ingest; a shard not written yet is waited for only
+    when asked."""
     import pytest
 
     from retrieval import embed
@@ -123,6 +124,29 @@ def test_precomputed_vectors_are_the_ingests_own_and_a_shard_out_of_step_stops_i
 
     np.save(out / "shard-00000.npy", first)
     np.save(out / "shard-00001.npy", second)
+
+    # A shard not written yet stops the ingest, or, with a wait, is read once it is renamed into
+    # place (as the precompute does) by a run still going.
+    import os
+    import threading
+
+    last = np.load(out / "shard-00002.npy")
+    (out / "shard-00002.npy").unlink()
+    with pytest.raises(SystemExit, match=r"shard-00002\.npy is missing"):
+        bench.PrecomputedPassages(encoder, out, corpus).encode_passages(texts)
+
+    def write_last() -> None:
+        np.save(out / "shard-00002.partial.npy", last)
+        os.replace(out / "shard-00002.partial.npy", out / "shard-00002.npy")
+
+    monkeypatch.setattr(bench.PrecomputedPassages, "POLL_S", 0.05)
+    later = threading.Timer(0.3, write_last)
+    later.start()
+    passages = bench.PrecomputedPassages(encoder, out, corpus, wait_s=30)
+    got = passages.encode_passages(texts)
+    later.join()
+    assert np.abs(got - expected).max() <= 1e-6 and 0.25 <= passages.waited_s < 30
+
     manifest = json.loads((out / "manifest.json").read_text())
     (out / "manifest.json").write_text(json.dumps({**manifest, "onnx_format": onnx_backend.FORMAT - 1}))
     precompute.main([str(corpus), "--shard", "2", "--out", str(out)])
