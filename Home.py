@@ -10,7 +10,7 @@ state.write_url("home")
 st.title("🔎 Search relevance workbench")
 st.markdown(
     "Search a collection with **BM25**, **vector**, a field-weighted **keyword** scorer and an **entity graph**, "
-    "fused by RRF or a weighted sum.  \n"
+    "fused by RRF, a weighted sum or DBSF.  \n"
     "Every score is explained: per source its rank, raw score, normalised score and contribution.  \n"
     "Move a slider and see the ranking change at once; rate results, evaluate them on judgments, sweep fusion "
     "variants and A/B-test configs."

@@ -3,9 +3,10 @@ prints a table. Run: .venv/bin/python benchmarks/bench_serve.py [BEIR_DIR] [--qu
 
 Collections: the bundled sample (`sample_data/xquad` as `sample-xquad`, created when missing)
 and a BEIR folder (default ../shared/eval/nfcorpus, ingested once into its `eval-…` cache
-collection, as `evaluate` does). Both are served with the default SearchConfig (RRF k = 60 over
-BM25 + dense, depth 100) by one server in a subprocess; one client (the SDK's streamable HTTP
-client, one session) calls `retrieve_knowledge(query, top_k=10)` for each of N queries, twice:
+collection, as `evaluate` does). Both are served with the default SearchConfig (BM25 + dense,
+depth 100, fused as `SearchConfig()` says: weighted sum, l2, 0.4 / 0.6 since default-config.md)
+by one server in a subprocess; one client (the SDK's streamable HTTP client, one session) calls
+`retrieve_knowledge(query, top_k=10)` for each of N queries, twice:
 
 - first time: the query's candidates are not cached yet (models are loaded and sources built by the
   server's warm-up, as in service);
@@ -36,6 +37,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from retrieval.config import SearchConfig  # noqa: E402
 from retrieval.evaluate import ensure_beir_collection  # noqa: E402
+from retrieval.fusion_methods import method_of  # noqa: E402
 from retrieval.ingest import parse_path  # noqa: E402
 from retrieval.store import Store  # noqa: E402
 from retrieval.workbench import Workbench  # noqa: E402
@@ -152,7 +154,8 @@ def main() -> None:
 
     docs = {name: workbench.info(name).doc_count for name, _ in plan}
     print(f"retrieve_knowledge(top_k={TOP_K}) over MCP streamable HTTP (one client, sequential calls), default "
-          "config (RRF k=60, bm25 + dense, depth 100)")
+          f"config (bm25 + dense, depth 100, {method_of(SearchConfig()).title(SearchConfig())} "
+          f"{SearchConfig().weights})")
     print(f"{'collection':<26} {'docs':>5} {'queries':>7}  {'path':<40} {'p50':>9} {'p95':>9}")
     for name, queries in plan:
         for label, times in (("MCP HTTP", over_http), ("Workbench.search in-process", in_process)):

@@ -121,7 +121,7 @@ def part_cross(study: Study) -> None:
     rows = []
     for name in CROSS_SETS:
         for model in (None, E5):
-            for label, overrides in (("BM25 0.5 (not language-aware)", {"language_aware": False}),
+            for label, overrides in (("BM25 0.4 (not language-aware)", {"language_aware": False}),
                                      ("language-aware", {"language_aware": True})):
                 log(f"cross: {name} {model} {label}")
                 figures = study.evaluate(name, SearchConfig.from_dict(overrides), model)

@@ -2,8 +2,9 @@
 `python -m retrieval {ingest,search,evaluate,sweep,optimize,collections,snapshot,queryset,judge,serve,prepare} …`
 (`judge`: cli_judge.py).
 
-Results and JSON go to stdout; progress and messages go to stderr. Every command takes the
-fusion config as options (or a saved config with `--config FILE.json` or `--config NAME`).
+Results and JSON go to stdout; progress and messages go to stderr. search, evaluate, sweep,
+optimize and snapshot take the fusion config as options (or a saved config with `--config
+FILE.json` or `--config NAME`); serve takes `--config` per collection.
 """
 
 from __future__ import annotations

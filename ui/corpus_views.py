@@ -101,7 +101,7 @@ def upload_form(workbench: Workbench) -> None:
     max_chars = c2.number_input(
         "Markdown chunk size (characters)", min_value=100, max_value=20000, value=1500, step=100,
         key="corpus.md_chars",
-        help="Markdown is split at ## headings, then into chunks of at most this many characters: smaller "
+        help="Markdown is split at # and ## headings, then into chunks of at most this many characters: smaller "
              "chunks give sharper scores but less context per result.")
     if not files:
         ingested()
