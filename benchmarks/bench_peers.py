@@ -7,6 +7,7 @@ object.
     nice -n 19 .venv/bin/python benchmarks/bench_peers.py [BEIR_DIR] [--docs N] [--encoder NAME] [--json]
     nice -n 19 .venv/bin/python benchmarks/bench_peers.py --docs 1000000 --stream \
         --vectors data/scale/vectors-corpus-1000000-all-MiniLM-L6-v2-onnx-int8   # the real MiniLM at 1M
+        [--vectors-wait 3600]   # started beside precompute_vectors.py: wait for each shard not made yet
 
 bm25s is in requirements.txt (its numba backend uses the numba ranx already brings); without it
 the bm25s row is skipped and says so.
@@ -536,7 +537,7 @@ def main(argv: list[str] | None = None) -> None:
                              "and backend): the ingest takes them instead of embedding again")
     parser.add_argument("--vectors-wait", type=float, default=0.0, metavar="SECONDS",
                         help="wait up to this long for each shard of --vectors not written yet (an ingest beside a "
-                             "precompute still running; its times then include the waits, not its peak RSS)")
+                             "precompute still running: its times then include the waits, its peak RSS does not)")
     parser.add_argument("--ingest-only", action="store_true",
                         help="build (or reuse) the corpus and its collection, then stop (time the systems later)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")

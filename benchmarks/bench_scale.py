@@ -324,8 +324,8 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
 
     precomputed = None
     if vectors is not None:  # every later load_encoder(encoder_name) gets it
-        precomputed = embed._encoders[encoder_name] = PrecomputedPassages(encoder, vectors, folder,
-                                                                                        vectors_wait_s)
+        precomputed = PrecomputedPassages(encoder, vectors, folder, vectors_wait_s)
+        embed._encoders[encoder_name] = precomputed
     shutil.rmtree(db, ignore_errors=True)
     wb = Workbench(Store(str(db)))
     wall, cpu = time.perf_counter(), time.process_time()
