@@ -271,10 +271,11 @@ class PrecomputedPassages:
     def _shard(self, index: int) -> np.ndarray:
         if self._held[0] != index:
             path = self.folder / f"shard-{index:05d}.npy"
-            started = time.perf_counter()
-            while not path.is_file() and time.perf_counter() - started < self.wait_s:
-                time.sleep(min(self.POLL_S, self.wait_s))
-            self.waited_s += time.perf_counter() - started
+            if self.wait_s and not path.is_file():  # only a real wait counts (the table says so)
+                started = time.perf_counter()
+                while not path.is_file() and time.perf_counter() - started < self.wait_s:
+                    time.sleep(min(self.POLL_S, self.wait_s))
+                self.waited_s += time.perf_counter() - started
             if not path.is_file():
                 raise SystemExit(f"{path} is missing: run benchmarks/precompute_vectors.py to the end")
             self._held = (index, np.load(path))  # read whole: one shard in memory, not a mapped file

@@ -153,9 +153,9 @@ def main() -> None:
     in_process = time_in_process(workbench, plan)
 
     docs = {name: workbench.info(name).doc_count for name, _ in plan}
+    default = SearchConfig()
     print(f"retrieve_knowledge(top_k={TOP_K}) over MCP streamable HTTP (one client, sequential calls), default "
-          f"config (bm25 + dense, depth 100, {method_of(SearchConfig()).title(SearchConfig())} "
-          f"{SearchConfig().weights})")
+          f"config (bm25 + dense, depth 100, {method_of(default).title(default)} {default.weights})")
     print(f"{'collection':<26} {'docs':>5} {'queries':>7}  {'path':<40} {'p50':>9} {'p95':>9}")
     for name, queries in plan:
         for label, times in (("MCP HTTP", over_http), ("Workbench.search in-process", in_process)):
