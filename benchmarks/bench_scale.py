@@ -17,8 +17,8 @@ The corpus (deterministic, seed --seed, cached as a BEIR folder data/scale/corpu
   rarely does, so the source document is the one to find.
 
 Ingest: `Workbench.create` (the Corpus page's call: tokenise → embed → entities → one write →
-native BM25 index; ≥ limits.SCALE_DOCS documents also an IVF_SQ vector index, IVF_PQ before
-2026-11-23's session 6, and a compaction) into a dedicated
+native BM25 index; ≥ limits.SCALE_DOCS documents also an IVF_RQ vector index (IVF_SQ before
+2026-11-27's session 18, IVF_PQ before 2026-11-23's session 6) and a compaction) into a dedicated
 database data/scale/db-N[-encoder], in a child process whose peak RSS (ru_maxrss) is the
 `peak_rss_mb`. The same child first times the encoder alone on the first --encoder-sample texts
 (all texts when N is smaller). The ingest's figures are kept beside the database and reused

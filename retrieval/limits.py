@@ -62,17 +62,31 @@ MAX_UPLOAD_MB = _env_int("WORKBENCH_MAX_UPLOAD_MB", 200, 1, 100_000)  # all file
 # linearly with the collection and holds all its vectors in memory.
 SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 # The vector index of a scaled collection (`indexing.indexes.build_vector_index`) and how it is searched
-# (`sources.dense.DenseSource`): IVF_SQ keeps 8-bit scalar-quantised vectors per partition, so
-# its approximate order is close to the exact one and re-scoring the top `depth` exactly (refine
-# ×1) is enough; IVF_PQ's coarser codes needed ×10. At 1M documents (384-d) on this machine
-# (bench_scale.py, the vector source's p50 and recall@10 against exact): IVF_SQ with 30
-# partitions probed 16.2 ms at 0.986, with 40 21.8 ms at 0.994; IVF_PQ ×10 with 20 probes 116 ms
-# at 0.960 before compaction (docs/experiments/scale.md). On the scale corpus of the peers'
-# benchmark (two index builds at 1M, 200 queries; docs/experiments/peers.md) 20 probes gave
-# recall@10 0.977, 25 0.985 (both builds), 30 0.990 at ~3 ms more than 25: 25 meets the 0.98
-# target with the least time (more, finer partitions did not: 0.983 took 120 probes of 1,000).
-ANN_INDEX = "IVF_SQ"
-ANN_NPROBES = _env_int("WORKBENCH_ANN_NPROBES", 25, 1, 1_000_000)
+# (`sources.dense.DenseSource`). IVF_RQ (RaBitQ codes per partition) is scanned far faster than
+# IVF_SQ's 8-bit codes, so it affords the probes a recall of 0.98 needs with a real model; its
+# shortlist of `depth` re-scored exactly (refine ×1) is as good as ×3 or ×5 (the misses are
+# vectors in partitions not probed). At 1M documents on this machine (bench_ivf_partitions.py,
+# the vector request's p50 and recall@10 against exact, 200 queries; docs/experiments/peers.md),
+# 100 probes: recall 0.988 at 14.7 ms with all-MiniLM-L6-v2 (80: 0.977, 120: 0.992 at 16.2 ms),
+# 0.999 at 16.8 ms with the static encoder. IVF_SQ, shipped before, needed ~45 probes for 0.98
+# with MiniLM (25: 0.947 at 18.5 ms, 40: 0.975 at 24.6, 60: 0.994 at 30.8). IVF_RQ's build takes
+# longer (153 s against 20 at 1M, peak RSS 1.1 GB), once per write of a large collection.
+ANN_INDEX = "IVF_RQ"
+_ANN_NPROBES_SET = _env_int("WORKBENCH_ANN_NPROBES", 0, 1, 1_000_000)  # 0: not set (or unreadable)
+ANN_NPROBES = _ANN_NPROBES_SET or 100
+# Probes for an index built before IVF_RQ was the default (its partitions ~4× larger): IVF_SQ's
+# 25 gave recall@10 0.985 with the static encoder at 1M (0.954 with MiniLM; `collections index`
+# rebuilds it as IVF_RQ).
+LEGACY_NPROBES = {"IvfSq": 25}
+
+
+def ann_nprobes(index_type: str | None) -> int:
+    """How many partitions a vector search probes in an index of `index_type` (LanceDB's name,
+    e.g. "IvfRq"): `WORKBENCH_ANN_NPROBES` when set, else `LEGACY_NPROBES` for an index built
+    before the default changed, else `ANN_NPROBES`."""
+    return _ANN_NPROBES_SET or LEGACY_NPROBES.get(index_type or "", ANN_NPROBES)
+
+
 # Collections of at least this many documents (after the ingest) get their entity graph tables
 # built after the ingest, in batches (`graph_build.build_graph`: in the background on the graph
 # source's first use, or `collections graph NAME`), so entity extraction never blocks a large

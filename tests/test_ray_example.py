@@ -54,8 +54,8 @@ def test_the_ray_collection_has_the_cli_collections_columns_indexes_and_catalogu
     cli_table, ray_table = both.table("by-cli"), both.table("by-ray")
     assert ray_table.schema == cli_table.schema and XL_COLUMN in ray_table.schema.names
     indexes = [sorted((i.index_type, tuple(i.columns)) for i in t.list_indices()) for t in (cli_table, ray_table)]
-    assert indexes[0] == indexes[1] == sorted([("FTS", ("tokens",)), ("IvfSq", ("vector",)),
-                                                ("IvfSq", (XL_COLUMN,)), ("BTree", ("id",))])
+    assert indexes[0] == indexes[1] == sorted([("FTS", ("tokens",)), ("IvfRq", ("vector",)),
+                                                ("IvfRq", (XL_COLUMN,)), ("BTree", ("id",))])
     apart = {"name", "display_name", "created", "updated"}
     cli_info, ray_info = both.info("by-cli"), both.info("by-ray")
     assert {k: v for k, v in vars(ray_info).items() if k not in apart} == \

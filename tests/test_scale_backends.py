@@ -1,11 +1,12 @@
 """Backends chosen by collection size (`limits.SCALE_DOCS`): below it rank-bm25 and an exact
-vector scan, from it on LanceDB's native BM25 index and an IVF_SQ index re-scored exactly."""
+vector scan, from it on LanceDB's native BM25 index and an IVF_RQ index re-scored exactly."""
 
 import pytest
 from corpora import ANIMALS
 
 from retrieval import limits
 from retrieval.config import SearchConfig
+from retrieval.indexing.indexes import build_vector_index
 from retrieval.indexing.pipeline import add_documents, create_collection
 from retrieval.ingest import parse_bytes
 from retrieval.sources.bm25 import resolved_backend
@@ -44,10 +45,11 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
     indices = {i.columns[0]: i.index_type for i in wb.store.table("zoo").list_indices()}
     # the cross-lingual column is indexed like the own one; ids get a BTREE for reading rows
-    assert indices == {"tokens": "FTS", "vector": "IvfSq", "vector_xl": "IvfSq", "id": "BTree"}
+    assert indices == {"tokens": "FTS", "vector": "IvfRq", "vector_xl": "IvfRq", "id": "BTree"}
     assert wb.backends("zoo") == {
         "bm25": "LanceDB native BM25 index (k1 1.2, b 0.75 fixed) (auto: 6 documents ≥ 6)",
-        "dense": "LanceDB IvfSq ANN index (25 partitions probed), shortlist re-scored exactly (refine ×1 at depth 100)"}
+        "dense": ("LanceDB IvfRq ANN index (100 partitions probed), shortlist re-scored exactly "
+                  "(refine ×1 at depth 100)")}
     query = "night hunters mice"
     result = wb.search("zoo", query, SearchConfig(depth=6))
     # BM25 from the native index: exactly what the explicit lancedb backend gives below the threshold
@@ -59,7 +61,7 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     indexed = result.candidates.sources["dense"].hits
     assert [h.doc_id for h in indexed] == sorted(exact, key=lambda d: -exact[d])
     assert [h.raw_score for h in indexed] == pytest.approx([exact[h.doc_id] for h in indexed], abs=1e-6)
-    assert result.candidates.sources["dense"].backend.startswith("LanceDB IvfSq ANN index")
+    assert result.candidates.sources["dense"].backend.startswith("LanceDB IvfRq ANN index")
 
     # Both scaled sources give LanceDB's row ids, and the shown rows are taken by them: the same
     # rows as looked up by id, also when a row id is stale (another row's, or none at all)
@@ -107,6 +109,8 @@ def test_refine_factor_by_index_type_and_depth():
 
     # scalar-quantised (or unquantised) indexes: at least 100 candidates re-scored, ⌈100 / depth⌉ × depth
     assert [refine_factor_for("IvfSq", d) for d in (1, 10, 30, 99, 100, 101, 500)] == [100, 10, 4, 2, 1, 1, 1]
+    # RaBitQ (the shipped IVF_RQ) likewise
+    assert [refine_factor_for("IvfRq", d) for d in (1, 10, 30, 99, 100, 101, 500)] == [100, 10, 4, 2, 1, 1, 1]
     assert refine_factor_for("IvfFlat", 50) == refine_factor_for("IvfHnswSq", 50) == 2
     # product quantisation: ×10 at every depth
     assert [refine_factor_for("IvfPq", d) for d in (1, 100, 500)] == [10, 10, 10]
@@ -153,4 +157,35 @@ def test_an_index_step_failing_after_the_commit_keeps_the_documents_and_says_how
     assert {i.columns[0] for i in wb.store.table("zoo").list_indices()} == {"tokens"}
     wb.build_vector_index("zoo")  # what `collections index zoo` runs
     assert {i.columns[0]: i.index_type for i in wb.store.table("zoo").list_indices()} == {
-        "tokens": "FTS", "vector": "IvfSq", "vector_xl": "IvfSq", "id": "BTree"}
+        "tokens": "FTS", "vector": "IvfRq", "vector_xl": "IvfRq", "id": "BTree"}
+
+
+def test_probes_by_index_type(monkeypatch):
+    """IVF_RQ (the shipped index) is probed in 100 partitions; an IVF_SQ index built before it
+    became the default keeps the 25 it was measured with; WORKBENCH_ANN_NPROBES sets both."""
+    assert limits.ANN_INDEX == "IVF_RQ" and limits.ANN_NPROBES == 100
+    assert [limits.ann_nprobes(t) for t in ("IvfRq", "IvfSq", "IvfPq", None)] == [100, 25, 100, 100]
+    monkeypatch.setattr(limits, "_ANN_NPROBES_SET", 40)
+    assert [limits.ann_nprobes(t) for t in ("IvfRq", "IvfSq")] == [40, 40]
+
+
+def test_an_index_of_before_keeps_its_probes_until_rebuilt(tmp_path, monkeypatch):
+    """A collection whose vectors carry an IVF_SQ index (as every large one did before IVF_RQ) is
+    searched with IVF_SQ's probes, exactly; rebuilding its index (`collections index`) gives it
+    the shipped IVF_RQ, and the same exact similarities."""
+    monkeypatch.setattr(limits, "SCALE_DOCS", 6)
+    wb = Workbench(Store(str(tmp_path / "db")))
+    create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    query = "night hunters mice"
+    config = SearchConfig(depth=6)
+    now = wb.search("zoo", query, config).candidates.sources["dense"].hits
+    build_vector_index(wb.store, "zoo", index_type="IVF_SQ", column="vector")
+    wb = Workbench(wb.store)
+    assert wb.backends("zoo")["dense"] == ("LanceDB IvfSq ANN index (25 partitions probed), shortlist re-scored "
+                                           "exactly (refine ×1 at depth 100)")
+    before = wb.search("zoo", query, config).candidates.sources["dense"].hits
+    assert [(h.doc_id, h.rank) for h in before] == [(h.doc_id, h.rank) for h in now]
+    assert [h.raw_score for h in before] == pytest.approx([h.raw_score for h in now], abs=1e-6)
+    wb.build_vector_index("zoo")
+    assert {i.columns[0]: i.index_type for i in wb.store.table("zoo").list_indices()}["vector"] == "IvfRq"
+    assert wb.backends("zoo")["dense"].startswith("LanceDB IvfRq ANN index (100 partitions probed)")

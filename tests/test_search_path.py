@@ -3,7 +3,7 @@ LanceDB searches together as `Query` objects (`sources.run_sources`) and builds 
 explanation when it is first read (`fusion.ExplainedRanking`); the reference here is the path it
 replaced: each source searched on its own through LanceDB's sync query builder, then the plan's
 explanation read front to back. On the bundled sample's 60 English paragraphs with the large-
-collection backends (LanceDB's native BM25 index, IVF_SQ with refine, cross-lingual vectors) and
+collection backends (LanceDB's native BM25 index, IVF_RQ with refine, cross-lingual vectors) and
 every other one of its 638 English and Chinese questions (319; every eighth for two more
 configs), the candidates (ids, raw scores, ranks, row
 ids, notes), the fused ranking and every result's per-source raw score, normalised score, rank
@@ -46,7 +46,7 @@ def sample(tmp_path_factory):
         create_collection(store, "paths", ParsedCorpus(documents))
         workbench = Workbench(store)
         assert workbench.backends("paths")["bm25"].startswith("LanceDB native BM25 index")
-        assert workbench.backends("paths")["dense"].startswith("LanceDB IvfSq ANN index")
+        assert workbench.backends("paths")["dense"].startswith("LanceDB IvfRq ANN index")
         assert store.info("paths").xl_model
         yield store, list(parsed.queries.values())
 
@@ -122,3 +122,41 @@ def test_the_fast_path_ranks_and_explains_exactly_as_the_reference(sample):
                 expected.removed, expected.notes, expected.n_candidates)
             compared += 1
     assert compared == 319 + 2 * 80
+
+
+def test_the_source_that_embeds_the_query_starts_its_search_first(sample, monkeypatch):
+    """One query's LanceDB searches start as each is made, the vector source's first whatever the
+    order of the config's weights: its request embeds the query (~5 ms with MiniLM on CPU), and
+    with BM25's search already running the embedding shared the cores with it. The results are
+    the ones the sources give alone."""
+    import retrieval.sources.base as base
+
+    store, queries = sample
+    started: list[str] = []
+    at_embedding: list[list[str]] = []
+
+    def start(requests):
+        started.extend("fts" if r.query.full_text_query is not None else "vector" for r in requests)
+        return real_start(requests)
+
+    real_start = base.start_requests
+    monkeypatch.setattr(base, "start_requests", start)
+    workbench = Workbench(store)
+    real_vector = workbench.retriever.query_vector
+
+    def query_vector(model, query):
+        at_embedding.append(list(started))
+        return real_vector(model, query)
+
+    monkeypatch.setattr(workbench.retriever, "query_vector", query_vector)
+    config = SearchConfig()
+    assert list(config.weights) == ["bm25", "dense"]  # BM25 named first
+    query = next(q for q in queries if q.isascii())
+    result = workbench.search("paths", query, config)
+    assert at_embedding == [[]] and started == ["vector", "fts"]
+    assert list(result.candidates.sources) == ["bm25", "dense"]
+    state = workbench.state("paths")
+    for name in config.sources:
+        alone = run_source(Reference(workbench.retriever.source("paths", name, config, state), query), query,
+                           config.depth)
+        assert result.candidates.sources[name] == alone and alone.hits, name

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -174,10 +174,11 @@ def failed_result(source: Source, query: str, exc: BaseException) -> SourceResul
 def run_sources(sources: Mapping[str, Source], query: str, depth: int, allowed: frozenset[str] | None = None,
                 pool: Executor | None = None) -> dict[str, SourceResult]:
     """`run_source` for each of one query's sources (name → built source), the same results,
-    faster: the LanceDB searches (`lance_request`) start together on LanceDB's event loop in
-    one round trip, and the other sources search meanwhile (side by side on `pool` when there
-    are several)."""
-    requests: dict[str, LanceRequest] = {}
+    faster: each LanceDB search (`lance_request`) starts on LanceDB's event loop as soon as it is
+    made, the other sources search meanwhile (side by side on `pool` when there are several),
+    and each LanceDB search's rows are read into hits as soon as they arrive — BM25's while the
+    vector search is still running."""
+    started: dict[Future, tuple[str, LanceRequest]] = {}
     results: dict[str, SourceResult] = {}
     for name, source in sources.items():
         make = getattr(source, "lance_request", None)
@@ -187,21 +188,21 @@ def run_sources(sources: Mapping[str, Source], query: str, depth: int, allowed: 
             results[name] = failed_result(source, query, exc)
             continue
         if request is not None:
-            requests[name] = request
-    started = start_requests(list(requests.values())) if requests else None
-    others = [name for name in sources if name not in requests and name not in results]
+            started[start_requests([request])] = (name, request)
+    searching = {name for name, _ in started.values()}
+    others = [name for name in sources if name not in searching and name not in results]
     run = (pool.map if pool is not None and len(others) > 1 else map)
     results.update(zip(others, run(lambda name: run_source(sources[name], query, depth, allowed), others),
                        strict=True))
-    if started is not None:
-        for (name, request), rows in zip(requests.items(), started.result(), strict=True):
-            source = sources[name]
-            try:
-                if isinstance(rows, BaseException):
-                    raise rows
-                results[name] = checked_result(source, query, request.read(rows))
-            except Exception as exc:
-                results[name] = failed_result(source, query, exc)
+    for future in as_completed(started):
+        name, request = started[future]
+        try:
+            [rows] = future.result()
+            if isinstance(rows, BaseException):
+                raise rows
+            results[name] = checked_result(sources[name], query, request.read(rows))
+        except Exception as exc:
+            results[name] = failed_result(sources[name], query, exc)
     return {name: results[name] for name in sources}
 
 

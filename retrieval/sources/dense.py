@@ -7,8 +7,8 @@ are read once per collection state into one float32 matrix and a query is one ma
 product (~1 ms at 20k documents, where LanceDB's exact scan takes ~20 ms a query); a batch of
 queries (evaluation, sweeps: `search_batch`) is one matrix product for all of them, whose
 shortlists are re-scored by the one-query product, so batch and single search agree exactly.
-With an index (IVF_SQ, `limits.ANN_INDEX`, built from `SCALE_DOCS` on) LanceDB searches
-`limits.ANN_NPROBES` partitions, and `refine_factor` re-scores the shortlist with full vectors so
+With an index (IVF_RQ, `limits.ANN_INDEX`, built from `SCALE_DOCS` on) LanceDB searches
+`limits.ann_nprobes` partitions, and `refine_factor` re-scores the shortlist with full vectors so
 reported similarities stay exact (`refine_factor_for`).
 """
 
@@ -237,10 +237,11 @@ def mixed_vectors_note(stored: str, query: str) -> str:
     return f"; query vectors from {query}, the collection's from {stored} (re-ingest it to match)"
 
 
-# Indexes whose stored codes order nearly as the exact vectors do (8-bit scalar quantisation, or
-# none): re-scoring as many candidates as are asked for is enough. Product quantisation (IvfPq)
-# and others re-score 10× as many.
-FINE_INDEXES = frozenset({"IvfSq", "IvfHnswSq", "IvfFlat", "IvfHnswFlat"})
+# Indexes whose stored codes order nearly as the exact vectors do (8-bit scalar quantisation,
+# RaBitQ, or none): re-scoring as many candidates as are asked for is enough (IVF_RQ at 1M
+# documents, MiniLM: recall@10 the same with ×1, ×3 and ×5; docs/experiments/peers.md). Product
+# quantisation (IvfPq) and others re-score 10× as many.
+FINE_INDEXES = frozenset({"IvfRq", "IvfSq", "IvfHnswSq", "IvfFlat", "IvfHnswFlat"})
 MIN_REFINED = 100  # a small depth still re-scores at least this many of the index's best
 
 
@@ -257,7 +258,7 @@ class DenseSource:
     def __init__(self, table, embed: Callable[[str], Any], index=None, column: str = VECTOR_COLUMN,
                  nprobes: int | None = None, row_id_map: Callable[[], RowIdMap] | None = None):
         """LanceDB's search of `column`, through its ANN `index` (None: LanceDB's exact scan),
-        probing `nprobes` partitions (default `limits.ANN_NPROBES`); `embed(query)` gives the
+        probing `nprobes` partitions (default `limits.ann_nprobes`); `embed(query)` gives the
         query's vector (the Workbench caches it per model and query); `row_id_map()` names the
         rows a search returns (`table` must then be checked out at that map's version), else
         each search selects `id`."""
@@ -268,7 +269,7 @@ class DenseSource:
         self._row_id_map = row_id_map
         self.column = column
         self.index_type = index.index_type if index is not None else None
-        self.nprobes = nprobes or limits.ANN_NPROBES
+        self.nprobes = nprobes or limits.ann_nprobes(self.index_type)
         if index is None:
             self.backend = "exact scan (LanceDB, cosine)"
         else:

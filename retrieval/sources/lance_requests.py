@@ -1,5 +1,5 @@
 """LanceDB searches as plain `lancedb.query.Query` objects, run on LanceDB's own event loop: all
-the searches of one query (BM25 and vector) in one round trip, read straight into Arrow.
+the searches of one query (BM25 and vector) side by side, read straight into Arrow.
 
 LanceDB's sync query builders pay per search for what a search here never needs: `Table.search`
 reads the table's schema to infer the vector column, `to_arrow` reads it again twice for blob
@@ -7,7 +7,7 @@ columns, the full-text builder lists the indexes (a legacy-index check), and eve
 every result batch is one more hop into LanceDB's background event loop. A `LanceRequest` is the
 `Query` those builders would make (the same fields, so the same plan and rows:
 tests/sources/test_lance_requests.py), executed through the table's async handle — the very call
-the sync `Table._execute_query` makes — so two searches cost one hop and run side by side
+the sync `Table._execute_query` makes — so a search costs one hop and two run side by side
 (docs/experiments/peers.md has the figures).
 
 A search asks LanceDB for row ids and scores only, not for `id`: selecting a column makes LanceDB

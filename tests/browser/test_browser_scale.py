@@ -1,5 +1,5 @@
 """The app on a collection large enough for the scaled backends (issue 9), in a real browser:
-Search (served by LanceDB's native BM25 index and the IVF_SQ ANN index), Compare, Distributions
+Search (served by LanceDB's native BM25 index and the IVF_RQ ANN index), Compare, Distributions
 and Corpus work on it, with no exception on any page. Each page load's time is printed.
 
 The collection (`SCALE_COLLECTION_DOCS` documents, ≥ `limits.SCALE_DOCS`) is built in the test,
@@ -20,7 +20,7 @@ is embedded ONCE by the collection's own model (all-MiniLM-L6-v2, the default fo
 document's vector is the normalised mean of its sentences' vectors. Everything else is the real
 ingest: `indexing.pipeline.create_collection` with the encoder it loads swapped for `SentenceMeanEncoder`
 (tokenising, language, checks, the catalogue entry, the pending entity graph, the native BM25
-index, the IVF_SQ index and the compaction of `indexing.indexes.index_for_size`), so the collection differs from an
+index, the IVF_RQ index and the compaction of `indexing.indexes.index_for_size`), so the collection differs from an
 ingested one only in how its vectors were made, which its description says. Queries in the app are
 embedded for real by the same model.
 
@@ -245,11 +245,12 @@ def test_the_collection_is_served_by_the_scaled_backends(scale_workbench):
     assert info.doc_count == SCALE_COLLECTION_DOCS >= limits.SCALE_DOCS
     assert (info.model, info.language, info.graph, info.description) == (MODEL, "en", "pending", DESCRIPTION)
     indices = {i.columns[0]: i.index_type for i in scale_workbench.store.table(SCALE_COLLECTION).list_indices()}
-    assert indices == {"tokens": "FTS", "vector": "IvfSq", "id": "BTree"}
+    assert indices == {"tokens": "FTS", "vector": "IvfRq", "id": "BTree"}
     assert scale_workbench.backends(SCALE_COLLECTION) == {
         "bm25": f"LanceDB native BM25 index (k1 1.2, b 0.75 fixed) (auto: {SCALE_COLLECTION_DOCS:,} documents "
                 f"≥ {limits.SCALE_DOCS:,})",
-        "dense": "LanceDB IvfSq ANN index (25 partitions probed), shortlist re-scored exactly (refine ×1 at depth 100)"}
+        "dense": ("LanceDB IvfRq ANN index (100 partitions probed), shortlist re-scored exactly "
+                  "(refine ×1 at depth 100)")}
 
 
 def test_search_shows_results_served_by_the_native_bm25_and_ann_indexes(scale_page, scale_app, scale_workbench,
@@ -261,7 +262,7 @@ def test_search_shows_results_served_by_the_native_bm25_and_ann_indexes(scale_pa
     backends = scale_workbench.backends(SCALE_COLLECTION)
     served = scale_page.get_by_text("Served by").inner_text()
     assert served == f"Served by BM25: {backends['bm25']} · vector: {backends['dense']}"
-    assert "LanceDB native BM25 index" in served and "LanceDB IvfSq ANN index" in served
+    assert "LanceDB native BM25 index" in served and "LanceDB IvfRq ANN index" in served
     assert_no_error(scale_page)
 
     expected = fused_ids(scale_workbench, SECOND_QUERY)

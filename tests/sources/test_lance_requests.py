@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from retrieval.indexing.indexes import index_text
-from retrieval.sources.base import ids_in, run_source, run_sources
+from retrieval.sources.base import ids_in, run_source, run_sources, top_hits
 from retrieval.sources.bm25 import LanceFTSSource
 from retrieval.sources.dense import DenseSource
 from retrieval.sources.lance_requests import LanceRequest, RowIdMap, fts_query, start_requests, vector_query
@@ -195,3 +195,62 @@ def test_sources_with_a_row_id_map_ask_for_no_id_and_return_the_same_hits(fragme
                 assert got and got == expected, (name, query)
                 assert [h.row_id for h in got] == [h.row_id for h in expected]
                 assert {"d005", "d150", "d299"}.isdisjoint(h.doc_id for h in got)
+
+
+class GatedTable:
+    """A table handle whose search (`_table._execute_query`, as LanceDB's async table has it)
+    returns `rows` once `gate` is set (or after `wait` seconds): a slow search."""
+
+    def __init__(self, rows: pa.Table, gate=None, wait: float = 0.0):
+        self._table, self.rows, self.gate, self.wait = self, rows, gate, wait
+        self.gate_was_set: bool | None = None
+
+    async def _execute_query(self, query):
+        import asyncio
+
+        if self.gate is not None:
+            self.gate_was_set = await asyncio.get_running_loop().run_in_executor(None, self.gate.wait, self.wait)
+        rows = self.rows
+
+        class Reader:
+            schema = rows.schema
+
+            async def read_all(self):
+                return rows.to_batches()
+
+        return Reader()
+
+
+class GatedSource:
+    def __init__(self, name: str, table: GatedTable, on_read=None):
+        self.name, self.table, self.on_read = name, table, on_read
+
+    def lance_request(self, query, depth, allowed=None):
+        def read(rows):
+            if self.on_read is not None:
+                self.on_read()
+            return top_hits(rows.column("id").to_pylist(), rows.column("_score").to_pylist(), depth)
+
+        from lancedb.query import Query
+
+        return LanceRequest(self.table, Query(), read)
+
+    def search(self, query, depth, allowed=None):
+        return self.lance_request(query, depth, allowed).run()
+
+
+def test_each_search_is_read_as_soon_as_its_rows_arrive():
+    """The faster search's rows become hits while the slower one still runs (its search here
+    waits until the faster one's hits are read: with the reads left until both searches are
+    done it would wait out its 10 s and see the gate unset)."""
+    import threading
+
+    read_first = threading.Event()
+    rows = pa.table({"id": ["d001", "d002"], "_score": [2.0, 1.0]})
+    slow = GatedTable(pa.table({"id": ["d003"], "_score": [0.5]}), gate=read_first, wait=10.0)
+    sources = {"slow": GatedSource("slow", slow), "fast": GatedSource("fast", GatedTable(rows), read_first.set)}
+    results = run_sources(sources, "q", 10)
+    assert slow.gate_was_set is True
+    assert list(results) == ["slow", "fast"]
+    assert [(h.doc_id, h.raw_score, h.rank) for h in results["fast"].hits] == [("d001", 2.0, 1), ("d002", 1.0, 2)]
+    assert [(h.doc_id, h.raw_score, h.rank) for h in results["slow"].hits] == [("d003", 0.5, 1)]
