@@ -11,7 +11,7 @@ Each document is 2–5 of those sentences drawn with replacement (seeded), joine
 Size: 50,000 documents, the shipped `limits.SCALE_DOCS`, the smallest collection the scaled
 backends serve. Building it took 58–71 CPU s in three runs with the IVF_PQ index (41 of them the
 index, in a run timed by stage; 100,000 documents took 95 CPU s plus the load, IVF_PQ 68), and
-17.7 CPU s with today's IVF_SQ index and compaction (the model's load included; measured on the
+17.7 CPU s with the IVF_SQ index (before IVF_RQ) and compaction (the model's load included; on the
 shared 2-core machine; docs/experiments/scale.md).
 
 Its vectors are made from cached ones, since embedding 50k documents with the real model takes
