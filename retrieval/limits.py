@@ -74,9 +74,8 @@ SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 ANN_INDEX = "IVF_RQ"
 _ANN_NPROBES_SET = _env_int("WORKBENCH_ANN_NPROBES", 0, 1, 1_000_000)  # 0: not set (or unreadable)
 ANN_NPROBES = _ANN_NPROBES_SET or 100
-# Probes for an index built before IVF_RQ was the default (its partitions ~4× larger): IVF_SQ's
-# 25 gave recall@10 0.985 with the static encoder at 1M (0.954 with MiniLM; `collections index`
-# rebuilds it as IVF_RQ).
+# Probes for an index built before IVF_RQ was the default: IVF_SQ's 25 gave recall@10 0.985 with
+# the static encoder at 1M (0.954 with MiniLM; `collections index` rebuilds it as IVF_RQ).
 LEGACY_NPROBES = {"IvfSq": 25}
 
 
