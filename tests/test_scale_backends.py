@@ -189,3 +189,6 @@ def test_an_index_of_before_keeps_its_probes_until_rebuilt(tmp_path, monkeypatch
     wb.build_vector_index("zoo")
     assert {i.columns[0]: i.index_type for i in wb.store.table("zoo").list_indices()}["vector"] == "IvfRq"
     assert wb.backends("zoo")["dense"].startswith("LanceDB IvfRq ANN index (100 partitions probed)")
+    after = wb.search("zoo", query, config).candidates.sources["dense"].hits
+    assert [(h.doc_id, h.rank) for h in after] == [(h.doc_id, h.rank) for h in now]
+    assert [h.raw_score for h in after] == pytest.approx([h.raw_score for h in now], abs=1e-6)
