@@ -135,12 +135,12 @@ def test_the_source_that_embeds_the_query_starts_its_search_first(sample, monkey
     started: list[str] = []
     at_embedding: list[list[str]] = []
 
-    def start(requests):
-        started.extend("fts" if r.query.full_text_query is not None else "vector" for r in requests)
-        return real_start(requests)
+    def start(request):
+        started.append("fts" if request.query.full_text_query is not None else "vector")
+        return real_start(request)
 
-    real_start = base.start_requests
-    monkeypatch.setattr(base, "start_requests", start)
+    real_start = base.start_request
+    monkeypatch.setattr(base, "start_request", start)
     workbench = Workbench(store)
     real_vector = workbench.retriever.query_vector
 

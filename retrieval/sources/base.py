@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..types import Hit, SourceResult
-from .lance_requests import LanceRequest, RowIdMap, start_requests
+from .lance_requests import LanceRequest, RowIdMap, start_request
 
 if TYPE_CHECKING:  # only for annotations: sources never import the config at run time
     import numpy as np
@@ -188,7 +188,7 @@ def run_sources(sources: Mapping[str, Source], query: str, depth: int, allowed: 
             results[name] = failed_result(source, query, exc)
             continue
         if request is not None:
-            started[start_requests([request])] = (name, request)
+            started[start_request(request)] = (name, request)
     searching = {name for name, _ in started.values()}
     others = [name for name in sources if name not in searching and name not in results]
     run = (pool.map if pool is not None and len(others) > 1 else map)
@@ -197,10 +197,7 @@ def run_sources(sources: Mapping[str, Source], query: str, depth: int, allowed: 
     for future in as_completed(started):
         name, request = started[future]
         try:
-            [rows] = future.result()
-            if isinstance(rows, BaseException):
-                raise rows
-            results[name] = checked_result(sources[name], query, request.read(rows))
+            results[name] = checked_result(sources[name], query, request.read(future.result()))
         except Exception as exc:
             results[name] = failed_result(sources[name], query, exc)
     return {name: results[name] for name in sources}

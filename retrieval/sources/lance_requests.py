@@ -48,10 +48,7 @@ class LanceRequest:
 
     def run(self) -> list[Hit]:
         """This request alone, its hits (an error is raised)."""
-        rows = start_requests([self]).result()[0]
-        if isinstance(rows, BaseException):
-            raise rows
-        return self.read(rows)
+        return self.read(start_request(self).result())
 
 
 def fts_query(text: str, column: str, depth: int, filter: str | None = None, with_ids: bool = True) -> Query:
@@ -149,11 +146,8 @@ async def _arrow(request: LanceRequest) -> pa.Table:
     return pa.Table.from_batches(await reader.read_all(), schema=reader.schema)
 
 
-def start_requests(requests: Sequence[LanceRequest]) -> Future:
-    """Start `requests` together on LanceDB's event loop; the future's result is, per request,
-    its Arrow rows or the exception it raised. Never call `.result()` from that loop's thread."""
-
-    async def together() -> list[pa.Table | BaseException]:
-        return await asyncio.gather(*(_arrow(r) for r in requests), return_exceptions=True)
-
-    return asyncio.run_coroutine_threadsafe(together(), LOOP.loop)
+def start_request(request: LanceRequest) -> Future:
+    """Start `request` on LanceDB's event loop; the future's result is its Arrow rows (or the
+    exception it raised). Several started one after another run side by side. Never call
+    `.result()` from that loop's thread."""
+    return asyncio.run_coroutine_threadsafe(_arrow(request), LOOP.loop)

@@ -18,7 +18,7 @@ from retrieval.indexing.indexes import index_text
 from retrieval.sources.base import ids_in, run_source, run_sources, top_hits
 from retrieval.sources.bm25 import LanceFTSSource
 from retrieval.sources.dense import DenseSource
-from retrieval.sources.lance_requests import LanceRequest, RowIdMap, fts_query, start_requests, vector_query
+from retrieval.sources.lance_requests import LanceRequest, RowIdMap, fts_query, start_request, vector_query
 from retrieval.types import Hit
 
 WORDS = "owl hawk mouse night river stone bread wheat salt moon sun field hunter seed".split()
@@ -88,8 +88,8 @@ def test_requests_run_together_and_fail_alone(tables):
     exact, _ = tables
     good = LanceRequest(exact, fts_query("owl", "tokens", 5), lambda rows: rows)
     bad = LanceRequest(exact, fts_query("owl", "no_such_column", 5), lambda rows: rows)
-    rows, error = start_requests([good, bad]).result()
-    assert rows.num_rows == 5 and isinstance(error, Exception)
+    rows, failed = start_request(good), start_request(bad)  # side by side
+    assert rows.result().num_rows == 5 and isinstance(failed.exception(), Exception)
     with pytest.raises(Exception, match="no_such_column"):
         bad.run()
 
