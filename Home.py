@@ -2,7 +2,9 @@
 
 import streamlit as st
 
-from ui import corpus, corpus_views, page, state
+from ui import page, state
+from ui.corpus import actions as corpus
+from ui.corpus import views as corpus_views
 
 context = page.setup("Home")
 state.write_url("home")

@@ -17,17 +17,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from retrieval.config import SearchConfig  # noqa: E402
-from retrieval.embed import load_encoder  # noqa: E402
-from retrieval.evaluate import ensure_beir_collection  # noqa: E402
+from retrieval.evaluation.evaluate import ensure_beir_collection  # noqa: E402
 from retrieval.indexing.derive import embedding_text  # noqa: E402
 from retrieval.indexing.pipeline import create_collection  # noqa: E402
-from retrieval.plan import RankingPlan, fuse  # noqa: E402
+from retrieval.models.embed import load_encoder  # noqa: E402
+from retrieval.search.config import SearchConfig  # noqa: E402
+from retrieval.search.plan import RankingPlan, fuse  # noqa: E402
+from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.sources.base import run_source  # noqa: E402
 from retrieval.sources.bm25 import LanceFTSSource  # noqa: E402
 from retrieval.store import Store  # noqa: E402
 from retrieval.types import ParsedCorpus  # noqa: E402
-from retrieval.workbench import Workbench  # noqa: E402
 
 
 def ms(seconds: float) -> str:

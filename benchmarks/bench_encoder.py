@@ -42,14 +42,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 
-from retrieval import embed  # noqa: E402
-from retrieval.config import SearchConfig  # noqa: E402
-from retrieval.evaluate import QrelsEvaluator, evaluate_collection  # noqa: E402
+from retrieval.evaluation.evaluate import QrelsEvaluator, evaluate_collection  # noqa: E402
 from retrieval.indexing.derive import embedding_text  # noqa: E402
+from retrieval.indexing.ingest import parse_path  # noqa: E402
 from retrieval.indexing.pipeline import create_collection  # noqa: E402
-from retrieval.ingest import parse_path  # noqa: E402
+from retrieval.models import embed  # noqa: E402
+from retrieval.search.config import SearchConfig  # noqa: E402
+from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import Store  # noqa: E402
-from retrieval.workbench import Workbench  # noqa: E402
 
 DEFAULT_RUNS = (f"nfcorpus:{embed.MINILM}", f"cmrc2018-dev:{embed.E5}")
 METRIC = "ndcg@10"
@@ -124,7 +124,7 @@ def open_backend(model: str, backend: str) -> tuple[embed.Encoder, float | None,
     """(encoder, seconds to build its ONNX export or None when cached or torch, seconds to load)."""
     export = None
     if backend != embed.TORCH:
-        from retrieval import onnx_backend
+        from retrieval.models import onnx_backend
 
         path, cache = Path(embed.resolve_model(model).path), embed.cache_dir()
         if not onnx_backend.is_complete(onnx_backend.export_dir(cache, path, backend)):

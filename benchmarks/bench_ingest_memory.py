@@ -39,8 +39,8 @@ def generate(path: Path, docs: int, chars: int) -> None:
 
 
 def child(mode: str, path: str, db: str, model: str, batch_size: int) -> None:
+    from retrieval.indexing.ingest import open_stream, parse_path
     from retrieval.indexing.pipeline import create_collection, ingest_stream
-    from retrieval.ingest import open_stream, parse_path
     from retrieval.store import Store
 
     store = Store(db)

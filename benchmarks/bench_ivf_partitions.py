@@ -62,7 +62,7 @@ def vector_copy(source_db: Path, work: Path, collection: str):
 
 
 def run(args) -> dict:
-    from retrieval.embed import load_encoder
+    from retrieval.models.embed import load_encoder
     from retrieval.sources.lance_requests import LanceRequest, RowIdMap, vector_query
 
     warnings.simplefilter("ignore")

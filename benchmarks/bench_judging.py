@@ -68,9 +68,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from retrieval.config import SearchConfig  # noqa: E402
-from retrieval.evaluate import QrelsEvaluator, ensure_beir_collection, fused_rankings  # noqa: E402
-from retrieval.judge_next import (  # noqa: E402
+from retrieval.evaluation.evaluate import QrelsEvaluator, ensure_beir_collection, fused_rankings  # noqa: E402
+from retrieval.judging.judge_next import (  # noqa: E402
     Candidate,
     depth_pool,
     discount,
@@ -78,8 +77,9 @@ from retrieval.judge_next import (  # noqa: E402
     random_order,
     top_ranks,
 )
+from retrieval.search.config import SearchConfig  # noqa: E402
+from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import Store  # noqa: E402
-from retrieval.workbench import Workbench  # noqa: E402
 
 K = 10
 METRIC = f"ndcg@{K}"
@@ -351,7 +351,7 @@ def main() -> None:
                  "first argument; the default is ../shared/eval/nfcorpus beside the repository")
     started = time.perf_counter()
     workbench = Workbench(Store())
-    from retrieval.configs import ConfigStore
+    from retrieval.search.saved_configs import ConfigStore
 
     configs = ConfigStore(workbench.store)
     config_a = configs.resolve(args.config_a)[0] if args.config_a else SearchConfig(weights={"bm25": 1.0})
@@ -409,7 +409,8 @@ def main() -> None:
             print(f"{label:<44} {cells[0]:>9} {cells[1]:>9} {pool_size:>9} {values['mean_error']:>18.4f}"
                   + (f" {cells[2]:>24}" if end else ""))
     if args.ablation:
-        print("\nnext: p = w × 1/log2(1 + best rank), w the MTC weight |disc_A − disc_B| (retrieval/judge_next.py)")
+        print("\nnext: p = w × 1/log2(1 + best rank), w the MTC weight |disc_A − disc_B|"
+              " (retrieval/judging/judge_next.py)")
         for rule, (what, _) in ABLATION.items():
             print(f"{rule}: {what}")
     print(f"\nranking {seconds['rank']} s, simulation {seconds['simulate']} s")

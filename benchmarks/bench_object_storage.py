@@ -36,22 +36,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb loads (retrieval.store sets it too, later)
+os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb loads (retrieval.store.database sets it too, later)
 
 import boto3  # noqa: E402
 import lancedb  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
-from retrieval.config import SearchConfig  # noqa: E402
-from retrieval.embed import default_model_for, load_encoder  # noqa: E402
 from retrieval.indexing.derive import document_rows, embedding_text, graph_rows  # noqa: E402
+from retrieval.indexing.ingest import parse_path  # noqa: E402
 from retrieval.indexing.pipeline import add_documents  # noqa: E402
 from retrieval.indexing.writer import Batch, write_batches  # noqa: E402
-from retrieval.ingest import parse_path  # noqa: E402
+from retrieval.models.embed import default_model_for, load_encoder  # noqa: E402
+from retrieval.search.config import SearchConfig  # noqa: E402
+from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import CollectionInfo, Store, now_iso  # noqa: E402
-from retrieval.tokenize import TOKENIZER_NAME, corpus_language  # noqa: E402
+from retrieval.text.tokenize import TOKENIZER_NAME, corpus_language  # noqa: E402
 from retrieval.types import Document, ParsedCorpus  # noqa: E402
-from retrieval.workbench import Workbench  # noqa: E402
 
 CONFIGS = {
     "bm25 (rank-bm25)": SearchConfig(weights={"bm25": 1.0}),

@@ -36,12 +36,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-from retrieval.config import SearchConfig  # noqa: E402
-from retrieval.evaluate import ensure_beir_collection  # noqa: E402
-from retrieval.optimize import cross_validate, mean_ci, prepare, query_folds  # noqa: E402
+from retrieval.evaluation.evaluate import ensure_beir_collection  # noqa: E402
+from retrieval.evaluation.optimize import cross_validate, mean_ci, prepare, query_folds  # noqa: E402
+from retrieval.evaluation.sweep import default_grid, held_out_estimate, run_sweep  # noqa: E402
+from retrieval.search.config import SearchConfig  # noqa: E402
+from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import Store  # noqa: E402
-from retrieval.sweep import default_grid, held_out_estimate, run_sweep  # noqa: E402
-from retrieval.workbench import Workbench  # noqa: E402
 
 SETS = ("nfcorpus", "vaswani", "cmrc2018-dev", "xquad-en")
 METHODS = ("bayes", "query-dependent", "lambdamart")

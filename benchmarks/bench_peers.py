@@ -29,7 +29,7 @@ shared machine's load hits them all alike. p50 / p95 of per-query wall time; q/s
 summed wall time (one query at a time); CPU ms = the process's CPU time per query (all threads,
 LanceDB's runtime included).
 
-The systems and their exact calls (`q` the query string, `terms = retrieval.tokenize.tokenize(q)`,
+The systems and their exact calls (`q` the query string, `terms = retrieval.text.tokenize.tokenize(q)`,
 `qvec = load_encoder(model).encode_queries([q])[0]`, the collection's own encoder):
 - project_bm25 / project_vector / project_hybrid: `Workbench.search("scale", q, config)`, what the
   app's Search page calls (candidates at depth 100, fused and explained, the shown rows read), with
@@ -166,9 +166,9 @@ def read_tokens(table) -> tuple[list[str], list[str]]:
 
 # ---- the systems ---------------------------------------------------------------------------------
 def project_systems(db: Path, log) -> tuple[dict, dict]:
-    from retrieval.config import SearchConfig
+    from retrieval.search.config import SearchConfig
+    from retrieval.search.workbench import Workbench
     from retrieval.store import Store
-    from retrieval.workbench import Workbench
 
     store = Store(str(db))
     configs = {"project_bm25": SearchConfig(weights={"bm25": 1.0}),
@@ -195,8 +195,8 @@ def lancedb_systems(db: Path, model: str) -> dict:
     import lancedb
     from lancedb.rerankers import RRFReranker
 
-    from retrieval.embed import load_encoder
-    from retrieval.tokenize import tokenize
+    from retrieval.models.embed import load_encoder
+    from retrieval.text.tokenize import tokenize
 
     table = lancedb.connect(str(db)).open_table(COLLECTION)
     encoder = load_encoder(model)
@@ -234,7 +234,7 @@ def lancedb_systems(db: Path, model: str) -> dict:
 
 def bm25_params(doc_count: int) -> tuple[float, float, str]:
     from retrieval import limits
-    from retrieval.config import SearchConfig
+    from retrieval.search.config import SearchConfig
     from retrieval.sources.bm25 import resolved_backend
 
     if resolved_backend("auto", doc_count) == "lancedb":
@@ -250,7 +250,7 @@ def bm25s_system(ids: list[str], token_strings: list[str], k1: float, b: float, 
     except ImportError:
         log("bm25s is not installed: `.venv/bin/pip install bm25s` (skipped)")
         return None, {"skipped": "bm25s not installed: .venv/bin/pip install bm25s"}
-    from retrieval.tokenize import tokenize
+    from retrieval.text.tokenize import tokenize
 
     vocab: dict[str, int] = {}
     wall, cpu = time.perf_counter(), time.process_time()
@@ -275,7 +275,7 @@ def bm25s_system(ids: list[str], token_strings: list[str], k1: float, b: float, 
 def rank_bm25_system(ids: list[str], token_strings: list[str], k1: float, b: float):
     from rank_bm25 import BM25Okapi
 
-    from retrieval.tokenize import tokenize
+    from retrieval.text.tokenize import tokenize
 
     wall, cpu = time.perf_counter(), time.process_time()
     model = BM25Okapi([s.split() for s in token_strings], k1=k1, b=b)
@@ -353,7 +353,7 @@ def _chunks(reader, rows: int):
 
 # ---- the run -------------------------------------------------------------------------------------
 def measure(db: Path, folder: Path, n_queries: int, rank_bm25_max: int, skip: set[str], log) -> dict:
-    from retrieval.evaluate import QrelsEvaluator
+    from retrieval.evaluation.evaluate import QrelsEvaluator
     from retrieval.store import Store
 
     queries, qrels = read_queries(folder)
@@ -405,7 +405,7 @@ def measure(db: Path, folder: Path, n_queries: int, rank_bm25_max: int, skip: se
             rankings[name][qid] = ranking
     load.append(os.getloadavg())
 
-    from retrieval.embed import device
+    from retrieval.models.embed import device
 
     result = {"folder": str(folder), "docs": doc_count, "encoder": model, "encoder_device": device(),
               "lance_cpu_threads": os.environ.get("LANCE_CPU_THREADS", "Lance's default"),
@@ -433,7 +433,7 @@ def vector_recall(db: Path, model: str, timed: list[tuple[str, str]], rankings: 
     """Mean recall@10 of each vector system's top 10 (the project's through its IVF index,
     probes and refine; LanceDB's defaults) against the exact top 10: numpy dot products of the
     query's vector with every stored vector (`bench_scale.exact_top`)."""
-    from retrieval.embed import load_encoder
+    from retrieval.models.embed import load_encoder
     from retrieval.store import Store
 
     systems = [s for s in ("project_vector", "lancedb_vector") if s in rankings]

@@ -288,12 +288,12 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
     `Workbench.ingest_stream`: the CLI's path, one batch in memory); figures as a dict. With
     `vectors`, the ingest takes the passage vectors from those shards (`PrecomputedPassages`, waiting
     up to `vectors_wait_s` for each shard not written yet)."""
-    from retrieval import embed
-    from retrieval.embed import load_encoder
     from retrieval.indexing.derive import embedding_text
-    from retrieval.ingest import open_stream, parse_path
+    from retrieval.indexing.ingest import open_stream, parse_path
+    from retrieval.models import embed
+    from retrieval.models.embed import load_encoder
+    from retrieval.search.workbench import Workbench
     from retrieval.store import Store
-    from retrieval.workbench import Workbench
 
     started = time.perf_counter()
     if stream:  # only the encoder's sample is held in memory
@@ -381,11 +381,11 @@ def ensure_ingest(folder: Path, db: Path, encoder: str, sample: int, rebuild: bo
 # ---- measurements ------------------------------------------------------------------------------
 def measure(db: Path, folder: Path, n_latency: int, log, profile: Path | None = None,
             n_check: int = 300) -> dict:
-    from retrieval.config import SearchConfig
-    from retrieval.embed import load_encoder
-    from retrieval.evaluate import QrelsEvaluator, evaluate_collection
+    from retrieval.evaluation.evaluate import QrelsEvaluator, evaluate_collection
+    from retrieval.models.embed import load_encoder
+    from retrieval.search.config import SearchConfig
+    from retrieval.search.workbench import Workbench
     from retrieval.store import Store
-    from retrieval.workbench import Workbench
 
     rows = [json.loads(line) for line in (folder / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
     queries = {row["_id"]: row["text"] for row in rows}
@@ -441,7 +441,7 @@ def measure(db: Path, folder: Path, n_latency: int, log, profile: Path | None = 
                for q, cs in zip(vector_q, vector_sets, strict=True)]
     del matrix, columns
 
-    from retrieval import evaluate
+    from retrieval.evaluation import evaluate
 
     threads = getattr(evaluate, "QUERY_THREADS", 1)
     log(f"evaluate over {len(queries):,} queries on a fresh Workbench, {threads} thread(s) …")
@@ -586,7 +586,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
     if args.eval_threads is not None:
-        from retrieval import evaluate
+        from retrieval.evaluation import evaluate
 
         evaluate.QUERY_THREADS = args.eval_threads
     folder = ensure_corpus(args.docs, args.queries, args.seed, args.data_dir, args.eval_dir, log)

@@ -35,12 +35,12 @@ import anyio  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from retrieval.config import SearchConfig  # noqa: E402
-from retrieval.evaluate import ensure_beir_collection  # noqa: E402
-from retrieval.fusion_methods import method_of  # noqa: E402
-from retrieval.ingest import parse_path  # noqa: E402
+from retrieval.evaluation.evaluate import ensure_beir_collection  # noqa: E402
+from retrieval.indexing.ingest import parse_path  # noqa: E402
+from retrieval.search.config import SearchConfig  # noqa: E402
+from retrieval.search.fusion.methods import method_of  # noqa: E402
+from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import Store  # noqa: E402
-from retrieval.workbench import Workbench  # noqa: E402
 
 SAMPLE = "sample-xquad"
 TOP_K = 10

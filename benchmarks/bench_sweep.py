@@ -24,12 +24,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from retrieval.config import SearchConfig  # noqa: E402
-from retrieval.evaluate import ensure_beir_collection  # noqa: E402
-from retrieval.plan import fuse, fused_order  # noqa: E402
+from retrieval.evaluation.evaluate import ensure_beir_collection  # noqa: E402
+from retrieval.evaluation.sweep import default_grid, run_sweep  # noqa: E402
+from retrieval.search.config import SearchConfig  # noqa: E402
+from retrieval.search.plan import fuse, fused_order  # noqa: E402
+from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import Store  # noqa: E402
-from retrieval.sweep import default_grid, run_sweep  # noqa: E402
-from retrieval.workbench import Workbench  # noqa: E402
 
 
 def timed(function):

@@ -75,10 +75,10 @@ def row(name: str, samples_ms: list[float], note: str = "") -> tuple[str, str, s
 
 
 def bench_core(db: Path, moves: int) -> list[float]:
-    from retrieval.config import SearchConfig
-    from retrieval.plan import RankingPlan
+    from retrieval.search.config import SearchConfig
+    from retrieval.search.plan import RankingPlan
+    from retrieval.search.workbench import Workbench
     from retrieval.store import Store
-    from retrieval.workbench import Workbench
 
     workbench = Workbench(Store(str(db)))
     candidates = workbench.candidates(harness.SAMPLE_COLLECTION, QUERY, SearchConfig(fusion="rrf"))
@@ -92,9 +92,9 @@ def bench_core(db: Path, moves: int) -> list[float]:
 
 
 def expected_orders(db: Path) -> dict[int, list[str]]:
-    from retrieval.config import SearchConfig
+    from retrieval.search.config import SearchConfig
+    from retrieval.search.workbench import Workbench
     from retrieval.store import Store
-    from retrieval.workbench import Workbench
 
     workbench = Workbench(Store(str(db)))
     orders = {}

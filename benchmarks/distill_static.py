@@ -29,7 +29,7 @@ def distill(out: Path, batch_size: int = 512) -> Path:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 
-    from retrieval.embed import MINILM, resolve_model
+    from retrieval.models.embed import MINILM, resolve_model
 
     teacher = SentenceTransformer(resolve_model(MINILM).path, device="cpu", local_files_only=True)
     tokenizer = teacher.tokenizer

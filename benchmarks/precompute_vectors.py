@@ -48,8 +48,9 @@ def read_manifest(out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from retrieval import embed, ingest, onnx_backend
+    from retrieval.indexing import ingest
     from retrieval.indexing.derive import title_and_text
+    from retrieval.models import embed, onnx_backend
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("corpus", type=Path, help="BEIR folder (corpus.jsonl)")

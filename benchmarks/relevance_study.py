@@ -36,11 +36,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from retrieval.config import SearchConfig  # noqa: E402
-from retrieval.embed import E5, MINILM  # noqa: E402
-from retrieval.evaluate import QrelsEvaluator, ensure_beir_collection, evaluate_collection  # noqa: E402
+from retrieval.evaluation.evaluate import QrelsEvaluator, ensure_beir_collection, evaluate_collection  # noqa: E402
+from retrieval.models.embed import E5, MINILM  # noqa: E402
+from retrieval.search.config import SearchConfig  # noqa: E402
+from retrieval.search.workbench import Workbench, embedding_text_of  # noqa: E402
 from retrieval.store import Store  # noqa: E402
-from retrieval.workbench import Workbench, embedding_text_of  # noqa: E402
 
 SETS = ("nfcorpus", "vaswani", "xquad-en", "xquad-zh", "cmrc2018-dev")
 ENGLISH_SETS = ("nfcorpus", "vaswani", "xquad-en")
@@ -86,7 +86,7 @@ class Study:
 # ---- models ---------------------------------------------------------------------------------
 def encoder_speed(folder: Path, model: str, n: int = 1000) -> float:
     """Passages per second of `model` on the first `n` documents of a BEIR corpus (title + text)."""
-    from retrieval.embed import load_encoder
+    from retrieval.models.embed import load_encoder
 
     with (folder / "corpus.jsonl").open(encoding="utf-8") as f:
         rows = [json.loads(line) for line, _ in zip(f, range(n), strict=False)]
@@ -143,8 +143,8 @@ def part_ingest(study: Study, n: int = 1000) -> None:
     fresh temporary database after one warm-up ingest of 50 documents (models loaded)."""
     import tempfile
 
+    from retrieval.indexing.ingest import parse_path
     from retrieval.indexing.pipeline import create_collection
-    from retrieval.ingest import parse_path
     from retrieval.types import ParsedCorpus
 
     documents = parse_path(study.folder("nfcorpus")).documents[:n]
@@ -223,7 +223,7 @@ def choose_held_out(table: dict[str, dict[str, float]], baseline: str) -> dict:
 
 
 def part_fusion(study: Study) -> None:
-    from retrieval.sweep import default_grid, run_sweep
+    from retrieval.evaluation.sweep import default_grid, run_sweep
 
     grid = default_grid(SearchConfig())
     table: dict[str, dict[str, float]] = {v.label: {} for v in grid}
@@ -256,7 +256,7 @@ def part_fusion(study: Study) -> None:
 # ---- rerank ---------------------------------------------------------------------------------
 def rerank_table(study: Study, name: str, base: SearchConfig) -> tuple[dict, dict]:
     """nDCG@10 of the first stage and of every (top-N, λ) on one set, plus timings."""
-    from retrieval.rerank import get_reranker, rerank
+    from retrieval.search.rerank import get_reranker, rerank
 
     collection, queries, qrels = study.collection(name)
     wb = study.workbench

@@ -12,11 +12,11 @@ characters only.
 import sys
 from pathlib import Path
 
-from retrieval.evaluate import evaluate_run, run_from_rankings
-from retrieval.ingest import parse_path
+from retrieval.evaluation.evaluate import evaluate_run, run_from_rankings
+from retrieval.indexing.ingest import parse_path
 from retrieval.sources.base import top_hits
 from retrieval.sources.bm25 import LuceneIdfBM25
-from retrieval.tokenize import tokenize
+from retrieval.text.tokenize import tokenize
 
 
 def two_or_more(text: str) -> list[str]:

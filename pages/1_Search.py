@@ -2,7 +2,9 @@
 
 import streamlit as st
 
-from ui import controls, judging, page, results, state, views, whynot
+from ui import page, state
+from ui.judging import rating as judging
+from ui.search import controls, results, views, whynot
 
 context = page.setup("Search")
 collection = page.require_collection(context)

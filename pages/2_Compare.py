@@ -3,7 +3,8 @@ collection (rank changes, overlap@k and RBO), or each source's own ranking side 
 
 import streamlit as st
 
-from ui import controls, page, results, source_views, state, views
+from ui import page, state
+from ui.search import controls, results, source_views, views
 
 context = page.setup("Compare")
 collection = page.require_collection(context)

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from ui import controls, page, state, views
+from ui import page, state
+from ui.search import controls, views
 
 context = page.setup("Distributions")
 collection = page.require_collection(context)

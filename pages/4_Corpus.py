@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from ui import corpus_views, page, state
+from ui import page, state
+from ui.corpus import views as corpus_views
 
 context = page.setup("Corpus")
 state.write_url("corpus")

@@ -3,18 +3,29 @@ optimiser, the A/B test between saved configs, snapshots and their diff, and sav
 
 import streamlit as st
 
-from ui import (
-    controls,
-    eval_ab,
-    eval_configs,
-    eval_optimize,
-    eval_run,
-    eval_sets,
-    eval_snapshots,
-    eval_sweep,
-    page,
-    state,
+from ui import page, state
+from ui.evaluate import (
+    ab as eval_ab,
 )
+from ui.evaluate import (
+    configs as eval_configs,
+)
+from ui.evaluate import (
+    optimize as eval_optimize,
+)
+from ui.evaluate import (
+    run as eval_run,
+)
+from ui.evaluate import (
+    sets as eval_sets,
+)
+from ui.evaluate import (
+    snapshots as eval_snapshots,
+)
+from ui.evaluate import (
+    sweep as eval_sweep,
+)
+from ui.search import controls
 
 context = page.setup("Evaluate")
 collection = page.require_collection(context)

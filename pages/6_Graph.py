@@ -2,7 +2,9 @@
 
 import streamlit as st
 
-from ui import controls, graph_views, page, state
+from ui import page, state
+from ui.graph import views as graph_views
+from ui.search import controls
 
 context = page.setup("Graph")
 collection = page.require_collection(context)

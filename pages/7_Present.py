@@ -1,7 +1,8 @@
-"""Present: a stakeholder view of one change (ui/present.py): no sidebar, large type, the headline
+"""Present: a stakeholder view of one change (ui/evaluate/present.py): no sidebar, large type, the headline
 metric before and after, one question's results before and after."""
 
-from ui import page, present, state
+from ui import page, state
+from ui.evaluate import present
 
 context = page.setup("Present")
 collection = page.require_collection(context)

@@ -1,7 +1,8 @@
 """Judge: a blind judging queue with keyboard shortcuts (what to judge next, or the pool), raters and
-their agreement, adjudication, ratings import/export, and the LLM judge (ui/judge_page.py)."""
+their agreement, adjudication, ratings import/export, and the LLM judge (ui/judging/page.py)."""
 
-from ui import judge_page, page, state
+from ui import page, state
+from ui.judging import page as judge_page
 
 context = page.setup("Judge")
 collection = page.require_collection(context)

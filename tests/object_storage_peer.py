@@ -1,4 +1,4 @@
-"""A second app process for tests/test_object_storage.py: opens the store named by the environment
+"""A second app process for tests/store/test_object_storage.py: opens the store named by the environment
 (`WORKBENCH_DB=s3://…`, `WORKBENCH_STORAGE_OPTIONS`, `WORKBENCH_LOCK_DIR`), as `./run.sh app`
 would, does one thing and prints one JSON line.
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from retrieval.config import SearchConfig  # noqa: E402
+from retrieval.search.config import SearchConfig  # noqa: E402
+from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.types import Document, ParsedCorpus  # noqa: E402
-from retrieval.workbench import Workbench  # noqa: E402
 
 
 def main(argv: list[str]) -> dict:

@@ -1,7 +1,8 @@
 """The layering `docs/architecture.md` describes, checked: every module imports in a fresh
 interpreter, the project's import graph has no cycle (lazy imports inside functions included, since
-a lazy import is often how a circle hides), the core never imports Streamlit or the UI, and the UI
-reaches the store only through the Workbench (it may import types and validators from it)."""
+a lazy import is often how a circle hides), every import goes down the layer table (`LAYERS`), the
+core never imports Streamlit or the UI, the UI reaches the store only through the Workbench (it may
+import types and validators from it), and no package or module outgrows a newcomer's reading."""
 
 from __future__ import annotations
 
@@ -12,10 +13,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("retrieval", "ui")
-# What ui/ may import from retrieval.store: types, a validator, and (resources.py, which makes
-# the process-wide Workbench) the Store class and the default location.
-UI_STORE_NAMES = {"CollectionInfo", "CollectionStats", "Progress", "validate_collection_name"}
+# What ui/ may import from retrieval.store (its public names, never a module inside it): types, a
+# validator, and (resources.py, which makes the process-wide Workbench) the Store class and the
+# default location.
+UI_STORE_NAMES = {"CollectionInfo", "CollectionStats", "Progress", "validate_collection_name", "display_name",
+                  "collection_versions", "listed_versions", "version_label"}
 UI_STORE_CONSTRUCTION = {"Store", "default_db_uri"}
+# The write side of indexing/: only the Workbench calls it (the UI and pages may read files with
+# its readers, never write around the Workbench).
+WRITE_SIDE = tuple(f"retrieval.indexing.{m}" for m in ("pipeline", "writer", "derive", "indexes", "plan", "graph"))
 
 
 def project_modules() -> dict[str, Path]:
@@ -102,7 +108,7 @@ def test_find_cycle_finds_one_and_only_one():
 
 def test_the_import_graph_has_no_cycle():
     graph = import_graph()
-    assert "retrieval.config" in graph and "retrieval.sources" in graph["retrieval.config"]
+    assert "retrieval.search.config" in graph and "retrieval.sources" in graph["retrieval.search.config"]
     assert find_cycle(graph) is None
 
 
@@ -115,6 +121,89 @@ def test_every_module_imports_in_a_fresh_interpreter():
     assert done.stdout.strip().endswith("ok")
 
 
+# The layer table of docs/architecture.md: a module may import its own package (any depth) and the
+# units of a lower layer, never a higher one nor another unit of its own layer (so the front ends
+# never import each other), except the pairs in LAYER_EXCEPTIONS. A unit is a top-level module of
+# `retrieval` or a package of it; `ui` is one unit.
+LAYERS: dict[str, int] = {
+    "retrieval": 0, "retrieval.types": 0,                       # plain data and errors; the package itself
+    "retrieval.limits": 1, "retrieval.cache": 1,                # every bound; every cache and its LRU
+    "retrieval.store": 2, "retrieval.text": 2,                  # LanceDB tables, locks, versions; text analysis
+    "retrieval.models": 3,                                      # encoders and their backends
+    "retrieval.sources": 4, "retrieval.judging": 4,             # one module per source; judgments and raters
+    "retrieval.indexing": 5,                                    # files in, the one write path
+    "retrieval.search": 6,                                      # config, plan, fusion, retriever, Workbench
+    "retrieval.evaluation": 7,                                  # metrics, sweep, A/B, snapshots, optimiser
+    "retrieval.cli": 8, "retrieval.serve": 8, "ui": 8,          # the front ends
+    "retrieval.__main__": 9,
+}
+LAYER_EXCEPTIONS = {
+    ("retrieval.cli", "retrieval.serve"),  # `retrieval serve` starts the MCP server
+    ("ui", "retrieval.serve.launch"),      # the Evaluate page shows how to start it (imports no server)
+}
+
+
+def unit_of(module: str) -> str:
+    if module.startswith("ui"):
+        return "ui"
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in graph.items():
+        unit = unit_of(module)
+        for target in targets:
+            other = unit_of(target)
+            if other == unit or other == "retrieval":
+                continue
+            excepted = any(unit == a and (target == b or target.startswith(b + ".") or other == b)
+                           for a, b in LAYER_EXCEPTIONS)
+            if LAYERS[other] >= LAYERS[unit] and not excepted:
+                found.append(f"{module} ({unit}, layer {LAYERS[unit]}) imports {target} (layer {LAYERS[other]})")
+    return sorted(found)
+
+
+def test_every_unit_has_a_layer():
+    assert {unit_of(m) for m in project_modules()} <= set(LAYERS)
+
+
+def test_layer_violations_are_found():
+    assert layer_violations({"retrieval.store.database": {"retrieval.search.config"}}) == [
+        "retrieval.store.database (retrieval.store, layer 2) imports retrieval.search.config (layer 6)"]
+    assert layer_violations({"retrieval.cli.main": {"retrieval.serve.server"}}) == []
+    assert layer_violations({"retrieval.serve.server": {"retrieval.cli.main"}}) != []
+    assert layer_violations({"ui.page": {"retrieval.serve.server"}}) != []
+    assert layer_violations({"ui.page": {"retrieval.serve.launch"}}) == []
+
+
+def test_every_import_goes_down_the_layer_table():
+    assert layer_violations(import_graph()) == []
+
+
+def test_no_package_holds_more_than_fifteen_modules():
+    folders: dict[Path, int] = {}
+    for path in project_modules().values():
+        if path.name != "__init__.py":
+            folders[path.parent] = folders.get(path.parent, 0) + 1
+    assert {str(f.relative_to(REPO)): n for f, n in folders.items() if n > 15} == {}
+
+
+MAX_LINES = 400
+# A module over MAX_LINES lines says why in its docstring, with this phrase.
+LONG_REASON = "Longer than 400 lines because"
+
+
+def test_no_module_over_400_lines_without_a_stated_reason():
+    long = {}
+    for name, path in project_modules().items():
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_LINES and LONG_REASON not in (ast.get_docstring(ast.parse(text)) or ""):
+            long[name] = text.count("\n")
+    assert long == {}
+
+
 def test_the_core_imports_neither_streamlit_nor_the_ui():
     for name, path in project_modules().items():
         if name.startswith("retrieval"):
@@ -123,25 +212,27 @@ def test_the_core_imports_neither_streamlit_nor_the_ui():
 
 
 def test_the_ui_reaches_the_store_only_through_the_workbench():
-    for name, path in project_modules().items():
+    modules = project_modules()
+    for name, path in modules.items():
         if not name.startswith("ui"):
             continue
         allowed = UI_STORE_NAMES | (UI_STORE_CONSTRUCTION if name == "ui.resources" else set())
         for target, names in imports_of(name, path):
             if target == "retrieval.store":
                 assert set(names) <= allowed, f"{name} imports {sorted(set(names) - allowed)} from the store"
-            assert not target.startswith("retrieval.store_"), f"{name} reaches into the storage layer"
-            assert not target.startswith("retrieval.indexing"), f"{name} ingests around the Workbench"
+            assert not (target.startswith("retrieval.store.") and target in modules), \
+                f"{name} reaches into the storage layer"
+            assert not target.startswith(WRITE_SIDE), f"{name} writes around the Workbench"
 
 
 def test_pages_import_nothing_from_the_store():
     for path in [REPO / "Home.py", *sorted((REPO / "pages").glob("*.py"))]:
         targets = {target for target, _ in imports_of(path.stem, path)}
-        assert not {t for t in targets if t.startswith(("retrieval.store", "retrieval.indexing"))}, path.name
+        assert not {t for t in targets if t.startswith(("retrieval.store", *WRITE_SIDE))}, path.name
 
 
 def test_fusion_methods_are_decided_only_in_their_registry():
-    """A fusion method is one entry of `retrieval/fusion_methods.py` (formula, display factor,
+    """A fusion method is one entry of `retrieval/search/fusion/methods.py` (formula, display factor,
     parameters, help, sweep points): no other module compares a config's method or combination
     with a name, so a new method needs no edit elsewhere (DBSF was added so)."""
     import re
@@ -151,12 +242,12 @@ def test_fusion_methods_are_decided_only_in_their_registry():
     paths = {**project_modules(), "Home": REPO / "Home.py",
              **{f"pages.{p.stem}": p for p in (REPO / "pages").glob("*.py")}}
     for name, path in paths.items():
-        if name == "retrieval.fusion_methods":
+        if name == "retrieval.search.fusion.methods":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             where = f"{path.relative_to(REPO)}:{number}"
             assert not compares.search(line), f"{where} decides by method name: {line.strip()}"
     method_names = re.compile(r"""["'](rrf|weighted|dbsf)["']\s*(==|!=)|(==|!=)\s*["'](rrf|weighted|dbsf)["']""")
     for name, path in paths.items():
-        if name != "retrieval.fusion_methods":
+        if name != "retrieval.search.fusion.methods":
             assert not method_names.search(path.read_text(encoding="utf-8")), path

@@ -3,15 +3,15 @@ breaks a search: the other sources are fused as if it were absent, and a note na
 and the reason (seed 004's failure cases, with real BM25 and vector sources beside them)."""
 
 import pytest
-from test_workbench import ANIMALS
+from corpora import ANIMALS_WITH_QUALITY
 
-from retrieval.config import SearchConfig
+from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import create_collection
-from retrieval.ingest import parse_bytes
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.sources import SOURCES, SourceSpec
 from retrieval.store import Store
 from retrieval.types import Hit
-from retrieval.workbench import Workbench
 
 
 class _Faulty:
@@ -44,7 +44,7 @@ def _register(monkeypatch, behaviour: str) -> str:
 @pytest.fixture(scope="module")
 def workbench(tmp_path_factory):
     wb = Workbench(Store(str(tmp_path_factory.mktemp("lancedb"))))
-    create_collection(wb.store, "animals", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    create_collection(wb.store, "animals", parse_bytes(ANIMALS_WITH_QUALITY.encode(), "animals.csv"))
     return wb
 
 

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from retrieval import limits
-from retrieval.config import COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
-from retrieval.fusion_methods import method_of
-from retrieval.normalize import l2, min_max, normalize, z_score
-from retrieval.plan import fuse, fused_order
+from retrieval.search.config import COMBINATIONS, FUSION_METHODS, NORMALIZATIONS, SearchConfig
+from retrieval.search.fusion.methods import method_of
+from retrieval.search.fusion.normalize import l2, min_max, normalize, z_score
+from retrieval.search.plan import fuse, fused_order
 from retrieval.types import Hit, RetrievalError, SourceResult
 
 # Module-level settings, applied per test (a loaded profile would change every other module's).
@@ -226,8 +226,8 @@ def test_cli_style_nan_is_refused_with_the_field_name():
 # use `fullmatch`, which does not.
 @pytest.mark.parametrize("check", ["collection", "query set", "document id", "config"])
 def test_names_and_ids_ending_in_a_newline_are_refused(check):
-    from retrieval.configs import validate_config_name
-    from retrieval.judgments import validate_id
+    from retrieval.judging.judgments import validate_id
+    from retrieval.search.saved_configs import validate_config_name
     from retrieval.store import validate_collection_name
 
     validate = {"collection": validate_collection_name,

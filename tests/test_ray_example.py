@@ -15,13 +15,14 @@ import pyarrow as pa
 import pytest
 from corpora import ANIMALS
 
-from retrieval import cli, limits
-from retrieval.chunking import chunk_markdown
-from retrieval.config import SearchConfig
+from retrieval import limits
+from retrieval.cli import main as cli
 from retrieval.indexing.derive import collection_rows, document_records, documents_of
-from retrieval.ingest import parse_path
+from retrieval.indexing.ingest import parse_path
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.store import GRAPH_KINDS, XL_COLUMN, Store, collection_schema
-from retrieval.workbench import Workbench
+from retrieval.text.chunking import chunk_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("ray_embed", REPO / "examples" / "ray_embed.py")

@@ -26,12 +26,12 @@ OUTSIDE = re.compile(r"\.\./shared|[\"']shared[\"']\s*/|\bREPO\.parent\b|parents
 # the fusion maths. (The CLI tests, which once read ../shared/eval too, run in the suite itself:
 # here their four model-loading processes cost 16 s and add no check of where data is read.)
 SUBSET = [
-    "tests/test_evaluate.py::test_metrics_equal_trec_eval_on_a_real_bm25_run_over_the_sample",
-    "tests/test_ingest.py::test_beir_bundled_xquad_sample",
-    "tests/test_ingest.py::test_beir_large_corpus_parses_whole",
-    "tests/test_abtest.py::test_t_test_p_value_equals_scipy_on_the_per_query_values",
-    "tests/test_sweep.py::test_default_grid_has_132_variants_split_as_documented",
-    "tests/test_fusion.py",
+    "tests/evaluation/test_evaluate.py::test_metrics_equal_trec_eval_on_a_real_bm25_run_over_the_sample",
+    "tests/indexing/test_ingest.py::test_beir_bundled_xquad_sample",
+    "tests/indexing/test_ingest.py::test_beir_large_corpus_parses_whole",
+    "tests/evaluation/test_abtest.py::test_t_test_p_value_equals_scipy_on_the_per_query_values",
+    "tests/evaluation/test_sweep.py::test_default_grid_has_132_variants_split_as_documented",
+    "tests/search/test_fusion.py",
 ]
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.cli import ingest_rate, main
-from retrieval.config import SearchConfig
-from retrieval.embed import MINILM, load_encoder
+from retrieval.cli.main import ingest_rate, main
+from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import add_documents, create_collection, truncation_note
-from retrieval.ingest import parse_bytes
+from retrieval.models.embed import MINILM, load_encoder
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.sources.base import run_source
 from retrieval.sources.bm25 import NO_TERMS, RankBM25Source
 from retrieval.store import Store
-from retrieval.tokenize import tokenize
-from retrieval.workbench import Workbench
+from retrieval.text.tokenize import tokenize
 
 ANIMALS = (b"id,text\ncow,The cow gives milk on the farm\nowl,An owl hunts mice at night\n"
            b"dog,A dog guards the farm and the house\n")
@@ -44,7 +44,7 @@ def test_the_search_notes_name_the_reason(workbench):
     empty = workbench.search("animals", "", SearchConfig())
     assert empty.outcome.n_candidates == 0
     assert {"bm25: no query text", "dense: no query text"} <= set(empty.outcome.notes)
-    from ui.results import removed_summary
+    from ui.search.results import removed_summary
 
     assert removed_summary(empty.candidates, empty.outcome, 0) == \
         "0 candidates (BM25 0, vector 0): no query text · top-K removed 0 · 0 shown"

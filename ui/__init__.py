@@ -1,4 +1,13 @@
-"""The Streamlit UI's shared parts: every page is a thin script over these modules, and they reach
-the core only through `retrieval.workbench.Workbench` (see docs/architecture.md for one line per
-module: resources, page, state, controls, results, charts, views, the Corpus, Graph and Evaluate
-page sections, judging, progress)."""
+"""The Streamlit UI: every page (`pages/`) is a thin script over these modules, which reach the core
+only through `retrieval.search.Workbench` (docs/architecture.md).
+
+    page.py       what every page does first (`setup`), and the guarded search
+    state.py      session state and URL state (one `View` per browser session)
+    resources.py  process-wide resources: one Workbench per database location
+    progress.py   the progress bar of a long run
+    search/       the Search, Compare and Distributions pages' parts (controls, results, charts)
+    evaluate/     the Evaluate and Present pages' sections
+    judging/      the Judge page and the Search page's ratings
+    corpus/       the Corpus page
+    graph/        the Graph page
+"""

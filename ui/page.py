@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from retrieval.config import SearchConfig
-from retrieval.workbench import SearchResult, Workbench
-
-from . import controls, resources, state, views
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import SearchResult, Workbench
+from ui import resources, state
+from ui.search import controls, views
 
 APP_TITLE = "Search relevance workbench"
 

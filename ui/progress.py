@@ -10,7 +10,7 @@ from functools import partial
 
 import streamlit as st
 
-from retrieval.evaluate import metrics_ready, prepare_metrics
+from retrieval.evaluation.evaluate import metrics_ready, prepare_metrics
 
 
 class Progress:

@@ -1,6 +1,6 @@
 """Process-wide resources: one Workbench (and its Store, LanceDB connection and caches) per
 database location, created once per process with `st.cache_resource`. Embedding and rerank
-models are loaded once per process by `retrieval.embed` / `retrieval.rerank` themselves.
+models are loaded once per process by `retrieval.models.embed` / `retrieval.search.rerank` themselves.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from retrieval.search.workbench import Workbench
 from retrieval.store import Progress, Store, default_db_uri
-from retrieval.workbench import Workbench
-
-from .corpus import is_eval_cache
+from ui.corpus.actions import is_eval_cache
 
 # The app's log (the terminal that runs Streamlit): the core's and the UI's module loggers, where an
 # unexpected error leaves its traceback while the page shows a one-line message. A no-op when the
@@ -27,7 +26,7 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 SAMPLE_COLLECTION = "sample-xquad"
 CATALOGUE_COLLECTION = "sample-catalogue"  # data-source records for the keyword source (seed 000)
 GRAPH_COLLECTION = "sample-three-kingdoms"  # a Markdown history for the entity graph (seed 002)
-SAMPLE_QUERY_SET = "sample"  # the sample's queries and judgments (ui.judging.SAMPLE_SET)
+SAMPLE_QUERY_SET = "sample"  # the sample's queries and judgments (ui.judging.rating.SAMPLE_SET)
 
 
 def sample_dir() -> Path:
@@ -37,7 +36,7 @@ def sample_dir() -> Path:
 
 @st.cache_resource(show_spinner="Opening the collection database…")
 def _workbench(uri: str) -> Workbench:
-    from .state import browser_model_check
+    from ui.state import browser_model_check
 
     workbench = Workbench(Store(uri))
     workbench.model_check = browser_model_check  # links and widgets name no model outside the allowed ones
@@ -105,7 +104,7 @@ def _create_missing(workbench: Workbench, name: str, path: Path, progress: Progr
     """Parse `path` and create collection `name` from it unless it exists; the parsed corpus, or
     None when nothing was created. Safe when two sessions race: the loser finds it exists, or
     being created by the other."""
-    from retrieval.ingest import parse_path
+    from retrieval.indexing.ingest import parse_path
     from retrieval.types import NameBeingCreated, RetrievalError
 
     if workbench.exists(name):

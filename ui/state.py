@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from retrieval.config import SearchConfig
-from retrieval.embed import BUILTIN_MODELS
 from retrieval.limits import check_model_from_link
-from retrieval.rerank import E5_RERANKER
+from retrieval.models.embed import BUILTIN_MODELS
+from retrieval.search.config import SearchConfig
+from retrieval.search.rerank import E5_RERANKER
 from retrieval.types import RetrievalError
 
 VIEW_KEY = "_workbench_view"

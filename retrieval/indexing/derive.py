@@ -20,11 +20,11 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 
-from .. import embed  # `embed.load_encoder` looked up per call: a test may swap the encoder
-from ..entities import graph_table_rows
-from ..store import XL_COLUMN, Progress, collection_schema
-from ..tokenize import document_language, tokenize
-from ..types import Document, IngestError
+from retrieval.models import embed  # `embed.load_encoder` looked up per call: a test may swap the encoder
+from retrieval.store import XL_COLUMN, Progress, collection_schema
+from retrieval.text.entities import graph_table_rows
+from retrieval.text.tokenize import document_language, tokenize
+from retrieval.types import Document, IngestError
 
 XL_STAGE = "embedding for other languages"  # the progress stage of the cross-lingual column
 # A record's fields besides the derived ones, as `Document` names them (metadata: JSON text).

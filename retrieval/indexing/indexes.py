@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import warnings
 
-from .. import limits
-from ..store import CollectionInfo, Store, counts_as_write
-from . import plan
+from retrieval import limits
+from retrieval.indexing import plan
+from retrieval.store import CollectionInfo, Store, counts_as_write
 
 
 def index_text(table, column: str) -> None:

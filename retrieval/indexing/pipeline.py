@@ -35,15 +35,9 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from .. import embed, limits
-from ..embed import E5, default_model_for
-from ..graph_build import graph_inline
-from ..ingest import DocumentStream
-from ..store import CollectionInfo, Progress, Store, stored_documents
-from ..tokenize import corpus_language, document_language, language_from_mix
-from ..types import Document, ParsedCorpus
-from . import plan
-from .derive import (
+from retrieval import limits
+from retrieval.indexing import plan
+from retrieval.indexing.derive import (
     EmbedBatches,
     check_documents,
     collection_rows,
@@ -53,8 +47,15 @@ from .derive import (
     embedding_text,
     graph_rows,
 )
-from .indexes import index_for_size
-from .writer import Batch, clash_error, open_write
+from retrieval.indexing.graph import graph_inline
+from retrieval.indexing.indexes import index_for_size
+from retrieval.indexing.ingest import DocumentStream
+from retrieval.indexing.writer import Batch, clash_error, open_write
+from retrieval.models import embed
+from retrieval.models.embed import E5, default_model_for
+from retrieval.store import CollectionInfo, Progress, Store, stored_documents
+from retrieval.text.tokenize import corpus_language, document_language, language_from_mix
+from retrieval.types import Document, ParsedCorpus
 
 log = logging.getLogger(__name__)
 

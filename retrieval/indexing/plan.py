@@ -11,13 +11,14 @@ from collections.abc import Iterable
 
 import lancedb
 
-from .. import embed, limits  # `embed.load_encoder` looked up per call: a test may swap the encoder
-from ..embed import E5
-from ..sources import SOURCES
-from ..sources.base import Derives
-from ..store import GRAPH_KINDS, XL_COLUMN, CollectionInfo, now_iso
-from ..tokenize import TOKENIZER_NAME
-from ..types import RetrievalError
+from retrieval import limits  # `embed.load_encoder` looked up per call: a test may swap the encoder
+from retrieval.models import embed
+from retrieval.models.embed import E5
+from retrieval.sources import SOURCES
+from retrieval.sources.base import Derives
+from retrieval.store import GRAPH_KINDS, XL_COLUMN, CollectionInfo, now_iso
+from retrieval.text.tokenize import TOKENIZER_NAME
+from retrieval.types import RetrievalError
 
 # The catalogue fields naming each vector column's model and dimension.
 VECTOR_MODELS = {"vector": ("model", "dim"), XL_COLUMN: ("xl_model", "xl_dim")}

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..entities import graph_schemas, merge_entities
-from ..store import (
+from retrieval.indexing.indexes import index_texts
+from retrieval.indexing.plan import vectors_backend
+from retrieval.store import (
     GRAPH_KINDS,
     CollectionInfo,
     Store,
@@ -33,11 +34,10 @@ from ..store import (
     now_iso,
     validate_collection_name,
 )
-from ..store_tables import graph_table_names
-from ..tokenize import language_from_mix
-from ..types import IngestError, RetrievalError
-from .indexes import index_texts
-from .plan import vectors_backend
+from retrieval.store.tables import graph_table_names
+from retrieval.text.entities import graph_schemas, merge_entities
+from retrieval.text.tokenize import language_from_mix
+from retrieval.types import IngestError, RetrievalError
 
 GraphRows = dict[str, list[dict]]  # auxiliary table kind -> rows (entities.graph_table_rows)
 

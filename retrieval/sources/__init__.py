@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import bm25, dense, graph, keyword
-from .base import LoadContext, Param, Source, SourceSpec, run_source, run_source_batch, run_sources
+from retrieval.sources import bm25, dense, graph, keyword
+from retrieval.sources.base import LoadContext, Param, Source, SourceSpec, run_source, run_source_batch, run_sources
 
 if TYPE_CHECKING:
-    from ..config import SearchConfig
+    from retrieval.search.config import SearchConfig
 
 SOURCES: dict[str, SourceSpec] = {spec.name: spec for spec in (bm25.SPEC, dense.SPEC, keyword.SPEC, graph.SPEC)}
 

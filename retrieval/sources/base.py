@@ -26,16 +26,16 @@ from concurrent.futures import Executor, Future, as_completed
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..types import Hit, SourceResult
-from .lance_requests import LanceRequest, RowIdMap, start_request
+from retrieval.sources.lance_requests import LanceRequest, RowIdMap, start_request
+from retrieval.types import Hit, SourceResult
 
 if TYPE_CHECKING:  # only for annotations: sources never import the config at run time
     import numpy as np
     import pyarrow as pa
 
-    from ..config import SearchConfig
-    from ..graph_builds import GraphBuilds
-    from ..store import Store
+    from retrieval.indexing.graph_jobs import GraphBuilds
+    from retrieval.search.config import SearchConfig
+    from retrieval.store import Store
 
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class SourceSpec:
     optional: bool = False  # joins the fusion only when picked (BM25 and vector always retrieve)
     description: str = ""  # one sentence: what it scores and how (the "Extra sources" tooltip)
     # Matches the query's words literally, so it finds nothing real across languages
-    # (`retrieval.language`: its weight drops to 0 there when the config is language-aware).
+    # (`retrieval.search.language`: its weight drops to 0 there when the config is language-aware).
     lexical: bool = False
     # Embeds the query with the collection's model (`LoadContext.query_vector`): evaluation and
     # sweeps embed all their queries in batches first (`Retriever.embed_queries`).

@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from .. import limits
-from ..tokenize import tokenize
-from ..types import Hit
-from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
-from .lance_requests import LanceRequest, RowIdMap, fts_query, hit_ids, ready_map
+from retrieval import limits
+from retrieval.sources.base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
+from retrieval.sources.lance_requests import LanceRequest, RowIdMap, fts_query, hit_ids, ready_map
+from retrieval.text.tokenize import tokenize
+from retrieval.types import Hit
 
 if TYPE_CHECKING:
-    from ..config import SearchConfig
+    from retrieval.search.config import SearchConfig
 
 class LoadedBM25:
     """A collection's BM25 inputs at one state, read on first use: the table handle (native

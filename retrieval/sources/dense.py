@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import embed
-from ..embed import E5
-from ..store import XL_COLUMN, vector_matrix
-from ..tokenize import crosses_languages
-from ..types import Hit
-from .base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
-from .lance_requests import LanceRequest, RowIdMap, hit_ids, ready_map, vector_query
+from retrieval.models import embed
+from retrieval.models.embed import E5
+from retrieval.sources.base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
+from retrieval.sources.lance_requests import LanceRequest, RowIdMap, hit_ids, ready_map, vector_query
+from retrieval.store import XL_COLUMN, vector_matrix
+from retrieval.text.tokenize import crosses_languages
+from retrieval.types import Hit
 
 if TYPE_CHECKING:
-    from ..config import SearchConfig
+    from retrieval.search.config import SearchConfig
 
 
 @dataclass(frozen=True)
@@ -262,7 +262,7 @@ class DenseSource:
         query's vector (the Workbench caches it per model and query); `row_id_map()` names the
         rows a search returns (`table` must then be checked out at that map's version), else
         each search selects `id`."""
-        from .. import limits
+        from retrieval import limits
 
         self.table = table
         self._embed = embed
@@ -378,7 +378,7 @@ def exact_similarities(matrix: np.ndarray, query_unit: np.ndarray) -> np.ndarray
     """matrix · q, one float32 dot product per row. Each row's value depends only on that row and
     q (the same float32 over the whole matrix or over any subset of its rows), which the batch's
     shortlist relies on: observed on numpy 2.4.6, not documented by numpy, so
-    tests/test_evaluate_lean.py compares `search_batch` with `search` bit for bit."""
+    tests/evaluation/test_evaluate_lean.py compares `search_batch` with `search` bit for bit."""
     # einsum, not `matrix @ q`: a BLAS matrix-vector product spreads over threads that spin
     # on a busy 2-core machine (8 CPU ms at 20k × 384, against 1.8 here; scale.md).
     return np.einsum("ij,j->i", matrix, query_unit)

@@ -1,5 +1,5 @@
-"""Entity graph source: seed 002's entity activation (`retrieval.activation`) over a collection's
-chunks and their typed entities (`retrieval.entities`, stored at ingest beside the collection).
+"""Entity graph source: seed 002's entity activation (`retrieval.sources.activation`) over a collection's
+chunks and their typed entities (`retrieval.text.entities`, stored at ingest beside the collection).
 
 Query entities: the query goes through the same extractor as the chunks; then, since a query is
 short, every entity name of the collection found in the query (Chinese names of ≥ 2 characters as
@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..activation import Activation, GraphSettings, Scored, activate, hit_detail, inverted, score_events
-from ..cache import LRU
-from ..entities import default_extractor, graph_table_rows
-from ..store import GRAPH_KINDS, stored_documents
-from ..types import Hit, RetrievalError
-from .base import Derives, LoadContext, Param, SourceSpec
+from retrieval.cache import LRU
+from retrieval.sources.activation import Activation, GraphSettings, Scored, activate, hit_detail, inverted, score_events
+from retrieval.sources.base import Derives, LoadContext, Param, SourceSpec
+from retrieval.store import GRAPH_KINDS, stored_documents
+from retrieval.text.entities import default_extractor, graph_table_rows
+from retrieval.types import Hit, RetrievalError
 
 if TYPE_CHECKING:
-    from ..config import SearchConfig
+    from retrieval.search.config import SearchConfig
 
 _HAN_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 

@@ -44,7 +44,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..records import (
+from retrieval.sources.base import Derives, LoadContext, Param, SourceSpec
+from retrieval.text.records import (
     is_catalogue_record,
     record_contents,
     record_descriptions,
@@ -54,11 +55,10 @@ from ..records import (
     record_quality,
     record_tags,
 )
-from ..types import Hit
-from .base import Derives, LoadContext, Param, SourceSpec
+from retrieval.types import Hit
 
 if TYPE_CHECKING:
-    from ..config import SearchConfig
+    from retrieval.search.config import SearchConfig
 
 FIELDS = ("name", "description", "tags", "domains", "organization", "content")
 
@@ -144,7 +144,7 @@ def _lowered(values) -> tuple[str, ...]:
 
 
 def catalogue_fields(doc_id: str, record: dict) -> KeywordFields:
-    """A catalogue record's fields (shape in `retrieval.records`)."""
+    """A catalogue record's fields (shape in `retrieval.text.records`)."""
     return KeywordFields(
         doc_id=doc_id, names=_lowered(record_names(record)), descriptions=_lowered(record_descriptions(record)),
         tags=_lowered(record_tags(record)), domains=_lowered(record_domains(record)),

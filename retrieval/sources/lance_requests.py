@@ -32,7 +32,7 @@ import pyarrow as pa
 from lancedb.background_loop import LOOP
 from lancedb.query import FullTextSearchQuery, Query
 
-from ..types import Hit
+from retrieval.types import Hit
 
 log = logging.getLogger(__name__)
 

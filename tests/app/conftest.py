@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from retrieval.config import SearchConfig
+from retrieval.indexing.ingest import parse_path
 from retrieval.indexing.pipeline import create_collection
-from retrieval.ingest import parse_path
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 from retrieval.types import Document, ParsedCorpus
-from retrieval.workbench import Workbench
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "Home.py"  # the entry script: its file name is the first sidebar entry

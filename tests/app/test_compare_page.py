@@ -2,8 +2,8 @@
 
 from conftest import QUERY, fused, open_page, plain
 
-from retrieval.compare import overlap_at_k, rank_changes, rbo
-from retrieval.config import SearchConfig
+from retrieval.evaluation.compare import overlap_at_k, rank_changes, rbo
+from retrieval.search.config import SearchConfig
 from ui.state import default_config_b, with_ui_sources
 
 COMPARE = "pages/2_Compare.py"
@@ -58,7 +58,7 @@ def test_config_a_against_config_b(workbench):
 
 
 def test_config_b_shortcuts_copy_load_and_reset(workbench):
-    from retrieval.configs import ConfigStore
+    from retrieval.search.saved_configs import ConfigStore
 
     ConfigStore(workbench.store).save("b-shortcut", SearchConfig(fusion="rrf", rrf_k=5, weights={"bm25": 1.0}))
     at = open_page(COMPARE, q=QUERY, mode="configs", fusion="weighted", weights="bm25=0.3,dense=0.7", top_k="6")

@@ -4,11 +4,11 @@ behind a confirmation, and the ingest step as a plain function."""
 import pytest
 from conftest import open_page, plain
 
-from retrieval.ingest import ParseOptions
+from retrieval.indexing.ingest import ParseOptions
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 from retrieval.types import IngestError, RetrievalError
-from retrieval.workbench import Workbench
-from ui import corpus
+from ui.corpus import actions as corpus
 
 CORPUS = "pages/4_Corpus.py"
 NOTES_CSV = (
@@ -148,7 +148,7 @@ def test_ingest_step_is_a_plain_function(tmp_path):
 
 
 def test_versions_of_a_collection_say_what_changed(app_db):
-    from retrieval.versions import collection_versions
+    from retrieval.store.versions import collection_versions
 
     at = open_page(CORPUS)
     at.selectbox(key="corpus.versions").set_value(app_db.collection).run()

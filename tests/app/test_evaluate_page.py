@@ -12,11 +12,11 @@ import pytest
 # At module level: tests/browser has a conftest too, and a later `from conftest import` would get it.
 from conftest import APP, COLLECTION, QUERY, REPO, TIMEOUT, all_widgets, open_page, plain
 
-from retrieval.config import SearchConfig
-from retrieval.evaluate import DEFAULT_METRICS, evaluate_collection
-from retrieval.ingest import parse_path
-from retrieval.judgments import JudgmentStore
-from ui import eval_charts
+from retrieval.evaluation.evaluate import DEFAULT_METRICS, evaluate_collection
+from retrieval.indexing.ingest import parse_path
+from retrieval.judging.judgments import JudgmentStore
+from retrieval.search.config import SearchConfig
+from ui.evaluate import charts as eval_charts
 from ui.state import VIEW_KEY, with_ui_sources
 
 SEARCH = "pages/1_Search.py"
@@ -88,7 +88,7 @@ def test_evaluating_shows_the_core_metrics_and_reruns_do_not_requery(small_set, 
 
     # changing config A marks the shown result as stale, still without querying or reading
     # the query set, its judgments or the saved configs again
-    from retrieval.configs import ConfigStore
+    from retrieval.search.saved_configs import ConfigStore
 
     for cls, names in ((JudgmentStore, ("query_sets", "queries", "qrels", "export_qrels")), (ConfigStore, ("names",))):
         for name in names:
@@ -184,7 +184,7 @@ def test_the_first_run_stores_the_sample_queries_and_judgments(tmp_path, monkeyp
 
 
 def test_applying_the_sweep_best_changes_config_a(small_set, workbench):
-    from retrieval.sweep import default_grid, headline, run_sweep
+    from retrieval.evaluation.sweep import default_grid, headline, run_sweep
 
     queries, qrels = small_set
     at = open_page(EVALUATE, set="small-eval")
@@ -220,7 +220,7 @@ def test_applying_the_sweep_best_changes_config_a(small_set, workbench):
 
 
 def test_the_sweep_with_rerank_variants_shows_them_beside_the_first_stage(small_set, workbench):
-    from retrieval.sweep import RERANK_LAMBDAS, default_grid, run_sweep, with_rerank_grid
+    from retrieval.evaluation.sweep import RERANK_LAMBDAS, default_grid, run_sweep, with_rerank_grid
 
     queries, qrels = small_set
     at = open_page(EVALUATE, set="small-eval")
@@ -295,8 +295,8 @@ def test_a_valid_upload_is_stored_and_selected(workbench):
 
 
 def test_ab_test_of_two_saved_configs_is_the_core_comparison(small_set, workbench):
-    from retrieval.abtest import compare
-    from retrieval.configs import ConfigStore
+    from retrieval.evaluation.abtest import compare
+    from retrieval.search.saved_configs import ConfigStore
 
     queries, qrels = small_set
     configs = ConfigStore(workbench.store)
@@ -318,7 +318,7 @@ def test_ab_test_of_two_saved_configs_is_the_core_comparison(small_set, workbenc
     deltas = next(d.value for d in at.dataframe if "delta (B − A)" in d.value.columns)
     assert dict(zip(deltas["query id"], deltas["delta (B − A)"], strict=True)) == dict(expected.deltas)
     # beside it: how far the judgments can be trusted, the core's own figures
-    from retrieval.trust import flip_check, trust_metrics
+    from retrieval.evaluation.trust import flip_check, trust_metrics
 
     rank = lambda run: {q: sorted(d, key=d.get, reverse=True) for q, d in run.items()}  # noqa: E731
     trust = next(d.value for d in at.dataframe if "bpref" in d.value.columns)
@@ -330,7 +330,7 @@ def test_ab_test_of_two_saved_configs_is_the_core_comparison(small_set, workbenc
 
 
 def test_configs_save_load_and_import(workbench):
-    from retrieval.configs import ConfigStore
+    from retrieval.search.saved_configs import ConfigStore
 
     configs = ConfigStore(workbench.store)
     at = open_page(EVALUATE, fusion="rrf", rrf_k="7", weights="bm25=0.2,dense=0.8")
@@ -372,8 +372,8 @@ def test_every_evaluate_control_has_help(small_set):
 def test_the_optimiser_runs_in_the_background_and_its_config_becomes_config_a(small_set, workbench):
     """Optimise: the run goes to a thread, Stop keeps the best so far, the table holds the core's
     held-out figures, and 'Use as config A' applies the learned config."""
-    from retrieval.optimize import cross_validate, prepare
-    from ui.eval_optimize import DONE_KEY, RUN_KEY
+    from retrieval.evaluation.optimize import cross_validate, prepare
+    from ui.evaluate.optimize import DONE_KEY, RUN_KEY
 
     queries, qrels = small_set
     at = open_page(EVALUATE, set="small-eval")

@@ -9,8 +9,8 @@ import pytest
 from conftest import APP, TIMEOUT, open_page, plain
 from streamlit.testing.v1 import AppTest
 
+from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import create_collection
-from retrieval.ingest import parse_bytes
 from retrieval.sources.bm25 import NO_TERMS
 from retrieval.store import Store
 
@@ -98,7 +98,7 @@ def test_a_stopword_query_says_bm25_found_no_terms():
 
 # ---- a collection named in any script ----------------------------------------------------------
 TEA = "id,text\nt1,龙井茶产于浙江杭州西湖，是著名的绿茶。\nt2,普洱茶产于云南，是一种发酵茶。\n".encode()
-CHINESE_TABLE = "c-bcbf6ef0"  # "c-" + sha1("中文集合")[:8] (tests/test_names.py)
+CHINESE_TABLE = "c-bcbf6ef0"  # "c-" + sha1("中文集合")[:8] (tests/store/test_names.py)
 
 
 @pytest.fixture
@@ -212,7 +212,7 @@ def test_the_empty_query_hint_names_queries_of_the_current_collection(cache_db):
     hints = [plain(i.value) for i in at.info if i.value.startswith("Type a query")]
     assert hints == ["Type a query above to see results. For this collection, try “Green tea from Japan” or "
                      "“Pu-erh”."]
-    from retrieval.judgments import JudgmentStore
+    from retrieval.judging.judgments import JudgmentStore
 
     JudgmentStore(cache_db).save_query_set("teas", "mine", {"q1": "which tea is fermented"})
     at = open_fresh(SEARCH)

@@ -5,12 +5,12 @@ import json
 import pytest
 from conftest import all_widgets, nullable, open_page, plain
 
-from retrieval.activation import GraphSettings, activate
-from retrieval.chunking import chunk_markdown
-from retrieval.config import SearchConfig
 from retrieval.indexing.pipeline import create_collection
+from retrieval.search.config import SearchConfig
+from retrieval.sources.activation import GraphSettings, activate
 from retrieval.sources.graph import load_index
 from retrieval.store import Store
+from retrieval.text.chunking import chunk_markdown
 from retrieval.types import ParsedCorpus
 
 COLLECTION = "graph-mini"
@@ -108,7 +108,7 @@ def test_search_page_fuses_the_graph_with_bm25_and_vectors(graph_collection, wor
 
 def test_a_pending_graph_is_said_on_the_graph_search_and_corpus_pages(app_db, workbench, monkeypatch):
     """A collection at or above `limits.GRAPH_INLINE_MAX` documents gets its graph after the
-    ingest (retrieval/graph_build.py): the pages say so instead of blocking the search."""
+    ingest (retrieval/indexing/graph.py): the pages say so instead of blocking the search."""
     from retrieval import limits
 
     monkeypatch.setattr(limits, "GRAPH_INLINE_MAX", 2)

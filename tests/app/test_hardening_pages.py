@@ -71,7 +71,7 @@ def test_a_typed_model_path_is_refused_before_any_load(app_db, monkeypatch):
 @pytest.fixture
 def long_collection(workbench):
     """'long-docs': one 60,000-character document among two short ones."""
-    from retrieval.embed import E5
+    from retrieval.models.embed import E5
 
     text = "The quokka festival. " + "Lorem ipsum dolor sit amet. " * 2200
     docs = [Document(id="long", title="Long", text=text[:60_000]),

@@ -6,8 +6,8 @@ from the core on the very database the app uses."""
 import pytest
 from conftest import COLLECTION, QUERY, open_page, plain
 
-from retrieval.judgments import JudgmentStore
-from retrieval.raters import ADJUDICATED, Rating, agreement
+from retrieval.judging.judgments import JudgmentStore
+from retrieval.judging.raters import ADJUDICATED, Rating, agreement
 from retrieval.store import Store
 
 JUDGE = "pages/8_Judge.py"

@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import QUERY, all_widgets, fused, nullable, open_page, plain
 
-from ui import views
+from ui.search import views
 
 SEARCH = "pages/1_Search.py"
 CARD_ID = re.compile(r'^<div class="wb-card"><b>#\d+</b> <span style="[^"]*">([^ ]+) · ')
@@ -195,7 +195,7 @@ def test_a_sources_own_detail_is_shown_escaped_and_labelled(workbench):
     # "script" earns the markup document description 3 + one matching sentence 1: below the
     # default minimum of 5, so the link lowers it
     at = open_page(SEARCH, q="script", weights="bm25=0.5,dense=0.5,keyword=0.5", keyword="min_relevance=1")
-    from retrieval.config import SearchConfig
+    from retrieval.search.config import SearchConfig
 
     config = SearchConfig(weights={"bm25": 0.5, "dense": 0.5, "keyword": 0.5}, keyword={"min_relevance": 1})
     hit = next(h for h in workbench.candidates("small", "script", config).sources["keyword"].hits
@@ -220,7 +220,7 @@ def test_the_per_result_hook_is_called_under_each_card(workbench):
 
     script = f"""
 import streamlit as st
-from retrieval.config import SearchConfig
+from retrieval.search.config import SearchConfig
 from ui import page, resources, results, views
 
 workbench = resources.workbench()
@@ -256,7 +256,7 @@ def test_rerank_names_the_reranker_and_reorders(workbench):
     at.toggle(key="a.rerank").set_value(True).run()
     info = " ".join(i.value for i in at.info)
     assert "e5" in info and "bi\\-encoder re\\-scoring" in info
-    from retrieval.config import SearchConfig
+    from retrieval.search.config import SearchConfig
 
     result = workbench.search("small", QUERY, SearchConfig(rerank=True, rerank_top_n=4, top_k=6))
     frame = at.dataframe[0].value
@@ -271,7 +271,7 @@ def test_rerank_names_the_reranker_and_reorders(workbench):
 def test_a_query_dependent_config_says_so_and_can_be_dropped(workbench):
     """A link with learned query-dependent weights: the sidebar says the sliders set only the total,
     the results' notes say what set this query's split, and 'Use fixed weights' drops it."""
-    from retrieval.config import SearchConfig
+    from retrieval.search.config import SearchConfig
     from ui.state import VIEW_KEY
 
     model = {"sources": ["bm25", "dense"], "intercept": 0.3, "coefficients": {"length": -1.0},

@@ -6,8 +6,8 @@ import sys
 
 from conftest import COLLECTION, REPO, open_page
 
-from retrieval.config import SearchConfig
-from retrieval.configs import ConfigStore
+from retrieval.search.config import SearchConfig
+from retrieval.search.saved_configs import ConfigStore
 
 
 def test_a_saved_config_shows_how_to_serve_it(workbench):

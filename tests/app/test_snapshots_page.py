@@ -6,12 +6,12 @@ import json
 import pytest
 from conftest import COLLECTION, REPO, open_page, plain
 
-from retrieval.ingest import parse_path
-from retrieval.judgments import JudgmentStore
-from retrieval.snapshot_diff import diff
-from retrieval.snapshots import SnapshotStore
+from retrieval.evaluation.snapshot_diff import diff
+from retrieval.evaluation.snapshots import SnapshotStore
+from retrieval.indexing.ingest import parse_path
+from retrieval.judging.judgments import JudgmentStore
 from retrieval.store import Store
-from ui.eval_snapshots import side_by_side
+from ui.evaluate.snapshots import side_by_side
 
 EVALUATE = "pages/5_Evaluate.py"
 SET = "snap-set"
@@ -77,9 +77,9 @@ def test_keep_two_snapshots_and_diff_them(snap_set):
 def test_the_present_page_shows_the_change_for_people(snap_set, workbench):
     """No sidebar, the headline in plain words, one question's results before and after by title:
     every number the diff's own."""
-    from retrieval.config import SearchConfig
-    from retrieval.snapshot_diff import result_lists
-    from ui.present import PRESENTATION_CSS, document_words, headline_words
+    from retrieval.evaluation.snapshot_diff import result_lists
+    from retrieval.search.config import SearchConfig
+    from ui.evaluate.present import PRESENTATION_CSS, document_words, headline_words
 
     before = snap_set.create(workbench, COLLECTION, "present before", SearchConfig(depth=1), SET)
     after = snap_set.create(workbench, COLLECTION, "present after", SearchConfig(), SET)

@@ -6,9 +6,9 @@ import pytest
 from conftest import open_page
 from corpora import ANIMALS
 
-from retrieval.config import SearchConfig
+from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import add_documents, create_collection
-from retrieval.ingest import parse_bytes
+from retrieval.search.config import SearchConfig
 from retrieval.store import Store
 
 SEARCH, COMPARE = "pages/1_Search.py", "pages/2_Compare.py"

@@ -8,10 +8,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from conftest import COLLECTION, QUERY, open_page, plain
 
-from retrieval.config import SearchConfig
-from retrieval.highlight import escape_markdown
-from retrieval.judgments import JudgmentStore
-from retrieval.whynot import TOP_K, standing_cells
+from retrieval.judging.judgments import JudgmentStore
+from retrieval.search.config import SearchConfig
+from retrieval.search.whynot import TOP_K, standing_cells
+from retrieval.text.highlight import escape_markdown
 from ui.state import VIEW_KEY
 
 SEARCH = "pages/1_Search.py"

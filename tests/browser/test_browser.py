@@ -10,10 +10,10 @@ from __future__ import annotations
 import harness
 import pytest
 
-from retrieval.compare import rank_changes
-from retrieval.config import SearchConfig
+from retrieval.evaluation.compare import rank_changes
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
-from retrieval.workbench import Workbench
 
 QUERY = "How many career sacks did Jared Allen have?"
 UPLOAD_WORD = "zorblefrump"

@@ -14,9 +14,9 @@ from urllib.parse import quote_plus
 import harness
 import pytest
 
-from retrieval.config import SearchConfig
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
-from retrieval.workbench import Workbench
 from ui.resources import GRAPH_COLLECTION
 
 SPARSE_QUERY = "Kawann Short sacks"  # BM25 finds few of the sample's paragraphs; the vectors rank all

@@ -15,10 +15,10 @@ from urllib.parse import quote_plus
 
 import harness
 
-from retrieval.config import SearchConfig
-from retrieval.ingest import parse_bytes
+from retrieval.indexing.ingest import parse_bytes
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
-from retrieval.workbench import Workbench
 
 SAMPLE = harness.SAMPLE_COLLECTION
 
@@ -135,10 +135,10 @@ def test_compare_copies_config_a_into_b(page, ready_app, browser_db):
 
 
 def test_the_present_page_hides_the_sidebar_and_shows_the_change(page, ready_app, browser_db):
-    from retrieval.judgments import JudgmentStore
-    from retrieval.snapshot_diff import diff
-    from retrieval.snapshots import SnapshotStore
-    from ui.present import headline_words
+    from retrieval.evaluation.snapshot_diff import diff
+    from retrieval.evaluation.snapshots import SnapshotStore
+    from retrieval.judging.judgments import JudgmentStore
+    from ui.evaluate.present import headline_words
 
     store = Store(str(browser_db))
     workbench = Workbench(store)

@@ -17,11 +17,11 @@ from corpora import ANIMALS
 from openai_stub import StubLLM
 from playwright.sync_api import expect
 
-from retrieval.ingest import parse_bytes
-from retrieval.llm_judge import LLMSettings, save_settings
-from retrieval.raters import Rating
+from retrieval.indexing.ingest import parse_bytes
+from retrieval.judging.llm_judge import LLMSettings, save_settings
+from retrieval.judging.raters import Rating
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
-from retrieval.workbench import Workbench
 
 QUERIES = {"k1": "animals that hunt mice", "k2": "who sees at night"}
 

@@ -1,4 +1,4 @@
-"""The snapshot report (retrieval/snapshot_report.py) in Debian's chromium on a phone-sized
+"""The snapshot report (retrieval/evaluation/snapshot_report.py) in Debian's chromium on a phone-sized
 screen, with every request aborted: it needs none, and its figure, headline and Chinese text show."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ from pathlib import Path
 
 import harness
 
-from retrieval.config import SearchConfig
+from retrieval.evaluation.snapshot_diff import diff
+from retrieval.evaluation.snapshot_report import report_html
+from retrieval.evaluation.snapshots import SnapshotStore
+from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import create_collection
-from retrieval.ingest import parse_bytes
-from retrieval.judgments import JudgmentStore
-from retrieval.snapshot_diff import diff
-from retrieval.snapshot_report import report_html
-from retrieval.snapshots import SnapshotStore
+from retrieval.judging.judgments import JudgmentStore
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
-from retrieval.workbench import Workbench
 
 SCREENSHOTS = Path(__file__).with_name("screenshots")
 TEA = """id,title,text

@@ -42,12 +42,13 @@ import harness
 import numpy as np
 import pytest
 
-from retrieval import embed, limits
-from retrieval.config import SearchConfig
+from retrieval import limits
 from retrieval.indexing.pipeline import create_collection
+from retrieval.models import embed
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 from retrieval.types import Document, ParsedCorpus
-from retrieval.workbench import Workbench
 
 SCALE_COLLECTION = "scale-browser"
 SCALE_COLLECTION_DOCS = 50_000  # = the shipped limits.SCALE_DOCS; why not 100k: module doc

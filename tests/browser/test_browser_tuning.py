@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import harness
 
-from retrieval.config import SearchConfig
-from retrieval.evaluate import evaluate_collection
-from retrieval.judgments import JudgmentStore
+from retrieval.evaluation.evaluate import evaluate_collection
+from retrieval.judging.judgments import JudgmentStore
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
-from retrieval.workbench import Workbench
-from ui.judging import widget_key
+from ui.judging.rating import widget_key
 
 QUERY = "How many career sacks did Jared Allen have?"
 SET = "browser-tuning"

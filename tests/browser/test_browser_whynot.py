@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import harness
 
-from retrieval.config import SearchConfig
-from retrieval.judgments import JudgmentStore
+from retrieval.judging.judgments import JudgmentStore
+from retrieval.search.config import SearchConfig
+from retrieval.search.whynot import FUSION_ONLY
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
-from retrieval.whynot import FUSION_ONLY
-from retrieval.workbench import Workbench
 
 QUERY = "How many points did the Panthers defense surrender?"
 SET = "browser-whynot"

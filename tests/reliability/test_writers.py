@@ -22,7 +22,7 @@ import pytest
 from writer import documents as writer_documents  # the documents a writer writes
 from writer import write  # the writer's own code, run in this process for setup and re-ingest
 
-from retrieval.judgments import JudgmentStore
+from retrieval.judging.judgments import JudgmentStore
 from retrieval.store import GRAPH_KINDS, Store, aux_table_name
 
 WRITER = Path(__file__).with_name("writer.py")

@@ -75,7 +75,7 @@ def write(store: Store, op: str, name: str, start: int, count: int, real: bool) 
         store.delete(name)
         return {}
     if op == "rate":
-        from retrieval.judgments import JudgmentStore
+        from retrieval.judging.judgments import JudgmentStore
 
         judgments = JudgmentStore(store)
         ids = [judgments.rate(name, "default", f"query {i}", f"d{i % 3}", 1) for i in range(start, start + count)]

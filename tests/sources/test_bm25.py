@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from retrieval.sources.bm25 import BM25Postings, LuceneIdfBM25, RankBM25Source
-from retrieval.tokenize import tokenize
+from retrieval.text.tokenize import tokenize
 
 
 def random_corpus(seed: int, n_docs: int, vocabulary: int) -> list[list[str]]:

@@ -6,7 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from retrieval.activation import (
+from retrieval.indexing.pipeline import create_collection
+from retrieval.models.embed import load_encoder
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
+from retrieval.sources.activation import (
     Activated,
     Activation,
     GraphSettings,
@@ -22,14 +26,10 @@ from retrieval.activation import (
     relevance,
     score_events,
 )
-from retrieval.chunking import chunk_markdown
-from retrieval.config import SearchConfig
-from retrieval.embed import load_encoder
-from retrieval.indexing.pipeline import create_collection
 from retrieval.sources.graph import GRAPH_DEFAULTS, load_index
 from retrieval.store import Store
+from retrieval.text.chunking import chunk_markdown
 from retrieval.types import ParsedCorpus
-from retrieval.workbench import Workbench
 
 WEIGHTS = {k: GRAPH_DEFAULTS[k] for k in ("time", "location", "person", "topic", "action", "tag")}
 
@@ -52,7 +52,7 @@ def test_worked_example_with_the_seeds_expanded_sets():
 
 
 def test_worked_example_through_synonym_normalisation():
-    from retrieval.entities import normalize_name
+    from retrieval.text.entities import normalize_name
 
     synonyms = {"大模型": "LLM", "fine-tuning": "微调"}
     norm = lambda names: frozenset(normalize_name(n, synonyms) for n in names)  # noqa: E731
@@ -252,7 +252,7 @@ def test_collection_without_tables_is_indexed_in_memory(tmp_path):
 def test_three_kingdoms_sample_spreads_beyond_direct_matches(tmp_path):
     from pathlib import Path
 
-    from retrieval.ingest import parse_path
+    from retrieval.indexing.ingest import parse_path
 
     store = Store(str(tmp_path))
     corpus = parse_path(Path(__file__).resolve().parents[2] / "sample_data" / "three_kingdoms")

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.config import SearchConfig
+from retrieval.indexing.ingest import parse_path
 from retrieval.indexing.pipeline import create_collection
-from retrieval.ingest import parse_path
+from retrieval.search.config import SearchConfig
+from retrieval.search.workbench import Workbench
 from retrieval.sources import keyword
 from retrieval.sources.keyword import (
     KEYWORD_DEFAULTS,
@@ -21,7 +22,6 @@ from retrieval.sources.keyword import (
 )
 from retrieval.store import Store
 from retrieval.types import ParsedCorpus
-from retrieval.workbench import Workbench
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "catalogue" / "records.json"
 

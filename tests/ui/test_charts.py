@@ -3,8 +3,8 @@
 import pytest
 
 from retrieval.types import FusedResult, SourceContribution
-from ui import charts
-from ui.results import ResultRow, contribution_bars, rrf_squeeze
+from ui.search import charts
+from ui.search.results import ResultRow, contribution_bars, rrf_squeeze
 
 
 def _row(rank: int, **contributions: float) -> ResultRow:
@@ -71,13 +71,13 @@ def test_the_distributions_min_fused_line_is_the_core_s_cut_for_every_method_and
     the core cuts: a result passes min_score exactly when its display score is at or above the
     line. (The page once used 1/Σw for the harmonic and geometric means, which the core shows as
     they are.) Weights sum to 2 so 1/Σw and 1 differ."""
-    from retrieval.config import SearchConfig
-    from retrieval.fusion_methods import COMBINATIONS, FUSION_METHODS
-    from retrieval.retriever import CandidateSet
+    from retrieval.search.config import SearchConfig
+    from retrieval.search.fusion.methods import COMBINATIONS, FUSION_METHODS
+    from retrieval.search.retriever import CandidateSet
+    from retrieval.search.workbench import Workbench
     from retrieval.store import Store
     from retrieval.types import Hit, SourceResult
-    from retrieval.workbench import Workbench
-    from ui.views import min_fused_factor
+    from ui.search.views import min_fused_factor
 
     def ranked(source, *pairs):
         return SourceResult(source, tuple(Hit(d, s, r) for r, (d, s) in enumerate(pairs, start=1)))

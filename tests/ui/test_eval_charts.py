@@ -1,9 +1,9 @@
-"""The Evaluate page's pure tables and figures (ui/eval_charts.py), without Streamlit."""
+"""The Evaluate page's pure tables and figures (ui/evaluate/charts.py), without Streamlit."""
 
 from urllib.parse import parse_qs, urlsplit
 
-from retrieval.config import SearchConfig
-from ui import eval_charts as ec
+from retrieval.search.config import SearchConfig
+from ui.evaluate import charts as ec
 from ui.state import View, view_from_params
 
 METRICS = ("ndcg@10", "mrr@10")

@@ -4,11 +4,11 @@ trend's bars are the bootstrap intervals, a click pairs a snapshot with the one 
 import pandas as pd
 import pytest
 
-from retrieval.config import SearchConfig
-from retrieval.paired import bootstrap_ci
-from retrieval.snapshots import Snapshot
-from ui.eval_charts import causes_waterfall, snapshot_trend
-from ui.eval_snapshots import pair_before, trend_points
+from retrieval.evaluation.paired import bootstrap_ci
+from retrieval.evaluation.snapshots import Snapshot
+from retrieval.search.config import SearchConfig
+from ui.evaluate.charts import causes_waterfall, snapshot_trend
+from ui.evaluate.snapshots import pair_before, trend_points
 
 DIFF = {"metric": "ndcg@10", "a": {"name": "<b>old</b>", "value": 0.5, "ci95": [0.4, 0.6]},
         "b": {"name": "new", "value": 0.56, "ci95": [0.45, 0.66]}, "delta": 0.06,
@@ -47,7 +47,7 @@ def test_a_click_pairs_a_snapshot_with_the_one_before():
 
 
 def test_a_querys_lists_side_by_side_with_rank_changes():
-    from ui.eval_snapshots import side_by_side
+    from ui.evaluate.snapshots import side_by_side
 
     a = Snapshot(name="a", collection="c", created="1", table_version=1, doc_count=4, config=SearchConfig(),
                  query_set="s", queries={"q": "x"}, qrels={"q": {"d2": 2}}, judgments_key="k",

@@ -1,15 +1,15 @@
-"""The Evaluate page's plain steps (ui/eval_sets.py, ui/eval_sweep.py, ui/eval_common.py) on a
+"""The Evaluate page's plain steps (ui/evaluate/sets.py, ui/evaluate/sweep.py, ui/evaluate/common.py) on a
 real JudgmentStore: uploads in every format, all-or-nothing failures, and the sweep's cache key."""
 
 import pytest
 
-from retrieval.config import SearchConfig
-from retrieval.judgments import JudgmentStore
+from retrieval.judging.judgments import JudgmentStore
+from retrieval.search.config import SearchConfig
 from retrieval.store import Store
 from retrieval.types import IngestError, RetrievalError
-from ui.eval_common import config_label
-from ui.eval_sets import upload_query_set
-from ui.eval_sweep import sweep_base_key
+from ui.evaluate.common import config_label
+from ui.evaluate.sets import upload_query_set
+from ui.evaluate.sweep import sweep_base_key
 
 QUERIES_TSV = ("q.tsv", b"query-id\ttext\nq1\tHow many points?\nq2\tWho won the game?\n")
 QUERIES_JSONL = ("q.jsonl", b'{"_id": "q1", "text": "How many points?"}\n{"_id": "q2", "text": "Who won the game?"}\n')
@@ -98,7 +98,7 @@ def test_a_query_set_travels_in_one_file(judgments):
 
 def test_the_first_run_says_it_is_compiling_the_metrics(monkeypatch):
     """The first evaluation of a process waits for ranx's compilation: the bar says so first."""
-    import retrieval.evaluate as evaluate
+    import retrieval.evaluation.evaluate as evaluate
     import ui.progress as progress
 
     texts = []

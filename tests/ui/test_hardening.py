@@ -12,13 +12,17 @@ from types import SimpleNamespace
 import pytest
 
 from retrieval import limits
-from retrieval.embed import MINILM
-from retrieval.highlight import Span
+from retrieval.models.embed import MINILM
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
+from retrieval.text.highlight import Span
 from retrieval.types import Document, FusedResult, ParsedCorpus, RetrievalError, SourceContribution
-from retrieval.workbench import Workbench
-from ui import charts, corpus, eval_charts, graph_charts, state, views
-from ui.results import ResultRow
+from ui import state
+from ui.corpus import actions as corpus
+from ui.evaluate import charts as eval_charts
+from ui.graph import charts as graph_charts
+from ui.search import charts, views
+from ui.search.results import ResultRow
 
 EVIL_FILE = "[Click me](https:evil.example) ![t](https:evil.example).csv"
 EVIL_SOURCE = "<b>x</b><a href='https:evil.example'>y</a><img src=x>%{y}"

@@ -1,8 +1,8 @@
 """The Judge page's queue, pure parts: the window a rater works through, what is left of it, and
 the blind order of a query's documents."""
 
-from retrieval.judge_next import Candidate
-from ui.judge_page import current_pair, pending_pairs, queue_window
+from retrieval.judging.judge_next import Candidate
+from ui.judging.page import current_pair, pending_pairs, queue_window
 
 
 def pairs(*keys: str) -> list[Candidate]:

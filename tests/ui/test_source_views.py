@@ -1,9 +1,9 @@
-"""The pure frame of Compare's per-source rankings (`ui.source_views.source_ranking_frame`)."""
+"""The pure frame of Compare's per-source rankings (`ui.search.source_views.source_ranking_frame`)."""
 
 import pandas as pd
 
 from retrieval.types import Hit, SourceResult
-from ui.source_views import source_ranking_frame
+from ui.search.source_views import source_ranking_frame
 
 DOCS = {"a": {"title": "Alpha"}, "b": {"title": "", "text": "Beta text " * 20}}
 
@@ -31,7 +31,7 @@ def test_an_empty_source_gives_an_empty_frame_with_the_columns():
 
 
 def test_a_learned_score_is_explained_by_its_largest_contributions():
-    from ui.results import learned_explanation
+    from ui.search.results import learned_explanation
 
     parts = {"bias": 0.1, "fused": 0.5, "dense_rank": 0.3, "bm25_raw": -0.088, "length": 0.0, "cjk": 0.001,
              "oov": -0.002, "doc_length": 0.004, "title_match": 0.002}

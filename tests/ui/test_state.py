@@ -1,6 +1,6 @@
 """URL <-> View mapping of the UI (pure, no Streamlit run)."""
 
-from retrieval.config import SearchConfig
+from retrieval.search.config import SearchConfig
 from ui.state import View, default_config_b, params_for, view_from_params
 
 

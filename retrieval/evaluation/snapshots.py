@@ -1,0 +1,304 @@
+"""Snapshots: named, immutable records of one evaluation, kept in the store's `_snapshots` table.
+
+A snapshot holds what is needed to compare it later without the tool's state of that day: the
+collection, its table version and document count, the full config, the query set's name, queries
+and judgments as they were (with a fingerprint of the judgments), the evaluated run per query
+(ids best first with the score the search showed: the reranked score for a reranked head,
+else the fused score) cut at the config's depth, and per-query metrics.
+
+Metrics (`SNAPSHOT_METRICS`): ndcg@10, precision@10, recall@100 and mrr (ranx, trec_eval
+semantics, see `evaluate`), and judged@10 = |top 10 ∩ judged documents| / 10, the share of the
+top 10 that has a judgment (what a metric computed on the rest cannot see). Only judged queries
+count; a judged query the run left empty scores 0.
+
+One row per snapshot, columns of plain values and JSON (no pickle). Names follow the saved-config
+rule (`configs.validate_saved_name`) and are unique in the store. A snapshot is never changed: only
+renamed or deleted, each one LanceDB commit under the table's lock. `diff` lives in
+`snapshot_diff.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from retrieval.evaluation.evaluate import Qrels, QrelsEvaluator, searched
+from retrieval.evaluation.trust import judged_at
+from retrieval.judging.judgments import JudgmentStore
+from retrieval.models.embed import backend_for
+from retrieval.search.config import SearchConfig
+from retrieval.search.plan import evaluation_config
+from retrieval.search.saved_configs import validate_saved_name
+from retrieval.sources import SOURCES
+from retrieval.store import CollectionInfo, Store, counts_as_write, sql_string
+from retrieval.store.tables import add_missing_columns
+from retrieval.types import RetrievalError
+
+SNAPSHOTS_TABLE = "_snapshots"
+RANX_METRICS = ("ndcg@10", "precision@10", "recall@100", "mrr")
+JUDGED_AT = 10
+SNAPSHOT_METRICS = (*RANX_METRICS, f"judged@{JUDGED_AT}")
+SNAPSHOTS_SCHEMA = pa.schema([
+    pa.field("name", pa.string(), nullable=False),
+    pa.field("collection", pa.string(), nullable=False),
+    pa.field("created", pa.string(), nullable=False),
+    pa.field("table_version", pa.int64(), nullable=False),
+    pa.field("doc_count", pa.int64(), nullable=False),
+    pa.field("config", pa.string(), nullable=False),  # SearchConfig.to_json
+    pa.field("query_set", pa.string(), nullable=False),
+    pa.field("queries", pa.string(), nullable=False),  # JSON {query id: text}
+    pa.field("qrels", pa.string(), nullable=False),  # JSON {query id: {doc id: grade}}
+    pa.field("judgments_key", pa.string(), nullable=False),
+    pa.field("run", pa.string(), nullable=False),  # JSON {query id: [[doc id, score], …]}
+    pa.field("per_query", pa.string(), nullable=False),  # JSON {query id: {metric: value}}
+    # JSON {model: encoder backend} of the query vectors (`query_encoders`); null: taken before
+    # snapshots recorded it (the column is added to an older table by its next `add`).
+    pa.field("encoders", pa.string(), nullable=True),
+])
+
+Scored = dict[str, list[tuple[str, float]]]  # query id -> (doc id, score) best first
+# (config, table version, {query id: text}) -> {query id: doc ids best first}: a config run on a version
+Rerun = Callable[[SearchConfig, int, Mapping[str, str]], Mapping[str, Sequence[str]]]
+
+
+def validate_snapshot_name(name: str) -> str:
+    return validate_saved_name(name, "snapshot")
+
+
+def judgments_key(qrels: Mapping[str, Mapping[str, int]]) -> str:
+    """A fingerprint of the judgments: equal judgments, equal key (order does not matter)."""
+    canonical = json.dumps({q: dict(sorted(d.items())) for q, d in sorted(qrels.items())}, sort_keys=True)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def score_rankings(rankings: Mapping[str, Sequence[str]], qrels: Qrels) -> dict[str, dict[str, float]]:
+    """`SNAPSHOT_METRICS` per judged query of `qrels` (queries in qrels order)."""
+    evaluator = QrelsEvaluator(qrels)
+    _, per_query = evaluator.evaluate_rankings(rankings, RANX_METRICS)
+    for qid, values in per_query.items():
+        values[f"judged@{JUDGED_AT}"] = judged_at(list(rankings.get(qid, ())), evaluator.judged[qid])
+    return per_query
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    name: str
+    collection: str
+    created: str
+    table_version: int
+    doc_count: int
+    config: SearchConfig
+    query_set: str
+    queries: dict[str, str]
+    qrels: Qrels
+    judgments_key: str
+    run: Scored
+    per_query: dict[str, dict[str, float]]
+    encoders: dict[str, str] | None = None  # model -> backend of its query vectors; None: not recorded
+
+    @property
+    def rankings(self) -> dict[str, list[str]]:
+        return {q: [doc_id for doc_id, _ in hits] for q, hits in self.run.items()}
+
+    @property
+    def mean(self) -> dict[str, float]:
+        """Each metric's mean over the judged queries."""
+        n = len(self.per_query)
+        return {m: sum(v[m] for v in self.per_query.values()) / n for m in SNAPSHOT_METRICS} if n else {}
+
+    def to_row(self) -> dict:
+        return {"name": self.name, "collection": self.collection, "created": self.created,
+                "table_version": self.table_version, "doc_count": self.doc_count, "config": self.config.to_json(),
+                "query_set": self.query_set, "queries": json.dumps(self.queries, ensure_ascii=False),
+                "qrels": json.dumps(self.qrels, ensure_ascii=False), "judgments_key": self.judgments_key,
+                "run": json.dumps(self.run, ensure_ascii=False),
+                "per_query": json.dumps(self.per_query, ensure_ascii=False),
+                "encoders": None if self.encoders is None else json.dumps(self.encoders, sort_keys=True)}
+
+    @classmethod
+    def from_row(cls, row: Mapping) -> Snapshot:
+        return cls(name=row["name"], collection=row["collection"], created=row["created"],
+                   table_version=int(row["table_version"]), doc_count=int(row["doc_count"]),
+                   config=SearchConfig.from_json(row["config"]), query_set=row["query_set"],
+                   queries=json.loads(row["queries"]), qrels=json.loads(row["qrels"]),
+                   judgments_key=row["judgments_key"],
+                   run={q: [(d, float(s)) for d, s in hits] for q, hits in json.loads(row["run"]).items()},
+                   per_query=json.loads(row["per_query"]),
+                   encoders=None if row.get("encoders") is None else json.loads(row["encoders"]))
+
+    def to_json_dict(self) -> dict:
+        """The whole snapshot as plain JSON values (what `export_json` writes)."""
+        return {"name": self.name, "collection": self.collection, "created": self.created,
+                "table_version": self.table_version, "doc_count": self.doc_count, "config": self.config.to_dict(),
+                "query_set": self.query_set, "judgments_key": self.judgments_key,
+                "encoders": self.encoders,
+                "mean": self.mean, "per_query": self.per_query, "queries": self.queries, "qrels": self.qrels,
+                "run": {q: [[d, s] for d, s in hits] for q, hits in self.run.items()}}
+
+    def trec_run(self) -> str:
+        """The run in TREC format (`qid Q0 doc rank score tag`), the snapshot's name as the tag
+        (spaces as '_': a TREC field has none)."""
+        tag = self.name.replace(" ", "_")
+        return "".join(f"{q} Q0 {d} {rank} {score:.6f} {tag}\n"
+                       for q, hits in self.run.items() for rank, (d, score) in enumerate(hits, start=1))
+
+
+def run_of(workbench, collection: str, queries: Mapping[str, str], config: SearchConfig) -> Scored:
+    """Each query searched as a search shows it (the config's plan, explained, cut at the config's
+    depth: `evaluate.evaluation_config`): ids best first with the score shown (the reranked score
+    for a reranked head, else the fused score)."""
+    run: Scored = {}
+    for qid, result in zip(queries, searched(workbench, collection, list(queries.values()),
+                                             evaluation_config(config)), strict=True):
+        run[qid] = [(fused.doc_id, float(reranked.final_score if reranked is not None else fused.score))
+                    for fused, reranked in result.final_ranking()]
+    return run
+
+
+def evaluate_scored(workbench, collection: str, queries: Mapping[str, str], qrels: Qrels, config: SearchConfig
+                    ) -> tuple[Scored, dict[str, dict[str, float]]]:
+    """The judged queries' run (`run_of`) and their metrics."""
+    judged = [q for q in qrels if qrels[q] and q in queries]
+    if not judged:
+        raise RetrievalError("None of the judged queries has a query text")
+    run = run_of(workbench, collection, {q: queries[q] for q in judged}, config)
+    return run, score_rankings({q: [d for d, _ in hits] for q, hits in run.items()}, {q: qrels[q] for q in judged})
+
+
+def query_encoders(info: CollectionInfo, config: SearchConfig) -> dict[str, str]:
+    """Model → encoder backend (`embed.backend_for`) of each model whose query vectors a run of
+    `config` on the collection `info` computes: its model, and its cross-lingual one when
+    language-aware fusion can pick it; {} when no source of `config` embeds a query. The same
+    config, corpus and judgments give other vectors on another backend, so a diff names it."""
+    if not any(SOURCES[name].embeds_query for name in config.sources if name in SOURCES):
+        return {}
+    models = [info.model, *([info.xl_model] if info.xl_model and config.language_aware else [])]
+    return {model: backend_for(model) for model in models}
+
+
+def take_snapshot(workbench, collection: str, name: str, config: SearchConfig, queries: Mapping[str, str],
+                  qrels: Qrels, query_set: str, version: int | None = None) -> Snapshot:
+    """Evaluate `config` on the judged queries now, as a `Snapshot` (not kept: `SnapshotStore.add`).
+    `query_set` names where the queries came from (a query set, a BEIR folder): diffs pair only
+    snapshots of one. The snapshot's table version is the one evaluated (`version`, read with
+    the judgments, else now): when a write lands during the evaluation, it is evaluated again at
+    that version (time travel)."""
+    validate_snapshot_name(name)
+    config.validate()
+    qrels = {q: dict(d) for q, d in qrels.items() if d and q in queries}
+    if not qrels:
+        raise RetrievalError(f"{query_set!r} of {collection!r} has no judged query to evaluate")
+    version = workbench.store.version(collection) if version is None else version
+    run, per_query = evaluate_scored(workbench, collection, queries, qrels, config)
+    then = workbench.at_version(collection, version)
+    if workbench.store.version(collection) != version:  # versions only grow: equal means no write between
+        run, per_query = evaluate_scored(then, collection, queries, qrels, config)
+    doc_count = then.info(collection).doc_count  # the version's own row count
+    created = datetime.now(UTC).isoformat(timespec="microseconds")  # orders snapshots made within a second
+    return Snapshot(name=name, collection=collection, created=created, table_version=int(version),
+                    doc_count=doc_count, config=config, query_set=query_set,
+                    queries={q: queries[q] for q in qrels}, qrels=qrels, judgments_key=judgments_key(qrels),
+                    run=run, per_query=per_query, encoders=query_encoders(then.info(collection), config))
+
+
+def rerun_at(workbench, collection: str) -> Rerun:
+    """How a diff re-runs a config on another version of the collection (`snapshot_diff.causes_of`):
+    `run_of` on `Workbench.at_version`, each run kept in the Workbench's run cache. A version a
+    compaction removed is a `RetrievalError`."""
+    def rerun(config: SearchConfig, version: int, queries: Mapping[str, str]) -> dict[str, list[str]]:
+        past = workbench.at_version(collection, version)
+        key = (collection, past.state(collection), config.to_json(), tuple(queries.items()))
+        run = workbench.caches.runs.get_or_create(key, lambda: run_of(past, collection, queries, config))
+        return {q: [doc_id for doc_id, _ in hits] for q, hits in run.items()}
+
+    return rerun
+
+
+class SnapshotStore:
+    """The snapshots of one `Store` (see the module docstring)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def _table(self, create: bool = False):
+        return self.store.side_table(SNAPSHOTS_TABLE, SNAPSHOTS_SCHEMA, create)
+
+    def _rows(self, where: str | None = None, columns: list[str] | None = None) -> list[dict]:
+        table = self._table()
+        if table is None:
+            return []
+        query = table.search()
+        if where:
+            query = query.where(where)
+        if columns:
+            query = query.select(columns)
+        return query.limit(None).to_arrow().to_pylist()
+
+    def names(self) -> list[str]:
+        """Snapshot names, oldest first."""
+        rows = self._rows(columns=["name", "created"])
+        return [r["name"] for r in sorted(rows, key=lambda r: (r["created"], r["name"]))]
+
+    def list(self, collection: str | None = None) -> list[Snapshot]:
+        """Every snapshot (of `collection`), oldest first."""
+        rows = self._rows(f"collection = {sql_string(collection)}" if collection else None)
+        return [Snapshot.from_row(r) for r in sorted(rows, key=lambda r: (r["created"], r["name"]))]
+
+    def get(self, name: str) -> Snapshot:
+        validate_snapshot_name(name)
+        rows = self._rows(f"name = {sql_string(name)}")
+        if not rows:
+            known = ", ".join(self.names()) or "none yet"
+            raise RetrievalError(f"No snapshot named {name!r} (snapshots: {known})")
+        return Snapshot.from_row(rows[0])
+
+    @counts_as_write
+    def add(self, snapshot: Snapshot) -> Snapshot:
+        """Keep `snapshot`; a name already taken is an error (a snapshot is never overwritten)."""
+        with self.store._lock(SNAPSHOTS_TABLE):
+            self.check_free(snapshot.name)
+            table = self._table(create=True)
+            add_missing_columns(table, SNAPSHOTS_SCHEMA)  # a table written before a column existed
+            table.add(pa.Table.from_pylist([snapshot.to_row()], schema=SNAPSHOTS_SCHEMA))
+        return snapshot
+
+    def create(self, workbench, collection: str, name: str, config: SearchConfig | None = None,
+               query_set: str = "default") -> Snapshot:
+        """Evaluate `config` on the collection's query set now and keep it as snapshot `name`."""
+        self.check_free(name)  # before the work; `add` checks again under the lock
+        queries, qrels, version = JudgmentStore(workbench.store).judged_state(collection, query_set)
+        return self.add(take_snapshot(workbench, collection, name, config or SearchConfig(), queries, qrels,
+                                      query_set, version))
+
+    def check_free(self, name: str) -> None:
+        """A clear error unless `name` is a valid name no snapshot has."""
+        validate_snapshot_name(name)
+        if self._rows(f"name = {sql_string(name)}", ["name"]):
+            raise RetrievalError(f"A snapshot named {name!r} already exists; snapshots are never overwritten, "
+                                 "choose another name")
+
+    @counts_as_write
+    def rename(self, name: str, new_name: str) -> None:
+        validate_snapshot_name(new_name)
+        self.get(name)
+        with self.store._lock(SNAPSHOTS_TABLE):
+            if self._rows(f"name = {sql_string(new_name)}", ["name"]):
+                raise RetrievalError(f"A snapshot named {new_name!r} already exists")
+            self._table().update(where=f"name = {sql_string(name)}", values={"name": new_name})
+
+    @counts_as_write
+    def delete(self, name: str) -> None:
+        self.get(name)
+        with self.store._lock(SNAPSHOTS_TABLE):
+            self._table().delete(f"name = {sql_string(name)}")
+
+    def export_json(self, name: str) -> str:
+        return json.dumps(self.get(name).to_json_dict(), ensure_ascii=False, indent=2)
+
+    def export_trec(self, name: str) -> str:
+        return self.get(name).trec_run()

@@ -1,0 +1,516 @@
+"""Parameter sweeps: many fusion configs judged on one query set, retrieval done once.
+
+`default_grid(base)` is OpenSearch-hybrid-optimizer-style: for two sources s₁, s₂ and the weight
+w ∈ {0.0, 0.1, …, 1.0} of s₁ (s₂ gets 1 − w), every fusion method's grid points
+(`FusionMethod.sweep_points` in `fusion_methods.FUSION_METHODS`) × 11 weights:
+
+e.g. weighted fusion: normalisation ∈ {minmax, l2} × combination ∈ {arithmetic, harmonic,
+geometric} × 11 weights = 66 variants; RRF: k ∈ {1, 5, 10, 20, 60} × 11 weights = 55 variants;
+132 in all with today's three methods. A variant with weight 0 on a source leaves that source
+out of its config (weights {s₂: 1.0}): it is the other source alone, not a fusion with a silent partner whose candidates
+would still be ranked behind, tied at 0.
+
+`run_sweep` fetches each query's candidates once per (source, source parameters) at the largest
+depth any variant asks for (`Workbench.source_results`, in batches of `evaluate.QUERY_BATCH`
+through the workbench's candidate cache: ids and scores, no rows; a tie field's values come from
+`CollectionReads.tie_values`), then, for every variant, runs its ranking plan
+(`plan.RankingPlan` of `plan.evaluation_config(config)`, what `evaluate.evaluate_collection`
+judges: the language rule, per-source minimums, fusion, top-K = depth, no fused-score
+thresholds) lean on each query's cached candidates, a source's preparation shared between the
+variants that prepare it alike (the plan's `memo`), and scores the runs with
+`evaluate.QrelsEvaluator` (ranx's metric functions on prebuilt arrays).
+
+Rerank variants (`rerank_grid`: one first-stage config × top-N × λ ∈ {0.0, 0.1, …, 1.0}) are
+first-stage variants with `rerank` on. Their reranker scores are taken once per query, for the
+union of their heads (`Workbench.rerank_scores`: the texts, caches and stored passage vectors of
+`Workbench.apply_rerank`), before any variant is ranked; each variant's plan then reorders its
+top-N with them (`RankingPlan.reranked`, the order a reranked search shows).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrieval.evaluation.evaluate import DEFAULT_METRICS, QUERY_BATCH, QrelsEvaluator, embedded_blocks, map_queries
+from retrieval.search.config import SearchConfig
+from retrieval.search.fusion.fuse import PreparedSource
+from retrieval.search.fusion.methods import FUSION_METHODS, method_of
+from retrieval.search.plan import RankingPlan, evaluation_config
+from retrieval.sources import source_params
+from retrieval.types import RetrievalError, SourceResult
+
+WEIGHT_STEPS = tuple(round(i / 10, 1) for i in range(11))  # 0.0, 0.1, …, 1.0
+RERANK_LAMBDAS = WEIGHT_STEPS  # λ of the rerank variants: 0 replaces the first stage's order, 1 keeps it
+RERANK_FIELDS = ("rerank", "reranker", "rerank_top_n", "rerank_lambda")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One config of a sweep. `weight` is the weight of the grid's first source (None for a
+    variant not made by a grid; rows then show that source's share w₁/Σw of the first weight)."""
+
+    label: str
+    config: SearchConfig
+    weight: float | None = None
+
+
+def pair_weights(sources: Sequence[str], weight: float) -> dict[str, float]:
+    """{s₁: w, s₂: 1 − w}, leaving out a source whose weight is 0 (so w = 0 is s₂ alone)."""
+    first, second = sources
+    rest = round(1.0 - weight, 10)  # 1 − 0.7 reads 0.3, not 0.30000000000000004
+    return {name: value for name, value in ((first, weight), (second, rest)) if value > 0}
+
+
+def variant_label(config: SearchConfig, sources: Sequence[str], weight: float) -> str:
+    """e.g. 'rrf k=60 bm25=0.3 dense=0.7' or 'weighted l2 harmonic bm25=0.3 dense=0.7'."""
+    first, second = sources
+    return f"{method_of(config).describe(config)} {first}={weight:g} {second}={round(1.0 - weight, 10):g}"
+
+
+def default_grid(base: SearchConfig, sources: Sequence[str] = ("bm25", "dense")) -> list[Variant]:
+    """The grid of the module docstring (every method's sweep points × 11 weights), every other
+    field taken from `base` (depth, BM25 parameters, per-source minimums, tie field …; rerank off,
+    no learned query-dependent split or ranker)."""
+    sources = tuple(sources)
+    if len(sources) != 2 or sources[0] == sources[1]:
+        raise RetrievalError(f"The sweep grid splits weight between two different sources; got {list(sources)}")
+    # the grid varies the fusion itself: a base's learned split or ranker is not carried into it
+    common = {**base.to_dict(), "rerank": False, "query_weights": {}, "ranker": ""}
+    variants: list[Variant] = []
+
+    def add(weight: float, **fields: Any) -> None:
+        config = SearchConfig.from_dict({**common, **fields, "weights": pair_weights(sources, weight)})
+        variants.append(Variant(variant_label(config, sources, weight), config, weight))
+
+    for method in FUSION_METHODS.values():
+        for point in method.sweep_points:
+            for weight in WEIGHT_STEPS:
+                add(weight, fusion=method.name, **point)
+    return variants
+
+
+def first_stage_label(config: SearchConfig) -> str:
+    """A config's fusion as a label: 'rrf k=60 bm25=0.5 dense=0.5' or 'weighted l2 arithmetic
+    bm25=0.4 dense=0.6' (every weighted source, in the config's order)."""
+    split = " ".join(f"{name}={weight:g}" for name, weight in config.weights.items())
+    return f"{method_of(config).describe(config)} {split}"
+
+
+def rerank_label(config: SearchConfig) -> str:
+    """e.g. 'rerank e5 top-50 λ=0.9 · weighted l2 arithmetic bm25=0.4 dense=0.6'."""
+    rerank = f"rerank {config.reranker} top-{config.rerank_top_n} λ={config.rerank_lambda:g}"
+    return f"{rerank} · {first_stage_label(config)}"
+
+
+def rerank_grid(base: SearchConfig, lambdas: Sequence[float] = RERANK_LAMBDAS,
+                top_ns: Sequence[int] | None = None) -> list[Variant]:
+    """`base`'s first stage with rerank on, for every top-N in `top_ns` (default: base's) and
+    every λ in `lambdas`, every other field taken from `base` (its reranker too)."""
+    top_ns = tuple(dict.fromkeys(top_ns or (base.rerank_top_n,)))
+    lambdas = tuple(dict.fromkeys(float(lam) for lam in lambdas))
+    if not lambdas:
+        raise RetrievalError("A rerank grid needs at least one λ")
+    common = base.to_dict()
+    return [Variant(rerank_label(config), config)
+            for top_n in top_ns for lam in lambdas
+            for config in [SearchConfig.from_dict({**common, "rerank": True, "rerank_top_n": int(top_n),
+                                                   "rerank_lambda": lam})]]
+
+
+def with_rerank_grid(variants: Sequence[Variant], base: SearchConfig, lambdas: Sequence[float] = RERANK_LAMBDAS,
+                     top_ns: Sequence[int] | None = None) -> list[Variant]:
+    """`variants`, then `base`'s first stage without rerank (labelled '… · no rerank', unless a
+    variant already has exactly that config: the rerank rows' baseline), then `rerank_grid`."""
+    first_stage = SearchConfig.from_dict({**base.to_dict(), "rerank": False})
+    extra = [] if any(is_first_stage_of(v.config, base) for v in variants) else [
+        Variant(f"{first_stage_label(first_stage)} · no rerank", first_stage)]
+    return [*variants, *extra, *rerank_grid(base, lambdas, top_ns)]
+
+
+def first_stage_key(config: SearchConfig) -> str:
+    """What a config's first-stage ranking depends on: every field but the rerank ones."""
+    return json.dumps({k: v for k, v in config.to_dict().items() if k not in RERANK_FIELDS}, sort_keys=True)
+
+
+def is_first_stage_of(config: SearchConfig, reranked: SearchConfig) -> bool:
+    """Whether `config` is `reranked`'s first stage without rerank (the baseline of its row)."""
+    return not config.rerank and first_stage_key(config) == first_stage_key(reranked)
+
+
+@dataclass
+class SweepResult:
+    """What a sweep measured.
+
+    `rows`: one dict per variant — label, fusion, normalization and combination (None for RRF),
+    weight (of the grid's first source), rrf_k (None for weighted fusion), rerank_top_n and
+    rerank_lambda (None without rerank), then each metric's mean — sorted best first by the first
+    metric (then the next metrics, then grid order).
+    `per_query`: variant label -> query id -> metric -> value, for every variant.
+    `seconds`: 'retrieval' (fetching candidates, cached or not) and 'fusion+metrics'.
+    """
+
+    metrics: tuple[str, ...]
+    n_queries: int
+    rows: list[dict[str, Any]]
+    variants: dict[str, Variant]  # label -> variant
+    per_query: dict[str, dict[str, dict[str, float]]]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def best(self) -> Variant:
+        """The variant of the first row: the best by the first metric."""
+        return self.variants[self.rows[0]["label"]]
+
+    def variant(self, label: str) -> Variant:
+        try:
+            return self.variants[label]
+        except KeyError:
+            raise RetrievalError(f"No variant labelled {label!r} in this sweep") from None
+
+    def frame(self):
+        """`rows` as a pandas DataFrame, best first."""
+        import pandas as pd
+
+        columns = [*DESCRIPTION_COLUMNS, *self.metrics]
+        return pd.DataFrame.from_records(self.rows, columns=columns)
+
+    def to_json_list(self, digits: int = 6) -> list[dict[str, Any]]:
+        """Best first: label, config (as `SearchConfig.to_dict`) and each metric's mean."""
+        return [{"label": row["label"], "config": self.variants[row["label"]].config.to_dict(),
+                 "metrics": {m: round(row[m], digits) for m in self.metrics}} for row in self.rows]
+
+
+def run_sweep(
+    workbench,
+    collection: str,
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    variants: Iterable[Variant],
+    metrics: Iterable[str] = DEFAULT_METRICS,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Judge every variant on the judged queries that have a text (see the module docstring).
+
+    `progress(done, total)` is called after each query's retrieval, after each query's rerank
+    scoring (when a variant reranks) and after each variant's evaluation: total = number of
+    judged queries (twice with rerank variants) + number of variants.
+    """
+    variants = list(variants)
+    metrics = tuple(metrics)
+    if not variants:
+        raise RetrievalError("A sweep needs at least one variant")
+    if not metrics:
+        raise RetrievalError("A sweep needs at least one metric")
+    labels = [v.label for v in variants]
+    if len(set(labels)) != len(labels):
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        raise RetrievalError(f"Variant labels must be unique; repeated: {', '.join(duplicates)}")
+    judged = [q for q in qrels if qrels[q] and q in queries]
+    if not judged:
+        raise RetrievalError("None of the judged queries has a query text")
+    reranking = [v for v in variants if v.config.rerank]
+    total_steps = len(judged) * (2 if reranking else 1) + len(variants)
+
+    fetch_configs = retrieval_plan(variants)
+    started = time.perf_counter()
+    state = workbench.state(collection)  # one state for the whole sweep
+    fetched = fetch_candidates(workbench, collection, queries, judged, fetch_configs, state,
+                               (lambda done: progress(done, total_steps)) if progress else None)
+    retrieval_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    evaluator = QrelsEvaluator({q: qrels[q] for q in judged})
+    rows: list[dict[str, Any]] = []
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    ranker = CandidateRanker(workbench, collection, queries, fetched, state)
+    plans = {v.label: ranker.plan(evaluation_config(v.config)) for v in variants}
+
+    # Rerank variants: the reranker's scores of the union of their heads taken once per query
+    # (the slow part: a model runs), before any variant is ranked.
+    for n, qid in enumerate(judged if reranking else [], start=1):
+        ranker.score_heads(qid, [plans[v.label] for v in reranking])
+        if progress:
+            progress(len(judged) + n, total_steps)
+    done_before = total_steps - len(variants)
+
+    for done, variant in enumerate(variants, start=1):
+        rankings = ranker.rankings(plans[variant.label], judged)
+        mean, values = evaluator.evaluate_rankings(rankings, metrics)
+        per_query[variant.label] = values
+        rows.append({**describe(variant), **mean})
+        if progress:
+            progress(done_before + done, total_steps)
+    order = {label: i for i, label in enumerate(labels)}
+    rows.sort(key=lambda row: (*(-row[m] for m in metrics), order[row["label"]]))
+    return SweepResult(metrics, len(judged), rows, {v.label: v for v in variants}, per_query,
+                       {"retrieval": retrieval_seconds, "fusion+metrics": time.perf_counter() - started})
+
+
+def retrieval_plan(variants: Sequence[Variant]) -> list[SearchConfig]:
+    """The fewest `workbench.candidates` calls that give every variant its candidates: each
+    (source, source parameters) once, at the largest depth any variant needs, sources sharing a
+    call when one config can state all their parameters (the usual case: one call per query)."""
+    needs: dict[tuple, tuple[str, SearchConfig, int]] = {}
+    for variant in variants:
+        for source in variant.config.sources:
+            key = source_params(source, variant.config)
+            depth = max(variant.config.depth, needs[key][2] if key in needs else 0)
+            needs[key] = (source, variant.config, depth)
+    # Each group: the config of its first source (it states the group's parameters) and, per
+    # source, the depth to fetch.
+    groups: list[tuple[SearchConfig, dict[str, int]]] = []
+    for key, (source, config, depth) in needs.items():
+        for group_config, depths in groups:
+            if source not in depths and source_params(source, group_config) == key:
+                depths[source] = depth
+                break
+        else:
+            groups.append((config, {source: depth}))
+    return [SearchConfig.from_dict({**config.to_dict(), "depth": max(depths.values()),
+                                    "weights": dict.fromkeys(depths, 1.0)})
+            for config, depths in groups]
+
+
+def fetch_candidates(workbench, collection: str, queries: Mapping[str, str], query_ids: Sequence[str],
+                     fetch_configs: Sequence[SearchConfig], state: tuple | None = None,
+                     progress: Callable[[int], None] | None = None) -> dict[str, dict[tuple, SourceResult]]:
+    """Every query's candidates, fetched once: query id -> (source, source parameters) -> its
+    `SourceResult`, one `workbench.source_results` call per batch of `evaluate.QUERY_BATCH`
+    queries and fetch config (`retrieval_plan`), through the workbench's candidate cache. What
+    a sweep and the optimiser rank every variant or trial from. A source that failed on a query
+    is an error: a variant scored without it would be scored wrong. `progress(done)` after each
+    query."""
+    state = state if state is not None else workbench.state(collection)
+    fetched: dict[str, dict[tuple, SourceResult]] = {}
+    query_ids = list(query_ids)
+
+    def fetch(batch: list[str]) -> list[list[dict[str, SourceResult]]]:
+        return [workbench.source_results(collection, [queries[q] for q in batch], config, state)
+                for config in fetch_configs]
+
+    done = 0
+    for block in embedded_blocks(workbench, collection, [queries[q] for q in query_ids], fetch_configs):
+        batches = [query_ids[i:min(i + QUERY_BATCH, block.stop)] for i in range(block.start, block.stop, QUERY_BATCH)]
+        for batch, fetched_sets in zip(batches, map_queries(fetch, batches), strict=True):
+            for position, qid in enumerate(batch):
+                per_key: dict[tuple, SourceResult] = {}
+                for config, results in zip(fetch_configs, fetched_sets, strict=True):
+                    for source, result in results[position].items():
+                        if result.error:
+                            raise RetrievalError(f"{source} failed on query {qid!r}: {result.error}")
+                        per_key[source_params(source, config)] = result
+                fetched[qid] = per_key
+                done += 1
+                if progress:
+                    progress(done)
+    return fetched
+
+
+class CandidateRanker:
+    """Any config's evaluation ranking of a query, from candidates fetched once
+    (`fetch_candidates`): the plan's lean `final_ids`, with each source's preparation memoised
+    per query (`RankingPlan.prepare`'s memo: shared by the variants or trials that cut,
+    threshold and normalise a source alike) and the reranker's scores kept per query."""
+
+    MEMO_LIMIT = 200_000  # preparations kept; trials with continuous thresholds would grow it forever
+
+    def __init__(self, workbench, collection: str, queries: Mapping[str, str],
+                 fetched: Mapping[str, Mapping[tuple, SourceResult]], state: tuple):
+        self.workbench, self.collection, self.queries, self.fetched, self.state = (
+            workbench, collection, queries, fetched, state)
+        self.language = workbench.reads.language(collection, state)
+        self.memo: dict[tuple, PreparedSource] = {}
+        self.rerank_scores: dict[tuple[str, str], dict[str, float]] = {}  # (query id, reranker) -> doc -> score
+        self._ties: dict[str, Mapping[str, float]] = {}
+
+    def plan(self, config: SearchConfig) -> RankingPlan:
+        """`config`'s plan, its learned ranker loaded (`Workbench.plan`) at the fetch's state."""
+        return self.workbench.plan(self.collection, config, self.state)
+
+    def ties(self, config: SearchConfig) -> Mapping[str, float] | None:
+        if not config.tie_field:
+            return None
+        if config.tie_field not in self._ties:
+            self._ties[config.tie_field] = self.workbench.reads.tie_values(self.collection, config.tie_field,
+                                                                           self.state)
+        return self._ties[config.tie_field]
+
+    def sources(self, qid: str, plan: RankingPlan) -> dict[str, SourceResult]:
+        return {s: self.fetched[qid][source_params(s, plan.config)] for s in plan.config.weights}
+
+    def head(self, qid: str, plan: RankingPlan) -> list[str]:
+        """The first stage's top-N (`rerank_top_n`) of a reranking plan for query `qid`."""
+        config = plan.config
+        return plan.first_stage(self.sources(qid, plan), self.queries[qid], self.language, self.ties(config),
+                                config.rerank_top_n, self.memo, qid)[0]
+
+    def score_heads(self, qid: str, plans: Sequence[RankingPlan]) -> None:
+        """The reranker's scores of every document in the heads of `plans` not scored yet for
+        `qid`, one model call per reranker (what makes a rerank variant cost more than a fusion)."""
+        wanted: dict[str, list[str]] = {}
+        for plan in plans:
+            name = plan.config.reranker
+            scored = self.rerank_scores.setdefault((qid, name), {})
+            seen = set(wanted.setdefault(name, []))
+            wanted[name].extend(d for d in self.head(qid, plan) if d not in seen and d not in scored)
+        for name, doc_ids in wanted.items():
+            if doc_ids:
+                self.rerank_scores[(qid, name)].update(self.workbench.rerank_scores(
+                    self.collection, self.queries[qid], doc_ids, name, self.state))
+
+    def ranking(self, plan: RankingPlan, qid: str) -> list[str]:
+        """What `plan` shows for query `qid`, as ids (a reranking plan's heads must be scored)."""
+        if len(self.memo) > self.MEMO_LIMIT:
+            self.memo.clear()
+        scored = self.rerank_scores.get((qid, plan.config.reranker), {})
+        return plan.final_ids(self.sources(qid, plan), self.queries[qid], self.language, self.ties(plan.config),
+                              lambda head: scored, self.memo, qid)
+
+    def rankings(self, plan: RankingPlan, query_ids: Iterable[str]) -> dict[str, list[str]]:
+        return {qid: self.ranking(plan, qid) for qid in query_ids}
+
+
+DESCRIPTION_COLUMNS = ("label", "fusion", "normalization", "combination", "weight", "rrf_k", "rerank_top_n",
+                       "rerank_lambda")
+
+
+def describe(variant: Variant) -> dict[str, Any]:
+    """A row's descriptive columns (`DESCRIPTION_COLUMNS`)."""
+    config = variant.config
+    method = method_of(config)
+    weight = variant.weight
+    if weight is None:
+        first = next(iter(config.weights))
+        weight = config.weights[first] / sum(config.weights.values())
+    return {
+        "label": variant.label,
+        "fusion": config.fusion,
+        "normalization": config.normalization if method.uses("normalization") else None,
+        "combination": config.combination if method.uses("combination") else None,
+        "weight": weight,
+        "rrf_k": config.rrf_k if method.uses("rrf_k") else None,
+        "rerank_top_n": config.rerank_top_n if config.rerank else None,
+        "rerank_lambda": config.rerank_lambda if config.rerank else None,
+    }
+
+
+
+CURRENT_LABEL = "current config"
+TIE_TOLERANCE = 1e-12  # means this close are the same score (floats summed in another order)
+
+
+def with_current(variants: Sequence[Variant], current: SearchConfig) -> tuple[list[Variant], str]:
+    """`variants` with `current` (the config being tuned) among them, and its label: the grid
+    variant with exactly that config, or `CURRENT_LABEL` added at the end."""
+    for variant in variants:
+        if variant.config == current:
+            return list(variants), variant.label
+    return [*variants, Variant(CURRENT_LABEL, current)], CURRENT_LABEL
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What a sweep says about the config being tuned: its score, the best score, every variant
+    tied at the best, and whether the first of them is significantly better than the current one
+    (paired randomization test over the queries, two-sided, `paired.randomization_p`)."""
+
+    metric: str
+    n_variants: int
+    current: str  # the current config's label
+    current_value: float
+    best: str  # the first best row
+    best_value: float
+    tied: tuple[str, ...]  # every variant scoring the best value, best row first
+    p_value: float
+
+    @property
+    def significant(self) -> bool:
+        return self.best_value > self.current_value and self.p_value < 0.05
+
+    def sentence(self) -> str:
+        """The headline for a person: current beside best, ties named, the test's verdict."""
+        metric = self.metric
+        head = (f"Current config: {metric} {self.current_value:.4f}. Best of {self.n_variants} variants: "
+                f"{self.best_value:.4f}")
+        if self.current in self.tied:
+            others = len(self.tied) - 1
+            return head + (" — the current config is already the best" +
+                           (f", tied with {others} other variant(s)." if others else "."))
+        verdict = ("significantly better" if self.significant else "not significantly better: the difference "
+                   "may be noise over these queries")
+        tie = (f" {len(self.tied)} variants tie at the best; the first in the table is offered, any of them "
+               "scores the same." if len(self.tied) > 1 else "")
+        return (head + f" (Δ {self.best_value - self.current_value:+.4f}, paired randomization p = "
+                f"{self.p_value:.3g}: {verdict}).{tie}")
+
+
+def headline(result: SweepResult, current: str, metric: str | None = None, seed: int = 42) -> Headline:
+    """The `Headline` of `result` for the variant labelled `current` (see `with_current`)."""
+    from retrieval.evaluation.paired import randomization_p
+
+    metric = metric or result.metrics[0]
+    values = {row["label"]: row[metric] for row in result.rows}
+    if current not in values:
+        raise RetrievalError(f"No variant labelled {current!r} in this sweep")
+    best = result.rows[0]["label"]
+    best_value = values[best]
+    tied = tuple(row["label"] for row in result.rows if abs(row[metric] - best_value) <= TIE_TOLERANCE)
+    queries = sorted(result.per_query[best])
+    deltas = [result.per_query[best][q][metric] - result.per_query[current][q][metric] for q in queries]
+    p_value = 1.0 if current in tied else randomization_p(deltas, seed=seed)
+    return Headline(metric, len(result.rows), current, values[current], best, best_value, tied, p_value)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A cross-validated estimate of what picking the sweep's best variant is worth."""
+
+    metric: str
+    folds: int
+    score: float  # mean over all queries of the metric, each query scored by a variant chosen without it
+    chosen: tuple[str, ...]  # the variant chosen on each fold's training queries
+    in_sample: float  # the best variant's mean on all queries (chosen and scored on the same ones)
+    per_query: dict[str, float] = field(default_factory=dict)  # each query's held-out value
+
+
+def held_out_estimate(result: SweepResult, metric: str | None = None, folds: int = 2,
+                      fold_ids: Sequence[Sequence[str]] | None = None) -> HeldOut:
+    """k-fold cross-validation over queries of "take the sweep's best variant".
+
+    Queries, sorted by id, go to fold i mod k (or the folds `fold_ids` gives, e.g. the
+    optimiser's `optimize.query_folds`, so both are scored on the same folds). For each fold,
+    the variant with the best mean `metric` on the other folds' queries is chosen (ties: the
+    earlier row) and scored on the fold's own queries; `score` = the mean over all queries of those held-out values. The
+    in-sample best mean is optimistic (chosen on the queries it is scored on); the gap between
+    the two is the tuning's selection bias.
+    """
+    metric = metric or result.metrics[0]
+    if metric not in result.metrics:
+        raise RetrievalError(f"Metric {metric!r} was not measured; measured: {', '.join(result.metrics)}")
+    query_ids = sorted(next(iter(result.per_query.values())))
+    if fold_ids is None and not 2 <= folds <= len(query_ids):
+        raise RetrievalError(f"folds must be between 2 and the number of queries ({len(query_ids)}), got {folds}")
+    labels = [row["label"] for row in result.rows]
+    if fold_ids is None:
+        fold_ids = [query_ids[fold::folds] for fold in range(folds)]
+    elif sorted(q for ids in fold_ids for q in ids) != query_ids:
+        raise RetrievalError("The folds must hold every query of the sweep exactly once")
+    folds = len(fold_ids)
+    total, chosen, per_query = 0.0, [], {}
+    for fold in range(folds):
+        test = list(fold_ids[fold])
+        train = [q for f, ids in enumerate(fold_ids) if f != fold for q in ids]
+
+        def train_mean(label: str, train: list[str] = train) -> float:
+            values = result.per_query[label]
+            return sum(values[q][metric] for q in train) / len(train)
+
+        best = max(labels, key=lambda label: (train_mean(label), -labels.index(label)))
+        chosen.append(best)
+        per_query.update({q: result.per_query[best][q][metric] for q in test})
+        total += sum(per_query[q] for q in test)
+    in_sample = max(row[metric] for row in result.rows)
+    return HeldOut(metric, folds, total / len(query_ids), tuple(chosen), in_sample, per_query)

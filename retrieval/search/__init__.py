@@ -1,0 +1,28 @@
+"""Search: a query against a collection, ranked by a config and explained.
+
+    workbench.py         the facade every front end uses (collections, search, judgments, saved
+                         configs, ingest): `Workbench`
+    config.py            `SearchConfig`: validation, JSON and URL forms
+    saved_configs.py     named configs in the store's `_configs` table (`ConfigStore`)
+    filters.py           metadata filters: field=value, alternatives, ranges
+    retriever.py         candidates: every source's hits per query, cached per collection state
+    collection_reads.py  what a search reads besides the sources: language, metadata, titles, rows
+    plan.py              the ranking plan: a config's stages in order, run explained or lean
+    fusion/              the fusion methods' registry, score normalisation, the fusion engine
+    language.py          language-aware fusion (a query in one script, a collection in another)
+    query_features.py    query features and query-dependent weights
+    learned_ranker.py    LambdaMART over each candidate's features; ranker_models.py keeps models
+    rerank.py            rerankers and the rerank stage
+    whynot.py            "why not this document?": where it stands, the stage that dropped it
+    result_json.py       the JSON of one search (CLI `--json`, MCP)
+
+A search only reads: everything a source needs is made on the write path (`retrieval/indexing/`).
+Entry points: `Workbench`, `SearchConfig`, `RankingPlan`, `SearchResult`.
+"""
+
+from retrieval.search.config import SearchConfig
+from retrieval.search.plan import RankingPlan
+from retrieval.search.retriever import SearchResult
+from retrieval.search.workbench import Workbench
+
+__all__ = ["RankingPlan", "SearchConfig", "SearchResult", "Workbench"]

@@ -1,0 +1,178 @@
+"""The optimiser (retrieval/evaluation/optimize.py) on the shared small corpus (60 English paragraphs, 20
+English and 10 Chinese judged questions): folds, reproducibility, one search per query whatever
+the number of trials, scores equal to the evaluation of the configs, guard rails, Stop, the CLI."""
+
+import json
+import shutil
+
+import pytest
+from counting import CountingWorkbench
+
+from retrieval.cli import main as cli
+from retrieval.evaluation.evaluate import evaluate_collection
+from retrieval.evaluation.optimize import SearchSpace, cross_validate, judgment_warnings, prepare, query_folds
+from retrieval.search.config import SearchConfig
+from retrieval.store import Store
+from retrieval.types import RetrievalError
+
+N_QUERIES = 30
+
+
+@pytest.fixture(scope="module")
+def prepared(xsmall):
+    workbench = CountingWorkbench(xsmall.store)
+    return workbench, prepare(workbench, "xsmall", xsmall.queries, xsmall.qrels, SearchConfig())
+
+
+def test_folds_never_share_a_query_and_follow_the_seed():
+    ids = [f"q{i}" for i in range(23)]
+    folds = query_folds(reversed(ids), 5, seed=3)
+    assert sorted(q for fold in folds for q in fold) == sorted(ids)  # every query once
+    assert [len(f) for f in folds] == [5, 5, 5, 4, 4]
+    assert all(not set(a) & set(b) for i, a in enumerate(folds) for b in folds[i + 1:])
+    assert query_folds(ids, 5, seed=3) == folds  # the input's order does not matter
+    assert query_folds(ids, 5, seed=4) != folds
+    with pytest.raises(RetrievalError, match="5 folds need at least 10 judged queries"):
+        query_folds(ids[:9], 5)
+    with pytest.raises(RetrievalError, match="at least 2 folds"):
+        query_folds(ids, 1)
+
+
+def test_the_space_gives_the_base_config_back():
+    for base in (SearchConfig(), SearchConfig(fusion="rrf", rrf_k=60, weights={"bm25": 1, "dense": 3}, depth=50),
+                 SearchConfig(fusion="dbsf", weights={"bm25": 0.5, "dense": 0.5})):
+        space = SearchSpace.of(base)
+        config = space.config(space.params_of(base), lambda source, q: 0.0)
+        expected = SearchConfig.from_dict({**base.to_dict(), "weights": {
+            s: round(w / sum(base.weights.values()), 4) for s, w in base.weights.items()}})
+        assert config == expected
+
+
+def test_one_search_per_query_and_a_seed_gives_the_same_result(prepared, xsmall):
+    workbench, ready = prepared
+    assert workbench.calls == N_QUERIES and ready.queries_fetched == N_QUERIES
+    first = cross_validate(ready, trials=12, folds=3, seed=7)
+    second = cross_validate(ready, trials=12, folds=3, seed=7)
+    assert workbench.calls == N_QUERIES  # 2 × 4 studies × 12 trials, and not one more search
+    assert first.config == second.config and first.fold_configs == second.fold_configs
+    assert first.per_query == second.per_query
+    assert [h["value"] for h in first.full.history] == [h["value"] for h in second.full.history]
+    assert len(first.studies) == 4 and all(len(s.history) == 12 for s in first.studies)
+    # best so far never falls, and the first trial of every study is the base config
+    best = [h["best"] for h in first.full.history]
+    assert best == sorted(best) and best[-1] == pytest.approx(first.in_sample["value"], abs=1e-12)
+    assert first.full.history[0]["value"] == pytest.approx(first.default["value"], abs=1e-12)
+    assert first.in_sample["value"] >= first.default["value"]
+
+
+def test_scores_are_the_evaluation_of_the_configs(prepared, xsmall):
+    workbench, ready = prepared
+    result = cross_validate(ready, trials=10, folds=2, seed=1)
+    for config, key in ((result.config, "in_sample"), (SearchConfig(), "default")):
+        report = evaluate_collection(workbench, "xsmall", xsmall.queries, xsmall.qrels, config)
+        assert report.metrics["hybrid"]["ndcg@10"] == pytest.approx(result.__dict__[key]["value"], abs=1e-12)
+        for qid, values in report.per_query["hybrid"].items():
+            assert result.per_query[key][qid] == pytest.approx(values["ndcg@10"], abs=1e-12)
+    # each held-out value is the value of the config its fold's study chose
+    folds = query_folds(ready.qrels, 2, seed=1)
+    for fold, config in zip(folds, result.fold_configs, strict=True):
+        report = evaluate_collection(workbench, "xsmall", {q: xsmall.queries[q] for q in fold},
+                                     {q: xsmall.qrels[q] for q in fold}, config)
+        assert result.cv["value"] != 0
+        for qid in fold:
+            assert result.per_query["cv"][qid] == pytest.approx(report.per_query["hybrid"][qid]["ndcg@10"], abs=1e-12)
+    as_json = result.to_json()
+    assert set(as_json) >= {"method", "cv", "in_sample", "default", "config", "seconds"}
+    assert set(as_json["cv"]) == {"ndcg@10", "ci95"} and as_json["method"] == "bayes"
+    low, high = as_json["cv"]["ci95"]
+    assert low <= as_json["cv"]["ndcg@10"] <= high
+    assert SearchConfig.from_dict(as_json["config"]) == result.config
+
+
+def test_guard_rails():
+    qrels = {f"q{i}": {"d": 1 if i >= 4 else 0} for i in range(12)}
+    folds = [["q0", "q1", "q2", "q3"], ["q4", "q5", "q6", "q7"], ["q8", "q9", "q10", "q11"]]
+    warnings = judgment_warnings(qrels, folds)
+    assert any("Only 4 judged queries in the smallest fold" in w for w in warnings)
+    assert any(w.startswith("Fold(s) 1 hold no query with a relevant document") for w in warnings)
+    assert judgment_warnings({f"q{i}": {"d": 1} for i in range(20)},
+                             [[f"q{i}" for i in range(10)], [f"q{i}" for i in range(10, 20)]]) == []
+
+
+def test_too_few_queries_and_a_gain_inside_the_noise_are_said(prepared, xsmall):
+    _, ready = prepared
+    with pytest.raises(RetrievalError, match="20 folds need at least 40 judged queries"):
+        cross_validate(ready, trials=2, folds=20)
+    with pytest.raises(RetrievalError, match="maximises one of"):
+        prepare(prepared[0], "xsmall", xsmall.queries, xsmall.qrels, SearchConfig(), metric="ndcg@7")
+    # one trial per study: every study keeps the base config, the gain is exactly 0
+    result = cross_validate(ready, trials=1, folds=3, seed=0)
+    assert result.gain["value"] == 0 and result.gain["inside_noise"]
+    assert any("inside the noise" in w for w in result.warnings)
+    assert result.config == SearchConfig.from_dict({**SearchConfig().to_dict(), "weights": {"bm25": 0.4, "dense": 0.6}})
+
+
+def test_stop_keeps_the_best_so_far(prepared):
+    _, ready = prepared
+    seen = []
+
+    def stop() -> bool:
+        return len(seen) >= 5
+
+    result = cross_validate(ready, trials=40, folds=2, seed=0, should_stop=stop, progress=seen.append)
+    assert result.stopped
+    assert [len(s.history) for s in result.studies] == [5, 1, 1]  # the rest keep their first trial, the base
+    assert seen[4] == {"study": 1, "studies": 3, "label": "fold 1/2", "trial": 5, "trials": 40,
+                       "value": result.studies[0].history[4]["value"], "best": result.studies[0].value}
+    assert result.studies[0].value == max(h["value"] for h in result.studies[0].history)
+
+
+def test_cli_optimize_saves_the_learned_config(xsmall, tmp_path, capsys):
+    db = tmp_path / "db"
+    shutil.copytree(xsmall.store.uri, db)
+    Store(str(db))  # opens
+    from retrieval.search.workbench import Workbench
+
+    workbench = Workbench(Store(str(db)))
+    workbench.judgments.save_query_set("xsmall", "questions", xsmall.queries, xsmall.qrels)
+    code = cli.main(["--db", str(db), "optimize", "xsmall", "--queryset", "questions", "--trials", "6", "--folds",
+                     "3", "--seed", "2", "--save", "tuned", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "bayes" and out["folds"] == 3 and out["queries"] == N_QUERIES
+    assert set(out["in_sample"]) == {"ndcg@10", "ci95"} and "ndcg@10" in out["default"]
+    assert Workbench(Store(str(db))).configs.load("tuned") == SearchConfig.from_dict(out["config"])
+    # a taken name is refused before the work; bad input is one line
+    assert cli.main(["--db", str(db), "optimize", "xsmall", "--queryset", "questions", "--save", "tuned"]) == 2
+    assert "exists; add --overwrite" in capsys.readouterr().err
+    assert cli.main(["--db", str(db), "optimize", "xsmall", "--queryset", "questions", "--folds", "16"]) == 2
+    assert "16 folds need at least 32 judged queries" in capsys.readouterr().err
+
+
+def test_query_dependent_weights_score_the_same_explained(xsmall):
+    workbench = CountingWorkbench(xsmall.store)
+    ready = prepare(workbench, "xsmall", xsmall.queries, xsmall.qrels, SearchConfig(), method="query-dependent")
+    result = cross_validate(ready, trials=10, folds=2, seed=3)
+    assert workbench.calls == N_QUERIES and result.method == "query-dependent"
+    model = result.config.query_weights
+    assert model["sources"] == ["bm25", "dense"] and set(model["coefficients"]) <= {"length", "cjk", "oov", "bm25_gap"}
+    assert result.full.history[0]["value"] == pytest.approx(result.default["value"], abs=1e-12)  # the base first
+    # the learned config through the Search page's path (explained), query by query
+    report = evaluate_collection(workbench, "xsmall", xsmall.queries, xsmall.qrels, result.config, explained=True)
+    for qid, values in report.per_query["hybrid"].items():
+        assert result.per_query["in_sample"][qid] == pytest.approx(values["ndcg@10"], abs=1e-12)
+    searched = workbench.search("xsmall", xsmall.queries["en-0"] if "en-0" in xsmall.queries
+                                else next(iter(xsmall.queries.values())), result.config)
+    assert searched.outcome.notes[0].startswith("query-dependent weights: bm25 ")
+    with pytest.raises(RetrievalError, match="splits weight between two sources"):
+        prepare(workbench, "xsmall", xsmall.queries, xsmall.qrels, SearchConfig(weights={"bm25": 1.0}),
+                method="query-dependent")
+
+
+def test_the_first_trial_is_the_base_config_with_its_minimums():
+    base = SearchConfig(min_raw={"bm25": 1.5}, weights={"bm25": 1.0, "dense": 3.0}, depth=40)
+    space = SearchSpace.of(base)
+    config = space.config(space.params_of(base), lambda source, q: 99.0)
+    assert config == SearchConfig.from_dict({**base.to_dict(), "weights": {"bm25": 0.25, "dense": 0.75}})
+    raised = space.config({**space.params_of(base), "min_q.dense": 0.3}, lambda source, q: 0.61)
+    assert raised.min_raw == {"bm25": 1.5, "dense": 0.61}

@@ -1,0 +1,112 @@
+"""The Evaluate page's A/B test: two saved configs evaluated on the judged queries, their
+per-query differences in one metric tested for significance (paired t-test or randomization)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import streamlit as st
+
+from retrieval.evaluation.evaluate import DEFAULT_METRICS
+from retrieval.judging.judgments import QuerySet
+from ui.evaluate import charts as eval_charts
+from ui.evaluate.common import results, stale_note
+from ui.progress import progress_bar
+from ui.search import views
+from ui.state import memo_read
+
+AB_TESTS = {"t-test": "paired t-test", "randomization": "paired randomization test"}
+
+
+def ab_section(workbench, collection: str, qset: QuerySet) -> None:
+    try:
+        configs = workbench.configs
+        names = memo_read(workbench, ("configs",), configs.names)
+    except Exception as exc:
+        views.show_error(exc)
+        return
+    if len(names) < 2:
+        st.info("Save at least two configs (in **Configs** below) to compare them here.")
+        return
+    c1, c2, c3, c4 = st.columns(4)
+    name_a = c1.selectbox("Config A (baseline)", names, index=0, key="ab.a",
+                          help="The saved config the deltas are measured from.")
+    name_b = c2.selectbox("Config B (candidate)", names, index=1, key="ab.b",
+                          help="The saved config compared against A: a positive delta means B is better.")
+    metric = c3.selectbox("Metric", list(DEFAULT_METRICS), format_func=eval_charts.metric_label, key="ab.metric",
+                          help="The per-query metric whose differences are tested.")
+    test = c4.selectbox("Significance test", list(AB_TESTS), format_func=AB_TESTS.get, key="ab.test",
+                        help="Paired t-test on the per-query differences, or a paired randomization test "
+                             "(randomly swaps A and B per query); both two-sided.")
+    key = (collection, qset.name, name_a, name_b, metric, test, qset.fingerprint())
+    if st.button("Compare A and B", key="ab.run", type="primary",
+                 help="Evaluate both saved configs on the judged queries and test the per-query differences."):
+        from retrieval.evaluation.abtest import compare
+        from retrieval.evaluation.evaluate import evaluate_collection
+
+        try:
+            with progress_bar("Comparing…", "Config {part}: query {done} of {total}", parts=("A", "B")) as progress:
+                runs = []
+                for i, name in enumerate((name_a, name_b)):
+                    report = evaluate_collection(workbench, collection, qset.queries, qset.qrels, configs.load(name),
+                                                 DEFAULT_METRICS, progress.part(i))
+                    runs.append(report.runs["hybrid"])
+                judged = {q: qset.qrels[q] for q in qset.judged}
+                outcome = compare(judged, runs[0], runs[1], metric=metric, test=test)
+                trust = judgment_trust(runs[0], runs[1], judged, metric)
+        except Exception as exc:
+            views.show_error(exc)
+            return
+        results()["ab"] = {"key": key, "result": outcome, "queries": dict(qset.queries), "trust": trust,
+                           "when": time.strftime("%H:%M:%S")}
+    stored = results().get("ab")
+    if stored is None or stored["key"][0] != collection:
+        return
+    stale_note(workbench, "A/B test", stored, key)
+    _show_ab(stored)
+
+
+def judgment_trust(run_a, run_b, judged, metric: str) -> dict[str, Any]:
+    """Beside the A/B result: each config's judged@10, nDCG'@10 and bpref, and whether judging
+    the unjudged documents of the two top 10s could reverse the result (`retrieval.evaluation.trust`)."""
+    from retrieval.evaluation.trust import flip_check, trust_metrics
+
+    a, b = ({q: sorted(docs, key=docs.get, reverse=True) for q, docs in run.items()} for run in (run_a, run_b))
+    return {"A": trust_metrics(a, judged)[0], "B": trust_metrics(b, judged)[0],
+            "flip": flip_check(a, b, judged, metric if metric.endswith("@10") else "ndcg@10")}
+
+
+def _show_trust(trust: dict[str, Any], name_a: str, name_b: str) -> None:
+    flip = trust["flip"]
+    (st.warning if flip.can_flip else st.caption)(views.markdown_safe(flip.sentence()))
+    st.dataframe([{"config": name, **{k: round(v, 4) for k, v in trust[side].items()}}
+                  for side, name in (("A", name_a), ("B", name_b))], hide_index=True, width="stretch",
+                 column_config={
+                     "judged@10": st.column_config.NumberColumn(help="The share of the top 10 that has a judgment"),
+                     "ndcg'@10": st.column_config.NumberColumn(help="nDCG@10 with the unjudged documents removed "
+                                                                    "(condensed list, Sakai 2007)"),
+                     "bpref": st.column_config.NumberColumn(help="Relevant documents ranked above judged "
+                                                                 "non-relevant ones; unjudged ones ignored "
+                                                                 "(trec_eval's bpref)")})
+
+
+def _show_ab(stored: dict[str, Any]) -> None:
+    _, _, name_a, name_b, metric, test, _ = stored["key"]
+    result = stored["result"]
+    label = eval_charts.metric_label(metric)
+    cols = st.columns(5)
+    cols[0].metric(f"{label} A", f"{result.mean_a:.4f}", help=views.markdown_safe(f"Mean {label} of '{name_a}'"))
+    cols[1].metric(f"{label} B", f"{result.mean_b:.4f}", delta=f"{result.mean_b - result.mean_a:+.4f}",
+                   help=views.markdown_safe(f"Mean {label} of '{name_b}' and its difference to A"))
+    cols[2].metric("win / tie / loss", f"{result.wins} / {result.ties} / {result.losses}",
+                   help="Queries where B scores higher / the same / lower than A")
+    cols[3].metric("p-value", f"{result.p_value:.4g}", help=f"{AB_TESTS.get(test, test)}, two-sided")
+    cols[4].metric(f"significant (p < {result.alpha:g})", "yes" if result.significant else "no",
+                   help=f"Whether the difference is unlikely under 'A and B are equally good' at the "
+                        f"{result.alpha:.0%} level")
+    if "trust" in stored:
+        _show_trust(stored["trust"], name_a, name_b)
+    st.plotly_chart(eval_charts.delta_chart(result.deltas, stored["queries"], metric), width="stretch")
+    st.dataframe(eval_charts.delta_frame(result.deltas, stored["queries"]), hide_index=True, width="stretch",
+                 column_config={"delta (B − A)": st.column_config.NumberColumn(format="%+.4f")})
