@@ -17,8 +17,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from retrieval.evaluation.evaluate import ensure_beir_collection  # noqa: E402
-from retrieval.indexing.derive import embedding_text  # noqa: E402
+from retrieval.evaluation.beir_cache import ensure_beir_collection  # noqa: E402
 from retrieval.indexing.pipeline import create_collection  # noqa: E402
 from retrieval.models.embed import load_encoder  # noqa: E402
 from retrieval.search.config import SearchConfig  # noqa: E402
@@ -27,6 +26,7 @@ from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.sources.base import run_source  # noqa: E402
 from retrieval.sources.bm25 import LanceFTSSource  # noqa: E402
 from retrieval.store import Store  # noqa: E402
+from retrieval.text.passages import embedding_text  # noqa: E402
 from retrieval.types import ParsedCorpus  # noqa: E402
 
 

@@ -43,13 +43,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numpy as np  # noqa: E402
 
 from retrieval.evaluation.evaluate import QrelsEvaluator, evaluate_collection  # noqa: E402
-from retrieval.indexing.derive import embedding_text  # noqa: E402
-from retrieval.indexing.ingest import parse_path  # noqa: E402
 from retrieval.indexing.pipeline import create_collection  # noqa: E402
+from retrieval.indexing.readers.parse import parse_path  # noqa: E402
 from retrieval.models import embed  # noqa: E402
 from retrieval.search.config import SearchConfig  # noqa: E402
 from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import Store  # noqa: E402
+from retrieval.text.passages import embedding_text  # noqa: E402
 
 DEFAULT_RUNS = (f"nfcorpus:{embed.MINILM}", f"cmrc2018-dev:{embed.E5}")
 METRIC = "ndcg@10"

@@ -42,14 +42,15 @@ import boto3  # noqa: E402
 import lancedb  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
-from retrieval.indexing.derive import document_rows, embedding_text, graph_rows  # noqa: E402
-from retrieval.indexing.ingest import parse_path  # noqa: E402
+from retrieval.indexing.derive import document_rows, graph_rows  # noqa: E402
 from retrieval.indexing.pipeline import add_documents  # noqa: E402
+from retrieval.indexing.readers.parse import parse_path  # noqa: E402
 from retrieval.indexing.writer import Batch, write_batches  # noqa: E402
 from retrieval.models.embed import default_model_for, load_encoder  # noqa: E402
 from retrieval.search.config import SearchConfig  # noqa: E402
 from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import CollectionInfo, Store, now_iso  # noqa: E402
+from retrieval.text.passages import embedding_text  # noqa: E402
 from retrieval.text.tokenize import TOKENIZER_NAME, corpus_language  # noqa: E402
 from retrieval.types import Document, ParsedCorpus  # noqa: E402
 

@@ -288,12 +288,13 @@ def ingest_child(folder: Path, db: Path, encoder_name: str, sample: int, stream:
     `Workbench.ingest_stream`: the CLI's path, one batch in memory); figures as a dict. With
     `vectors`, the ingest takes the passage vectors from those shards (`PrecomputedPassages`, waiting
     up to `vectors_wait_s` for each shard not written yet)."""
-    from retrieval.indexing.derive import embedding_text
-    from retrieval.indexing.ingest import open_stream, parse_path
+    from retrieval.indexing.readers.parse import parse_path
+    from retrieval.indexing.readers.stream import open_stream
     from retrieval.models import embed
     from retrieval.models.embed import load_encoder
     from retrieval.search.workbench import Workbench
     from retrieval.store import Store
+    from retrieval.text.passages import embedding_text
 
     started = time.perf_counter()
     if stream:  # only the encoder's sample is held in memory

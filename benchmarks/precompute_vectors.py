@@ -3,7 +3,7 @@
 Embedding the 1M-document scale corpus with the real MiniLM takes many CPU-hours on 2 cores, more
 than one sitting; this runs it in shards of --shard documents (corpus order), each written to a
 temporary file and renamed into place, so a stopped run resumes at the first missing shard. The
-vectors are the ingest's own: the same stream (`ingest.open_stream`), text (`derive.title_and_text`)
+vectors are the ingest's own: the same stream (`readers.stream.open_stream`), text (`derive.title_and_text`)
 and encoder (`embed.open_encoder`, `encode_passages`) as `Workbench.ingest_stream`; the int8
 backend runs each text alone, so a vector does not depend on the shard it was computed in.
 `bench_peers.py --vectors DIR` then ingests the corpus with them (`bench_scale.PrecomputedPassages`,
@@ -48,9 +48,9 @@ def read_manifest(out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from retrieval.indexing import ingest
-    from retrieval.indexing.derive import title_and_text
+    from retrieval.indexing.readers.stream import open_stream
     from retrieval.models import embed, onnx_backend
+    from retrieval.text.passages import title_and_text
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("corpus", type=Path, help="BEIR folder (corpus.jsonl)")
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     same_run = {k: v for k, v in before.items() if k not in ("documents", "onnx_format", "format_checks")}
     if before and same_run != {k: v for k, v in manifest.items() if k != "onnx_format"}:
         sys.exit(f"{out} holds vectors of another run ({before}); pick another --out")
-    stream = ingest.open_stream(args.corpus, batch_size=args.shard)
+    stream = open_stream(args.corpus, batch_size=args.shard)
     encoder = embed.open_encoder(args.model, backend=backend)
     # An export format change that keeps the vectors to the bit keeps the shards made before it:
     # the first CHECK passages of the first and the last shard made are encoded again and must be

@@ -36,11 +36,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from retrieval.evaluation.evaluate import QrelsEvaluator, ensure_beir_collection, evaluate_collection  # noqa: E402
+from retrieval.evaluation.beir_cache import ensure_beir_collection  # noqa: E402
+from retrieval.evaluation.evaluate import QrelsEvaluator, evaluate_collection  # noqa: E402
 from retrieval.models.embed import E5, MINILM  # noqa: E402
 from retrieval.search.config import SearchConfig  # noqa: E402
-from retrieval.search.workbench import Workbench, embedding_text_of  # noqa: E402
+from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import Store  # noqa: E402
+from retrieval.text.passages import embedding_text_of  # noqa: E402
 
 SETS = ("nfcorpus", "vaswani", "xquad-en", "xquad-zh", "cmrc2018-dev")
 ENGLISH_SETS = ("nfcorpus", "vaswani", "xquad-en")
@@ -143,8 +145,8 @@ def part_ingest(study: Study, n: int = 1000) -> None:
     fresh temporary database after one warm-up ingest of 50 documents (models loaded)."""
     import tempfile
 
-    from retrieval.indexing.ingest import parse_path
     from retrieval.indexing.pipeline import create_collection
+    from retrieval.indexing.readers.parse import parse_path
     from retrieval.types import ParsedCorpus
 
     documents = parse_path(study.folder("nfcorpus")).documents[:n]

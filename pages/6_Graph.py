@@ -4,7 +4,8 @@ import streamlit as st
 
 from ui import page, state
 from ui.graph import views as graph_views
-from ui.search import controls
+from ui.search import view_controls
+from ui.search.config_controls import graph_controls
 
 context = page.setup("Graph")
 collection = page.require_collection(context)
@@ -12,8 +13,9 @@ st.title("Entity graph")
 st.caption("Each chunk is an event; its people, places, times, topics, actions and tags are found by rules "
            "(jieba part-of-speech tags, TF-IDF keywords), no LLM. The query's entities activate the chunks that "
            "share them (hop 0); activation then spreads to chunks sharing entities with those (hops 1, 2 …).")
-query = controls.query_box()
-config = controls.graph_controls("a")
+graph_views.build_status(context.workbench, collection)
+query = view_controls.query_box()
+config = graph_controls("a")
 state.write_url("graph")
 
 if query.strip():

@@ -55,7 +55,7 @@ def test_corpus_is_deterministic_and_queries_come_from_their_document():
 
 
 def test_write_beir_parses_back(tmp_path):
-    from retrieval.indexing.ingest import parse_path
+    from retrieval.indexing.readers.parse import parse_path
 
     docs, queries, qrels = bench.build_corpus(sample_pools(), 30, 10)
     bench.write_beir(tmp_path / "c", docs, queries, qrels)
@@ -85,8 +85,8 @@ def test_precomputed_vectors_are_the_ingests_own_and_a_shard_out_of_step_stops_i
     when asked."""
     import pytest
 
-    from retrieval.indexing.derive import title_and_text
     from retrieval.models import embed
+    from retrieval.text.passages import title_and_text
 
     path = REPO / "benchmarks" / "precompute_vectors.py"
     pre_spec = importlib.util.spec_from_file_location("precompute_vectors", path)

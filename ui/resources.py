@@ -40,6 +40,9 @@ def _workbench(uri: str) -> Workbench:
 
     workbench = Workbench(Store(uri))
     workbench.model_check = browser_model_check  # links and widgets name no model outside the allowed ones
+    # An ingest that leaves a large collection's entity graph pending starts its build in the
+    # background; the Corpus and Graph pages show how far it is.
+    workbench.graph.in_background = True
     return workbench
 
 
@@ -104,7 +107,7 @@ def _create_missing(workbench: Workbench, name: str, path: Path, progress: Progr
     """Parse `path` and create collection `name` from it unless it exists; the parsed corpus, or
     None when nothing was created. Safe when two sessions race: the loser finds it exists, or
     being created by the other."""
-    from retrieval.indexing.ingest import parse_path
+    from retrieval.indexing.readers.parse import parse_path
     from retrieval.types import NameBeingCreated, RetrievalError
 
     if workbench.exists(name):

@@ -23,6 +23,7 @@ import pyarrow as pa
 from retrieval.models import embed  # `embed.load_encoder` looked up per call: a test may swap the encoder
 from retrieval.store import XL_COLUMN, Progress, collection_schema
 from retrieval.text.entities import graph_table_rows
+from retrieval.text.passages import embedding_text, title_and_text
 from retrieval.text.tokenize import document_language, tokenize
 from retrieval.types import Document, IngestError
 
@@ -30,16 +31,6 @@ XL_STAGE = "embedding for other languages"  # the progress stage of the cross-li
 # A record's fields besides the derived ones, as `Document` names them (metadata: JSON text).
 DOCUMENT_FIELDS = ("id", "title", "text", "metadata", "parent_id", "chunk_index", "start_line", "end_line")
 _INT32_FIELDS = ("chunk_index", "start_line", "end_line")
-
-
-def embedding_text(doc: Document) -> str:
-    """What the encoder and BM25 see: title and text together, as BEIR systems index them."""
-    return title_and_text(doc.title, doc.text)
-
-
-def title_and_text(title: str | None, text: str) -> str:
-    """`title + "\\n" + text`, or the text alone when there is no title."""
-    return f"{title}\n{text}" if title else text
 
 
 def check_documents(documents: list[Document], seen: set[str] | None = None) -> list[Document]:

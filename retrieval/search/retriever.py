@@ -4,8 +4,8 @@ demand (`CandidateSet.rows`).
 
 A source's `load` receives a `StateContext` (`sources.base.LoadContext`): the collection's table
 and columns as they are at the state being loaded, that state's row-id map, query vectors cached
-per (model, query), and the graph builds (the graph source of a large collection starts its build
-in the background and reports how far it is).
+per (model, query), and where a large collection's entity graph build stands (the graph source
+reports it; the build itself runs on the write side, never from a search).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from retrieval.cache import Caches
-from retrieval.indexing.graph_jobs import GraphBuilds
 from retrieval.models.embed import load_encoder
 from retrieval.search.collection_reads import CollectionReads
 from retrieval.search.config import SearchConfig
@@ -100,8 +99,9 @@ def built_key(collection: str, state: tuple, name: str, config: SearchConfig) ->
 class Retriever:
     """Built sources and their candidates, through the caches of `cache.Caches`."""
 
-    def __init__(self, store: Store, caches: Caches, reads: CollectionReads, graph: GraphBuilds):
-        self.store, self.caches, self.reads, self.graph = store, caches, reads, graph
+    def __init__(self, store: Store, caches: Caches, reads: CollectionReads, graph_note: Callable[[str], str]):
+        # graph_note(collection): where its entity graph build stands (the Workbench's `GraphBuilds`).
+        self.store, self.caches, self.reads, self.graph_note = store, caches, reads, graph_note
 
     # ---- query vectors (shared by every source that embeds) -------------------------------
     def query_vector(self, model: str, query: str) -> np.ndarray:
@@ -315,9 +315,8 @@ class StateContext:
     def store(self) -> Store:
         return self.retriever.store
 
-    @property
-    def graph(self) -> GraphBuilds:
-        return self.retriever.graph
+    def graph_note(self, collection: str) -> str:
+        return self.retriever.graph_note(collection)
 
     def query_vector(self, model: str, query: str) -> np.ndarray:
         return self.retriever.query_vector(model, query)

@@ -20,7 +20,6 @@ import numpy as np
 
 from retrieval import limits
 from retrieval.cache import LRU, Caches
-from retrieval.indexing.derive import embedding_text
 from retrieval.indexing.graph_jobs import GraphBuilds
 from retrieval.indexing.indexes import build_vector_index, index_for_size
 from retrieval.indexing.pipeline import IngestResult, add_documents, create_collection, ingest_stream, truncation_note
@@ -37,10 +36,11 @@ from retrieval.search.whynot import Explanation, explain
 from retrieval.store import XL_COLUMN, CollectionInfo, CollectionStats, Progress, Store
 from retrieval.store.names import labels
 from retrieval.store.versions import StoreAtVersion
-from retrieval.types import Document, ParsedCorpus, RetrievalError
+from retrieval.text.passages import embedding_text_of
+from retrieval.types import ParsedCorpus, RetrievalError
 
 if TYPE_CHECKING:
-    from retrieval.indexing.ingest import DocumentStream
+    from retrieval.indexing.readers.stream import DocumentStream
 
 VERSIONS_KEPT = 4  # Workbenches at earlier versions kept per Workbench (each with its sources' memory)
 
@@ -51,7 +51,8 @@ class Workbench:
         self.caches = caches or Caches(candidate_cache_size)
         self.reads = CollectionReads(self.store, self.caches)
         self.graph = GraphBuilds(self.store)
-        self.retriever = Retriever(self.store, self.caches, self.reads, self.graph)
+        self.retriever = Retriever(self.store, self.caches, self.reads,
+                                   lambda name: self.graph.progress.status(name).note)
         # Called as model_check(kind, name) before a model a caller named is loaded (kind
         # "reranker" or "embedding model"); raises RetrievalError to refuse it. None: any name
         # (the CLI, whose user is on the server). The browser's Workbench refuses names outside
@@ -106,10 +107,11 @@ class Workbench:
         `cross_lingual` None: cross-lingual vectors when `indexing.plan.wants_cross_lingual` says so."""
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
-        return create_collection(self.store, collection, corpus, model, description, progress, cross_lingual)
+        return self._after_write(create_collection(self.store, collection, corpus, model, description, progress,
+                                                   cross_lingual))
 
     def add(self, collection: str, corpus: ParsedCorpus, progress: Progress | None = None) -> IngestResult:
-        return add_documents(self.store, collection, corpus, progress)
+        return self._after_write(add_documents(self.store, collection, corpus, progress))
 
     def ingest_stream(self, collection: str, stream: DocumentStream, add: bool = False, model: str | None = None,
                       description: str = "", progress: Progress | None = None,
@@ -119,7 +121,16 @@ class Workbench:
         (`indexing.pipeline.ingest_stream`; holds the collection's writer lock for the whole ingest)."""
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
-        return ingest_stream(self.store, collection, stream, add, model, description, progress, cross_lingual)
+        return self._after_write(ingest_stream(self.store, collection, stream, add, model, description, progress,
+                                               cross_lingual))
+
+    def _after_write(self, result: IngestResult) -> IngestResult:
+        """Derived data the write left to build: a large collection's entity graph, started in the
+        background when this Workbench builds graphs so (`GraphBuilds.in_background`: the app's).
+        Never from a search, which only reads."""
+        if result.info.graph == "pending" and self.graph.in_background:
+            self.graph.start(result.info.name)
+        return result
 
     def backends(self, collection: str) -> dict[str, str]:
         """What serves BM25 and vector search on this collection under the default config, in words
@@ -139,7 +150,6 @@ class Workbench:
         def make() -> Workbench:
             past = Workbench(StoreAtVersion(self.store, collection, version), caches=self.caches)
             past.model_check = self.model_check
-            past.graph.in_background = False  # a pending graph is built on the live collection, not a past one
             return past
 
         return self._versions.get_or_create(key, make)
@@ -296,8 +306,3 @@ class Workbench:
             seed_passages(self.caches.passage_vectors, reranker, texts, head,
                           lambda ids: self.stored_vectors(collection, ids, model, reranker.backend))
         return reranker
-
-
-def embedding_text_of(row: dict[str, Any]) -> str:
-    """Title and text of a stored row, joined as at ingest."""
-    return embedding_text(Document(id=row["id"], text=row["text"], title=row.get("title") or ""))

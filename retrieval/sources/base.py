@@ -33,7 +33,6 @@ if TYPE_CHECKING:  # only for annotations: sources never import the config at ru
     import numpy as np
     import pyarrow as pa
 
-    from retrieval.indexing.graph_jobs import GraphBuilds
     from retrieval.search.config import SearchConfig
     from retrieval.store import Store
 
@@ -66,11 +65,15 @@ class Source(Protocol):
 class LoadContext(Protocol):
     """What `SourceSpec.load` may use, at the collection state being loaded: the store, the
     collection's table and whole columns as they are at that state, the row-id map of that
-    state, query embeddings cached per (model, query), and the entity graph builds of this
-    process (the Workbench's `Retriever` provides them: `retriever.StateContext`)."""
+    state, query embeddings cached per (model, query), and where a collection's entity graph
+    build stands (the Workbench's `Retriever` provides them: `retriever.StateContext`). Nothing
+    here writes: a search only reads."""
 
     store: Store
-    graph: GraphBuilds
+
+    def graph_note(self, collection: str) -> str:
+        """Where the collection's entity graph tables stand, as a sentence (`GraphStatus.note`)."""
+        ...
 
     def query_vector(self, model: str, query: str) -> np.ndarray: ...
 

@@ -170,9 +170,10 @@ def build(loaded: LoadedGraph, config: SearchConfig) -> GraphSource | PendingGra
 
 
 class PendingGraph:
-    """The graph source of a collection whose graph tables are pending (`graph_build`): no hits,
-    and a note saying how far the build is; searching starts the build in the background when
-    the Workbench can (`GraphBuilds.start`). Its results are not cached (`transient`): the note
+    """The graph source of a collection whose graph tables are pending (`indexing.graph`): no
+    hits, and a note saying how far the build is. A search never starts the build (a search only
+    reads): the write that left the graph pending starts it in the app, or the Graph page's
+    button, or `collections graph NAME`. Its results are not cached (`transient`): the note
     changes as the build runs, and the built graph joins on the next search."""
 
     name = "graph"
@@ -186,11 +187,10 @@ class PendingGraph:
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         if depth < 1:
             raise RetrievalError(f"depth must be ≥ 1, got {depth}")
-        self.context.graph.start(self.collection)
         return []
 
     def why_empty(self, query: str) -> str:
-        return self.context.graph.status(self.collection).note
+        return self.context.graph_note(self.collection)
 
 
 _TYPE_HELP = ("Weight of this entity type in relevance(A, B) = Σ w_t·Jaccard_t / Σ w_t over the types both "

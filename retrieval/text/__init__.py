@@ -7,6 +7,7 @@
     highlight.py  which spans of a text match a query, a snippet around the best, Markdown escaping
     entities.py   typed entities of a chunk (rules and jieba) and the entity tables' rows
     records.py    catalogue records (seed 000's data-source shape): their names, tags, domains
+    passages.py   the text of a document the encoders, BM25 and the rerankers see (title + text)
 
 Entry points: `tokenize`, `document_language`, `decode_bytes`, `chunk_markdown`, `snippet`.
 """

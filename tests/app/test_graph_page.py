@@ -117,8 +117,8 @@ def test_a_pending_graph_is_said_on_the_graph_search_and_corpus_pages(app_db, wo
     create_collection(store, "graph-pending", ParsedCorpus(chunk_markdown(MINI, "mini")))
     try:
         note = ("graph index: pending (4 documents; entity extraction runs after an ingest of 2 documents or more, "
-                "in the background from the graph source's first search, or `collections graph NAME`); the graph "
-                "source joins when it is built")
+                "in the background in the app, or with the Graph page's “Build the entity graph” or `collections "
+                "graph NAME`); the graph source joins when it is built")
         at = open_page("pages/6_Graph.py", collection="graph-pending", q="袁绍")
         assert not at.error
         assert [plain(i.value) for i in at.info] == [plain(note)]
@@ -131,5 +131,14 @@ def test_a_pending_graph_is_said_on_the_graph_search_and_corpus_pages(app_db, wo
         assert frame.set_index("table").loc["graph-pending", "graph index"] == "pending"
         assert frame.set_index("table").loc[app_db.collection, "graph index"] == "built"
         assert any(plain(f"graph-pending: {note}") in plain(c.value) for c in at.caption)
+        assert workbench.graph.status("graph-pending").state == "pending"  # no page, no search built it
+        at = open_page("pages/6_Graph.py", collection="graph-pending", q="袁绍")
+        at.button(key="graph.build").click().run()
+        assert not at.error
+        workbench.graph.wait("graph-pending")
+        assert workbench.graph.status("graph-pending").state == "current"
+        assert store.info("graph-pending").graph == ""
+        at = open_page("pages/6_Graph.py", collection="graph-pending", q="袁绍")
+        assert not at.error and plain(note) not in [plain(i.value) for i in at.info]  # built
     finally:
         store.delete("graph-pending")

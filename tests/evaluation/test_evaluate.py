@@ -92,7 +92,7 @@ def test_cli_evaluate_prints_one_json_object_and_reuses_its_cache(small_beir, tm
 def test_the_cache_collection_follows_the_encoder_backend(small_beir, monkeypatch):
     """A cache ingested on one encoder backend is not reused on another (its vectors would be
     another backend's than the queries'): the name holds the backends of the models it may use."""
-    from retrieval.evaluation.evaluate import beir_collection_name
+    from retrieval.evaluation.beir_cache import beir_collection_name
     from retrieval.models import embed
     from retrieval.models.embed import BACKEND_ENV
 
@@ -200,9 +200,9 @@ def test_metrics_equal_trec_eval_on_a_real_bm25_run_over_the_sample():
     import pytrec_eval
 
     from retrieval.evaluation.evaluate import QrelsEvaluator
-    from retrieval.indexing.derive import embedding_text
-    from retrieval.indexing.ingest import parse_path
+    from retrieval.indexing.readers.parse import parse_path
     from retrieval.sources.bm25 import RankBM25Source
+    from retrieval.text.passages import embedding_text
     from retrieval.text.tokenize import tokenize
 
     corpus = parse_path(SAMPLE)

@@ -16,8 +16,9 @@ from retrieval import limits
 from retrieval.cli import main as cli
 from retrieval.indexing import writer as writer_module
 from retrieval.indexing.graph import build_graph
-from retrieval.indexing.ingest import open_stream, parse_path
 from retrieval.indexing.pipeline import add_documents, create_collection, ingest_stream
+from retrieval.indexing.readers.parse import parse_path
+from retrieval.indexing.readers.stream import open_stream
 from retrieval.search.workbench import SearchConfig, Workbench
 from retrieval.store import GRAPH_KINDS, Store
 from retrieval.types import ParsedCorpus
@@ -74,8 +75,9 @@ def test_a_large_create_defers_the_graph_and_the_build_writes_the_inline_tables(
     pending = result.candidates.sources["graph"]
     assert pending.hits == () and pending.error is None
     assert pending.notes == (f"graph index: pending ({len(documents):,} documents; entity extraction runs after "
-                             "an ingest of 5 documents or more, in the background from the graph source's first "
-                             "search, or `collections graph NAME`); the graph source joins when it is built",)
+                             "an ingest of 5 documents or more, in the background in the app, or with the Graph "
+                             "page's “Build the entity graph” or `collections graph NAME`); the graph source joins "
+                             "when it is built",)
     assert wb.graph.status("big").state == "pending"
     assert result.outcome.results  # fused from BM25 alone
 
@@ -164,7 +166,8 @@ def test_a_failed_build_leaves_the_collection_as_before(tmp_path, monkeypatch, d
     assert not list(store.lock_dir.glob("*.journal.json"))
     status = wb.graph.status("big")
     assert status.state == "failed" and status.note == ("graph index: the build failed (RuntimeError: killed at "
-                                                        "graph:catalogue); it is tried again on the next search")
+                                                        "graph:catalogue); build it again with the Graph page's "
+                                                        "“Build the entity graph” or `collections graph NAME`")
 
 
 def test_a_graph_built_for_a_collection_deleted_and_created_again_is_not_written(tmp_path, monkeypatch, documents):
@@ -191,21 +194,38 @@ def test_a_graph_built_for_a_collection_deleted_and_created_again_is_not_written
     assert store.info("big").graph == "pending" and graph(store, "big") is None
 
 
-def test_the_first_search_builds_the_graph_in_the_background(tmp_path, monkeypatch, inline, documents):
+def test_a_search_never_builds_the_graph_the_apps_write_starts_it(tmp_path, monkeypatch, inline, documents):
+    """A search only reads: on a pending graph it says so and starts nothing, even on a Workbench
+    that builds graphs in the background (the app's); the Workbench's own write that leaves the
+    graph pending starts the build, and the built graph joins the next search."""
     monkeypatch.setattr(limits, "GRAPH_INLINE_MAX", 5)
     store = Store(str(tmp_path))
-    create_collection(store, "big", ParsedCorpus(documents))
+    create_collection(store, "big", ParsedCorpus(documents))  # around the Workbench: nothing started
     wb = Workbench(store)
+    wb.graph.in_background = True
     first = wb.search("big", QUERY, CONFIG).candidates.sources["graph"]
     assert first.hits == () and first.notes[0].startswith("graph index: ")
     assert first.notes[0].endswith("the graph source joins when it is built")
     wb.graph.wait("big")
-    assert wb.graph.status("big").state == "current" and store.info("big").graph == ""
+    assert wb.graph.status("big").state == "pending" and store.info("big").graph == "pending"
+    assert wb.search("big", QUERY, CONFIG).candidates.sources["graph"].hits == ()
+
+    wb.create("big2", ParsedCorpus(documents))  # the app's ingest: its graph is built in the background
+    wb.graph.wait("big2")
+    assert wb.graph.status("big2").state == "current" and store.info("big2").graph == ""
+    assert wb.search("big2", QUERY, CONFIG).candidates.sources["graph"].hits == inline_hits(inline, "whole")
+    assert wb.graph.start("big")  # the Graph page's button
+    wb.graph.wait("big")
     assert wb.search("big", QUERY, CONFIG).candidates.sources["graph"].hits == inline_hits(inline, "whole")
+
+    quiet = Workbench(store)  # the CLI's and scripts' Workbench: a write leaves the graph pending
+    quiet.create("big3", ParsedCorpus(documents))
+    quiet.graph.wait("big3")
+    assert quiet.graph.status("big3").state == "pending"
 
 
 def test_the_building_note_says_how_far(tmp_path):
-    from retrieval.indexing.graph_jobs import GraphStatus
+    from retrieval.sources.graph_status import GraphStatus
 
     assert GraphStatus("building", 12_000, 30_000).note == (
         "graph index: building 40 % (12,000 of 30,000 documents); the graph source joins when it is built")

@@ -9,15 +9,16 @@ import pytest
 from corpora import ANIMALS
 
 from retrieval import limits
-from retrieval.indexing.derive import embedding_text
-from retrieval.indexing.ingest import open_stream, parse_bytes
 from retrieval.indexing.pipeline import add_documents
 from retrieval.indexing.plan import wants_cross_lingual
+from retrieval.indexing.readers.parse import parse_bytes
+from retrieval.indexing.readers.stream import open_stream
 from retrieval.models.embed import E5, MINILM, backend_for, load_encoder
 from retrieval.search.config import SearchConfig
 from retrieval.search.whynot import explain
 from retrieval.search.workbench import Workbench
 from retrieval.store import XL_COLUMN, Store
+from retrieval.text.passages import embedding_text
 from retrieval.types import Document
 
 CHINESE_QUERY = "哪些动物在夜里捕捉老鼠"  # "which animals catch mice at night"

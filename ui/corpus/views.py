@@ -51,9 +51,9 @@ def collections_table(workbench: Workbench) -> None:
                  "the workbench counted them)."),
         "graph index": st.column_config.TextColumn(
             help="The entity graph source's tables: built at ingest below WORKBENCH_GRAPH_INLINE_MAX documents; "
-                 "from that size on built after the ingest, in the background from the graph source's first "
-                 "search (or `python -m retrieval collections graph NAME`); until then the graph source "
-                 "returns nothing and says so."),
+                 "from that size on built after the ingest, in the background (or with the Graph page's “Build "
+                 "the entity graph”, or `python -m retrieval collections graph NAME`); until then the graph "
+                 "source returns nothing and says so. A search never builds it."),
     })
     for note in corpus.truncation_notes(workbench):
         st.caption(views.markdown_safe(note))

@@ -36,6 +36,23 @@ def graph_source(workbench: Workbench, collection: str, config: SearchConfig) ->
         return None
 
 
+def build_status(workbench: Workbench, collection: str) -> None:
+    """Where the collection's entity graph stands when it is not built, and the explicit job that
+    builds it in the background (a search never does: it only reads); nothing once it is built."""
+    status = workbench.graph.status(collection)
+    if status.state == "current":
+        return
+    st.info(markdown_safe(status.note))
+    if status.state in ("pending", "failed"):
+        if st.button("Build the entity graph", key="graph.build",
+                     help="Find every document's entities and write the graph tables, in the background: "
+                          "searches go on meanwhile, and this page says how far the build is."):
+            workbench.graph.start(collection)
+            st.rerun()
+    elif st.button("Refresh", key="graph.refresh", help="Show how far the build is."):
+        st.rerun()
+
+
 def _entities_line(entities: dict[str, tuple[str, ...]]) -> str:
     return " · ".join(f"{kind}: {', '.join(names)}" for kind, names in entities.items()) or "none"
 
@@ -44,9 +61,7 @@ def activation_view(workbench: Workbench, collection: str, query: str, config: S
     source = graph_source(workbench, collection, config)
     if source is None:
         return
-    if isinstance(source, PendingGraph):  # a large collection's graph, built after its ingest
-        source.search(query, 1)  # starts the background build
-        st.info(markdown_safe(source.why_empty(query)))
+    if isinstance(source, PendingGraph):  # a large collection's graph, not built yet: `build_status` says so
         return
     try:
         activation = source.activation(query)
