@@ -4,12 +4,13 @@ import streamlit as st
 
 from ui import page, state
 from ui.judging import rating as judging
-from ui.search import controls, results, views, whynot
+from ui.search import results, view_controls, views, whynot
+from ui.search.config_controls import config_controls
 
 context = page.setup("Search")
 collection = page.require_collection(context)
 st.title("Search")
-query = controls.query_box()
+query = view_controls.query_box()
 
 
 @st.fragment
@@ -17,8 +18,8 @@ def fusion_and_results(workbench, collection: str, query: str) -> None:
     """The fusion controls and what they change. A fragment, so that moving a control reruns
     and re-sends only this, not the page's head, collection picker and query box (a new query
     or collection reruns the whole page)."""
-    config = controls.config_controls("a", title="Fusion")
-    version = controls.version_picker(workbench, collection)
+    config = config_controls("a", title="Fusion")
+    version = view_controls.version_picker(workbench, collection)
     state.write_url("search")
     searched = page.at_version(workbench, collection, version,
                                "Compare → “Today vs an earlier version” shows it beside today's.")

@@ -4,20 +4,21 @@ collection (rank changes, overlap@k and RBO), or each source's own ranking side 
 import streamlit as st
 
 from ui import page, state
-from ui.search import controls, results, source_views, views
+from ui.search import results, source_views, view_controls, views
+from ui.search.config_controls import config_b_actions, config_controls
 
 context = page.setup("Compare")
 collection = page.require_collection(context)
 st.title("Compare rankings")
-query = controls.query_box()
-mode = controls.compare_mode()
-config_a = controls.config_controls("a", title="Config A", rerank_always=mode == "rerank")
+query = view_controls.query_box()
+mode = view_controls.compare_mode()
+config_a = config_controls("a", title="Config A", rerank_always=mode == "rerank")
 if mode == "configs":
     summary = st.container()
     left, right, b_column = st.columns([2, 2, 1])
-    controls.config_b_actions(context.workbench, b_column)
-    config_b = controls.config_controls("b", b_column, title="Config B")
-version = controls.version_picker(context.workbench, collection, today=False) if mode == "versions" else None
+    config_b_actions(context.workbench, b_column)
+    config_b = config_controls("b", b_column, title="Config B")
+version = view_controls.version_picker(context.workbench, collection, today=False) if mode == "versions" else None
 state.write_url("compare")
 
 if page.need_query(query):

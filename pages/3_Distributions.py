@@ -3,14 +3,15 @@
 import streamlit as st
 
 from ui import page, state
-from ui.search import controls, views
+from ui.search import view_controls, views
+from ui.search.config_controls import config_controls
 
 context = page.setup("Distributions")
 collection = page.require_collection(context)
 st.title("Score distributions")
-query = controls.query_box()
-config = controls.config_controls("a", title="Fusion")
-ks = controls.rrf_ks()
+query = view_controls.query_box()
+config = config_controls("a", title="Fusion")
+ks = view_controls.rrf_ks()
 state.write_url("distributions")
 
 result = None

@@ -25,12 +25,12 @@ from ui.evaluate import (
 from ui.evaluate import (
     sweep as eval_sweep,
 )
-from ui.search import controls
+from ui.search.config_controls import config_controls
 
 context = page.setup("Evaluate")
 collection = page.require_collection(context)
 st.title("Evaluate")
-config = controls.config_controls("a", title="Config A")
+config = config_controls("a", title="Config A")
 eval_sets.flash()
 st.subheader("Query set")
 qset = eval_sets.query_set_section(context.workbench, collection)

@@ -1,5 +1,5 @@
 """Judge: a blind judging queue with keyboard shortcuts (what to judge next, or the pool), raters and
-their agreement, adjudication, ratings import/export, and the LLM judge (ui/judging/page.py)."""
+their agreement, adjudication, ratings import/export, and the LLM judge (ui/judging/)."""
 
 from ui import page, state
 from ui.judging import page as judge_page

@@ -10,7 +10,7 @@ import streamlit as st
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import SearchResult, Workbench
 from ui import resources, state
-from ui.search import controls, views
+from ui.search import view_controls, views
 
 APP_TITLE = "Search relevance workbench"
 
@@ -31,7 +31,7 @@ def setup(title: str) -> Context:
     if not view.sample_checked:
         _ensure_sample(workbench)
         view.sample_checked = True
-    collection = controls.collection_picker(workbench)
+    collection = view_controls.collection_picker(workbench)
     for notice in view.notices:
         st.warning(views.markdown_safe(notice))
     view.notices.clear()

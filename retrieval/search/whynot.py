@@ -61,7 +61,7 @@ FILTER, DEPTH, MIN_RAW, MIN_FUSED, MIN_DISPLAY, TOP_K, RERANK, SHOWN = (
     "filter", "depth", "min raw", "min fused score", "min display score", "top-k", "rerank", "shown")
 STAGES = (FILTER, DEPTH, MIN_RAW, MIN_FUSED, MIN_DISPLAY, TOP_K, RERANK)
 
-# The search space of the trials: the Search page's slider ranges and steps (ui/search/controls.py), so
+# The search space of the trials: the Search page's slider ranges and steps (ui/search/knobs.py), so
 # that a suggested change can be applied there without a slider clamping or rounding it.
 WEIGHT_GRID = tuple(round(0.05 * i, 2) for i in range(21))  # 0, 0.05, …, 1
 LAMBDA_GRID = tuple(round(0.05 * i, 2) for i in range(21))  # rerank λ: the slider's 0, 0.05, …, 1

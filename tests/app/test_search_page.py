@@ -221,7 +221,8 @@ def test_the_per_result_hook_is_called_under_each_card(workbench):
     script = f"""
 import streamlit as st
 from retrieval.search.config import SearchConfig
-from ui import page, resources, results, views
+from ui import page, resources
+from ui.search import results, views
 
 workbench = resources.workbench()
 result = page.search(workbench, "small", {QUERY!r}, SearchConfig(top_k=3))

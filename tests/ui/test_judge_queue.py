@@ -2,7 +2,7 @@
 the blind order of a query's documents."""
 
 from retrieval.judging.judge_next import Candidate
-from ui.judging.page import current_pair, pending_pairs, queue_window
+from ui.judging.queue import current_pair, pending_pairs, queue_window
 
 
 def pairs(*keys: str) -> list[Candidate]:
