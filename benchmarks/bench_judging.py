@@ -4,7 +4,7 @@ comparison is right. Run:
     .venv/bin/python benchmarks/bench_judging.py [BEIR_DIR] [--config-a FILE] [--config-b FILE] [--json]
 
 BEIR_DIR defaults to ../shared/eval/nfcorpus beside the repository (ingested once into a cache
-collection, `evaluate.ensure_beir_collection`); A defaults to BM25 alone (weights {bm25: 1}), B
+collection, `beir_cache.ensure_beir_collection`); A defaults to BM25 alone (weights {bm25: 1}), B
 to the default hybrid `SearchConfig()`; a FILE is a `SearchConfig` JSON (`ConfigStore.resolve`,
 as `--config FILE` in the CLI). Both configs rank every judged query of the set as the Evaluate
 page scores it and the Judge page queues it (`evaluate.fused_rankings`: the config's final
@@ -68,7 +68,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from retrieval.evaluation.evaluate import QrelsEvaluator, ensure_beir_collection, fused_rankings  # noqa: E402
+from retrieval.evaluation.beir_cache import ensure_beir_collection  # noqa: E402
+from retrieval.evaluation.evaluate import QrelsEvaluator, fused_rankings  # noqa: E402
 from retrieval.judging.judge_next import (  # noqa: E402
     Candidate,
     depth_pool,

@@ -6,9 +6,9 @@ folds with a 95 % CI and the time it took, in one run. Run:
 
 BEIR_DIR defaults to the developers' sets beside the repository (../shared/eval/nfcorpus,
 vaswani, cmrc2018-dev, xquad-en), each ingested once into a cache collection
-(`evaluate.ensure_beir_collection`, the store of $WORKBENCH_DB or ./data/lancedb).
+(`beir_cache.ensure_beir_collection`, the store of $WORKBENCH_DB or ./data/lancedb).
 
-Per set, one Workbench: every judged query's candidates are fetched once (`optimize.prepare`,
+Per set, one Workbench: every judged query's candidates are fetched once (`study.prepare`,
 timed as 'candidates'); then, on the same folds (`optimize.query_folds`, the seed):
 
 - default — `SearchConfig()`, the shipped config, on every query (nothing chosen, nothing held out)
@@ -36,8 +36,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-from retrieval.evaluation.evaluate import ensure_beir_collection  # noqa: E402
-from retrieval.evaluation.optimize import cross_validate, mean_ci, prepare, query_folds  # noqa: E402
+from retrieval.evaluation.beir_cache import ensure_beir_collection  # noqa: E402
+from retrieval.evaluation.optimize import cross_validate, mean_ci, query_folds  # noqa: E402
+from retrieval.evaluation.study import prepare  # noqa: E402
 from retrieval.evaluation.sweep import default_grid, held_out_estimate, run_sweep  # noqa: E402
 from retrieval.search.config import SearchConfig  # noqa: E402
 from retrieval.search.workbench import Workbench  # noqa: E402

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from retrieval.evaluation.evaluate import ensure_beir_collection  # noqa: E402
+from retrieval.evaluation.beir_cache import ensure_beir_collection  # noqa: E402
 from retrieval.evaluation.sweep import default_grid, run_sweep  # noqa: E402
 from retrieval.search.config import SearchConfig  # noqa: E402
 from retrieval.search.plan import fuse, fused_order  # noqa: E402

@@ -321,7 +321,7 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
             raise RetrievalError(f"Query set {args.queryset!r} of {name!r} has no judgments yet")
         label = args.queryset
     else:
-        from retrieval.evaluation.evaluate import ensure_beir_collection
+        from retrieval.evaluation.beir_cache import ensure_beir_collection
 
         if not args.source.is_dir():
             raise RetrievalError(f"{args.source} is not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/); to "
@@ -611,7 +611,8 @@ def cmd_sweep(args) -> int:
 def cmd_optimize(args) -> int:
     """Fetch each judged query's candidates once, run k + 1 studies (`optimize.cross_validate`),
     print the cross-validated and in-sample scores beside the base config's, and the config."""
-    from retrieval.evaluation.optimize import cross_validate, prepare
+    from retrieval.evaluation.optimize import cross_validate
+    from retrieval.evaluation.study import prepare
 
     base = config_from_args(args)
     workbench = _workbench(args)

@@ -1,8 +1,11 @@
 """Evaluation: how good a config is on judged queries, and whether a difference is real.
 
     evaluate.py       runs from cached candidates, metrics (ranx, trec_eval's definitions)
+    beir_cache.py     a BEIR folder ingested once into a cache collection, reused after
+    candidates.py     candidates fetched once per query, any config's ranking run on them
     sweep.py          a grid of fusion variants judged on one query set, retrieval done once
-    optimize.py       the optimiser (Bayesian search, query-dependent fusion, LambdaMART), k-fold
+    study.py          one optimiser study: search space, TPE trials or a LambdaMART model
+    optimize.py       the optimiser: studies cross-validated over query folds (k-fold)
     abtest.py         A/B of two runs with a paired significance test
     paired.py         paired statistics: randomization test, t-test, bootstrap intervals
     trust.py          how far a metric holds when judgments have holes (judged@k, nDCG', bpref)

@@ -15,17 +15,13 @@ including our deterministic tie-breaks.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 from retrieval.search.config import SearchConfig
 from retrieval.search.plan import evaluation_config
-from retrieval.store import Store
-from retrieval.types import ParsedCorpus, RetrievalError, SourceResult
+from retrieval.types import RetrievalError, SourceResult
 
 DEFAULT_METRICS = ("ndcg@10", "mrr@10", "recall@100", "precision@10", "map")
 # Queries retrieved at once by evaluation and a sweep's candidate fetch: a query waits on numpy
@@ -358,62 +354,3 @@ def searched(workbench, collection: str, texts: Sequence[str], config: SearchCon
     for block in embedded_blocks(workbench, collection, texts, [config]):
         yield from map_queries(lambda text: workbench.search(collection, text, config), texts[block.start:block.stop],
                                threads)
-
-
-# Bumped when the ingest pipeline starts writing something a cached collection lacks (2: the
-# cross-lingual vectors), so an older cache is not reused.
-BEIR_CACHE_FORMAT = 2
-
-
-def beir_collection_name(folder: Path, model: str | None) -> str:
-    """A cache collection name for a BEIR folder: its name plus a hash of path, corpus content,
-    model, the encoder backends its vectors would come from and `BEIR_CACHE_FORMAT`.
-
-    The hash changes when the corpus's bytes change, the model does or its backend (a GPU, the
-    int8 export, $WORKBENCH_ENCODER_BACKEND), so a stale cache is never reused and a figure is
-    never of vectors another backend computed; a copy of the same file (a new modification time)
-    is still recognised.
-    """
-    from retrieval.models.embed import BUILTIN_MODELS, backend_for
-
-    content = hashlib.sha1()
-    with (folder / "corpus.jsonl").open("rb") as corpus:
-        for block in iter(lambda: corpus.read(1 << 20), b""):
-            content.update(block)
-    # The named model, or either built-in (chosen by language), and E5 (cross-lingual vectors).
-    backends = ",".join(f"{m}={backend_for(m)}" for m in sorted({m for m in (model, *BUILTIN_MODELS) if m}))
-    key = f"{folder.resolve()}|{content.hexdigest()}|{model}|{BEIR_CACHE_FORMAT}|{backends}"
-    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
-    slug = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-")[:40] or "beir"
-    return f"eval-{slug}-{digest}"
-
-
-def ensure_beir_collection(
-    store: Store,
-    folder: str | Path,
-    model: str | None = None,
-    log: Callable[[str], None] = lambda message: None,
-    progress: Callable[[str, int, int], None] | None = None,
-    skip_invalid: bool = False,
-) -> tuple[str, ParsedCorpus]:
-    """Parse a BEIR folder; ingest it into a cache collection unless one exists already.
-    `skip_invalid`: corpus lines with a problem are left out (and said), their judgments kept:
-    relevant documents no search can find."""
-    from retrieval.indexing.ingest import ParseOptions, parse_path, skipped_note
-    from retrieval.indexing.pipeline import create_collection
-
-    folder = Path(folder)
-    if not (folder / "corpus.jsonl").is_file():
-        raise RetrievalError(f"{folder} is not a BEIR folder: no corpus.jsonl")
-    corpus = parse_path(folder, ParseOptions(skip_invalid=skip_invalid))
-    if corpus.skipped:
-        log(skipped_note(corpus.skipped))
-    if not corpus.qrels:
-        raise RetrievalError(f"{folder} has no qrels/*.tsv judgments")
-    name = beir_collection_name(folder, model)
-    if store.exists(name):
-        log(f"reusing cached collection {name}")
-    else:
-        log(f"ingesting {len(corpus.documents)} documents into {name} …")
-        create_collection(store, name, corpus, model=model, description=f"BEIR cache of {folder}", progress=progress)
-    return name, corpus

@@ -372,7 +372,8 @@ def test_every_evaluate_control_has_help(small_set):
 def test_the_optimiser_runs_in_the_background_and_its_config_becomes_config_a(small_set, workbench):
     """Optimise: the run goes to a thread, Stop keeps the best so far, the table holds the core's
     held-out figures, and 'Use as config A' applies the learned config."""
-    from retrieval.evaluation.optimize import cross_validate, prepare
+    from retrieval.evaluation.optimize import cross_validate
+    from retrieval.evaluation.study import prepare
     from ui.evaluate.optimize import DONE_KEY, RUN_KEY
 
     queries, qrels = small_set

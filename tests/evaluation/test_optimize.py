@@ -10,7 +10,8 @@ from counting import CountingWorkbench
 
 from retrieval.cli import main as cli
 from retrieval.evaluation.evaluate import evaluate_collection
-from retrieval.evaluation.optimize import SearchSpace, cross_validate, judgment_warnings, prepare, query_folds
+from retrieval.evaluation.optimize import cross_validate, judgment_warnings, query_folds
+from retrieval.evaluation.study import prepare
 from retrieval.search.config import SearchConfig
 from retrieval.store import Store
 from retrieval.types import RetrievalError
@@ -36,16 +37,6 @@ def test_folds_never_share_a_query_and_follow_the_seed():
         query_folds(ids[:9], 5)
     with pytest.raises(RetrievalError, match="at least 2 folds"):
         query_folds(ids, 1)
-
-
-def test_the_space_gives_the_base_config_back():
-    for base in (SearchConfig(), SearchConfig(fusion="rrf", rrf_k=60, weights={"bm25": 1, "dense": 3}, depth=50),
-                 SearchConfig(fusion="dbsf", weights={"bm25": 0.5, "dense": 0.5})):
-        space = SearchSpace.of(base)
-        config = space.config(space.params_of(base), lambda source, q: 0.0)
-        expected = SearchConfig.from_dict({**base.to_dict(), "weights": {
-            s: round(w / sum(base.weights.values()), 4) for s, w in base.weights.items()}})
-        assert config == expected
 
 
 def test_one_search_per_query_and_a_seed_gives_the_same_result(prepared, xsmall):
@@ -167,12 +158,3 @@ def test_query_dependent_weights_score_the_same_explained(xsmall):
     with pytest.raises(RetrievalError, match="splits weight between two sources"):
         prepare(workbench, "xsmall", xsmall.queries, xsmall.qrels, SearchConfig(weights={"bm25": 1.0}),
                 method="query-dependent")
-
-
-def test_the_first_trial_is_the_base_config_with_its_minimums():
-    base = SearchConfig(min_raw={"bm25": 1.5}, weights={"bm25": 1.0, "dense": 3.0}, depth=40)
-    space = SearchSpace.of(base)
-    config = space.config(space.params_of(base), lambda source, q: 99.0)
-    assert config == SearchConfig.from_dict({**base.to_dict(), "weights": {"bm25": 0.25, "dense": 0.75}})
-    raised = space.config({**space.params_of(base), "min_q.dense": 0.3}, lambda source, q: 0.61)
-    assert raised.min_raw == {"bm25": 1.5, "dense": 0.61}

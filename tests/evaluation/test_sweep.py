@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 from counting import CountingWorkbench
 
+from retrieval.evaluation.candidates import retrieval_plan
 from retrieval.evaluation.evaluate import evaluate_collection
-from retrieval.evaluation.sweep import Variant, default_grid, rerank_grid, retrieval_plan, run_sweep, with_rerank_grid
+from retrieval.evaluation.sweep import Variant, default_grid, rerank_grid, run_sweep, with_rerank_grid
 from retrieval.search.config import SearchConfig
 from retrieval.search.plan import fuse, fused_order
 from retrieval.search.workbench import Workbench

@@ -15,7 +15,8 @@ from mcp.client.stdio import stdio_client
 from mcp_client import run_async, server_env, tool_data, tool_ranking
 
 from retrieval.evaluation.evaluate import evaluate_collection
-from retrieval.evaluation.optimize import cross_validate, prepare
+from retrieval.evaluation.optimize import cross_validate
+from retrieval.evaluation.study import prepare
 from retrieval.search.config import SearchConfig
 from retrieval.search.fusion.fuse import prepare_source
 from retrieval.search.learned_ranker import DocumentStats, LearnedRanker, candidate_features, feature_names, train

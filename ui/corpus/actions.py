@@ -189,7 +189,7 @@ def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseO
     return IngestReport(result.info, corpus, add, result.note)
 
 
-EVAL_CACHE_PREFIX = "eval-"  # as retrieval.evaluation.evaluate.beir_collection_name names them
+EVAL_CACHE_PREFIX = "eval-"  # as retrieval.evaluation.beir_cache.beir_collection_name names them
 
 
 def is_eval_cache(name: str) -> bool:

@@ -94,7 +94,8 @@ def optimize_section(workbench, collection: str, qset: QuerySet, config: SearchC
 
 def start(workbench, collection: str, qset: QuerySet, config: SearchConfig, method: str, trials: int, folds: int,
           seconds: float | None, key: tuple) -> None:
-    from retrieval.evaluation.optimize import cross_validate, prepare, query_folds
+    from retrieval.evaluation.optimize import cross_validate, query_folds
+    from retrieval.evaluation.study import prepare
     from retrieval.evaluation.sweep import default_grid, held_out_estimate, run_sweep
 
     stop = threading.Event()
