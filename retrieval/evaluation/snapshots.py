@@ -13,8 +13,8 @@ count; a judged query the run left empty scores 0.
 
 One row per snapshot, columns of plain values and JSON (no pickle). Names follow the saved-config
 rule (`configs.validate_saved_name`) and are unique in the store. A snapshot is never changed: only
-renamed or deleted, each one LanceDB commit under the table's lock. `diff` lives in
-`snapshot_diff.py`.
+renamed or deleted, each one LanceDB commit under the table's lock (a keyed side table,
+`store.side_tables.KeyedTable`). `diff` lives in `snapshot_diff.py`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from retrieval.search.plan import evaluation_config
 from retrieval.search.saved_configs import validate_saved_name
 from retrieval.sources import SOURCES
 from retrieval.store import CollectionInfo, Store, counts_as_write, sql_string
-from retrieval.store.tables import add_missing_columns
+from retrieval.store.side_tables import KeyedTable
 from retrieval.types import RetrievalError
 
 SNAPSHOTS_TABLE = "_snapshots"
@@ -224,47 +224,32 @@ class SnapshotStore:
 
     def __init__(self, store: Store):
         self.store = store
-
-    def _table(self, create: bool = False):
-        return self.store.side_table(SNAPSHOTS_TABLE, SNAPSHOTS_SCHEMA, create)
-
-    def _rows(self, where: str | None = None, columns: list[str] | None = None) -> list[dict]:
-        table = self._table()
-        if table is None:
-            return []
-        query = table.search()
-        if where:
-            query = query.where(where)
-        if columns:
-            query = query.select(columns)
-        return query.limit(None).to_arrow().to_pylist()
+        self.table = KeyedTable(store, SNAPSHOTS_TABLE, SNAPSHOTS_SCHEMA, "name")
 
     def names(self) -> list[str]:
         """Snapshot names, oldest first."""
-        rows = self._rows(columns=["name", "created"])
+        rows = self.table.rows(columns=["name", "created"])
         return [r["name"] for r in sorted(rows, key=lambda r: (r["created"], r["name"]))]
 
     def list(self, collection: str | None = None) -> list[Snapshot]:
         """Every snapshot (of `collection`), oldest first."""
-        rows = self._rows(f"collection = {sql_string(collection)}" if collection else None)
+        rows = self.table.rows(f"collection = {sql_string(collection)}" if collection else None)
         return [Snapshot.from_row(r) for r in sorted(rows, key=lambda r: (r["created"], r["name"]))]
 
     def get(self, name: str) -> Snapshot:
         validate_snapshot_name(name)
-        rows = self._rows(f"name = {sql_string(name)}")
-        if not rows:
+        row = self.table.get(name)
+        if row is None:
             known = ", ".join(self.names()) or "none yet"
             raise RetrievalError(f"No snapshot named {name!r} (snapshots: {known})")
-        return Snapshot.from_row(rows[0])
+        return Snapshot.from_row(row)
 
     @counts_as_write
     def add(self, snapshot: Snapshot) -> Snapshot:
         """Keep `snapshot`; a name already taken is an error (a snapshot is never overwritten)."""
-        with self.store._lock(SNAPSHOTS_TABLE):
+        with self.table.lock():
             self.check_free(snapshot.name)
-            table = self._table(create=True)
-            add_missing_columns(table, SNAPSHOTS_SCHEMA)  # a table written before a column existed
-            table.add(pa.Table.from_pylist([snapshot.to_row()], schema=SNAPSHOTS_SCHEMA))
+            self.table.add(snapshot.to_row())  # an older table gains the columns it lacks first
         return snapshot
 
     def create(self, workbench, collection: str, name: str, config: SearchConfig | None = None,
@@ -278,7 +263,7 @@ class SnapshotStore:
     def check_free(self, name: str) -> None:
         """A clear error unless `name` is a valid name no snapshot has."""
         validate_snapshot_name(name)
-        if self._rows(f"name = {sql_string(name)}", ["name"]):
+        if self.table.has(name):
             raise RetrievalError(f"A snapshot named {name!r} already exists; snapshots are never overwritten, "
                                  "choose another name")
 
@@ -286,16 +271,15 @@ class SnapshotStore:
     def rename(self, name: str, new_name: str) -> None:
         validate_snapshot_name(new_name)
         self.get(name)
-        with self.store._lock(SNAPSHOTS_TABLE):
-            if self._rows(f"name = {sql_string(new_name)}", ["name"]):
+        with self.table.lock():
+            if self.table.has(new_name):
                 raise RetrievalError(f"A snapshot named {new_name!r} already exists")
-            self._table().update(where=f"name = {sql_string(name)}", values={"name": new_name})
+            self.table.rename(name, new_name)
 
     @counts_as_write
     def delete(self, name: str) -> None:
         self.get(name)
-        with self.store._lock(SNAPSHOTS_TABLE):
-            self._table().delete(f"name = {sql_string(name)}")
+        self.table.delete(name)
 
     def export_json(self, name: str) -> str:
         return json.dumps(self.get(name).to_json_dict(), ensure_ascii=False, indent=2)

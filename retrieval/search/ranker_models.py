@@ -4,18 +4,19 @@ A model is LightGBM's own text format (no pickle), named by its content: id = 'l
 the first 16 hex digits of the SHA-256 of the text, so saving the same model twice is one row
 and a config's `ranker` (the id) can never point at a different model than the one it was
 evaluated with. One row per id: id, text, saved (UTC time). Each write is one LanceDB commit (a
-merge-insert keyed on the id).
+merge-insert keyed on the id) of the keyed side table (`store.side_tables.KeyedTable`), under its
+lock.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from retrieval.store import Store, counts_as_write, sql_string
+from retrieval.store import Store, counts_as_write, now_iso
+from retrieval.store.side_tables import KeyedTable
 from retrieval.types import RetrievalError
 
 MODELS_TABLE = "_ranker_models"
@@ -61,9 +62,7 @@ class RankerModels:
 
     def __init__(self, store: Store):
         self.store = store
-
-    def _table(self, create: bool = False):
-        return self.store.side_table(MODELS_TABLE, MODELS_SCHEMA, create)
+        self.table = KeyedTable(store, MODELS_TABLE, MODELS_SCHEMA, "id")
 
     @counts_as_write
     def save(self, text: str) -> str:
@@ -71,29 +70,18 @@ class RankerModels:
         if not isinstance(text, str) or not text.startswith("tree\n") or len(text) > MODEL_MAX_CHARS:
             raise RetrievalError("Not a LightGBM model text (it starts with 'tree'), or larger than 20 MB")
         ident = model_id(text)
-        with self.store._lock(MODELS_TABLE):
-            if self._text(ident) is None:
-                row = {"id": ident, "text": text, "saved": datetime.now(UTC).isoformat(timespec="seconds")}
-                (self._table(create=True).merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-                 .execute(pa.Table.from_pylist([row], schema=MODELS_SCHEMA)))
+        with self.table.lock():
+            if not self.table.has(ident):
+                self.table.put({"id": ident, "text": text, "saved": now_iso()})
         return ident
-
-    def _text(self, ident: str) -> str | None:
-        table = self._table()
-        if table is None:
-            return None
-        rows = table.search().where(f"id = {sql_string(ident)}").select(["text"]).limit(1).to_arrow().to_pylist()
-        return rows[0]["text"] if rows else None
 
     def load(self, ident: str) -> str:
         """The model text kept under `ident`."""
-        text = self._text(validate_model_id(ident))
-        if text is None:
+        row = self.table.get(validate_model_id(ident), ["text"])
+        if row is None:
             raise RetrievalError(f"No learned ranker {ident!r} in this store: import the config with its model "
                                  "(an exported config carries it)")
-        return text
+        return row["text"]
 
     def ids(self) -> list[str]:
-        table = self._table()
-        return [] if table is None else sorted(table.search().select(["id"]).limit(None).to_arrow()
-                                               .column("id").to_pylist())
+        return sorted(self.table.keys())

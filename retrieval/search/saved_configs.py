@@ -7,20 +7,21 @@ unknown field or a bad value is refused with the config's own readable message.
 
 Names: 1–64 characters from letters, digits, space, '_', '-' and '.', starting with a letter or
 digit and not ending with a space (they are shown in pickers and used in file names).
-Each write is one LanceDB commit (a merge-insert keyed on the name, or a delete).
+Each write is one LanceDB commit (a merge-insert keyed on the name, or a delete) of the keyed side
+table (`store.side_tables.KeyedTable`), under its lock.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 
 from retrieval.search.config import SearchConfig, json_object
-from retrieval.store import Store, counts_as_write, sql_string
+from retrieval.store import Store, counts_as_write, now_iso
+from retrieval.store.side_tables import KeyedTable
 from retrieval.types import RetrievalError
 
 CONFIGS_TABLE = "_configs"
@@ -52,24 +53,11 @@ class ConfigStore:
 
     def __init__(self, store: Store):
         self.store = store
-
-    def _table(self, create: bool = False):
-        return self.store.side_table(CONFIGS_TABLE, CONFIGS_SCHEMA, create)
-
-    def _row(self, name: str) -> dict | None:
-        table = self._table()
-        if table is None:
-            return None
-        rows = table.search().where(f"name = {sql_string(name)}").limit(1).to_arrow().to_pylist()
-        return rows[0] if rows else None
+        self.table = KeyedTable(store, CONFIGS_TABLE, CONFIGS_SCHEMA, "name")
 
     def names(self) -> list[str]:
         """Saved names, sorted case-insensitively."""
-        table = self._table()
-        if table is None:
-            return []
-        names = table.search().select(["name"]).limit(None).to_arrow().column("name").to_pylist()
-        return sorted(names, key=lambda n: (n.lower(), n))
+        return sorted(self.table.keys(), key=lambda n: (n.lower(), n))
 
     @counts_as_write
     def save(self, name: str, config: SearchConfig, overwrite: bool = False) -> None:
@@ -78,14 +66,10 @@ class ConfigStore:
         if not isinstance(config, SearchConfig):
             raise RetrievalError(f"Only a SearchConfig can be saved, got {type(config).__name__}")
         config.validate()
-        with self.store._lock(CONFIGS_TABLE):
-            if not overwrite and self._row(name) is not None:
+        with self.table.lock():
+            if not overwrite and self.table.has(name):
                 raise RetrievalError(f"A config named {name!r} already exists; choose another name or overwrite it")
-            row = {"name": name, "config": config.to_json(),
-                   "saved": datetime.now(UTC).isoformat(timespec="seconds")}
-            table = self._table(create=True)
-            (table.merge_insert("name").when_matched_update_all().when_not_matched_insert_all()
-             .execute(pa.Table.from_pylist([row], schema=CONFIGS_SCHEMA)))
+            self.table.put({"name": name, "config": config.to_json(), "saved": now_iso()})
 
     def resolve(self, spec: str | None) -> tuple[SearchConfig, str]:
         """The config `--config SPEC` names, and how to say where it came from: an existing file
@@ -111,7 +95,7 @@ class ConfigStore:
     def load(self, name: str) -> SearchConfig:
         """The config saved under `name`."""
         validate_config_name(name)
-        row = self._row(name)
+        row = self.table.get(name)
         if row is None:
             known = ", ".join(self.names()) or "none saved yet"
             raise RetrievalError(f"No saved config named {name!r} (saved: {known})")
@@ -121,10 +105,10 @@ class ConfigStore:
     def delete(self, name: str) -> None:
         """Remove a saved config (an unknown name is an error)."""
         validate_config_name(name)
-        with self.store._lock(CONFIGS_TABLE):
-            if self._row(name) is None:
+        with self.table.lock():
+            if not self.table.has(name):
                 raise RetrievalError(f"No saved config named {name!r}")
-            self._table().delete(f"name = {sql_string(name)}")
+            self.table.delete(name)
 
     def export_json(self, name: str) -> str:
         """The saved config as JSON (`SearchConfig.to_json`), e.g. for `--config FILE.json`; a

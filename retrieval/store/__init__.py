@@ -5,13 +5,15 @@ become rows only through the write path (`retrieval/indexing/`), which writes un
 collection's writer lock and transaction that the store provides. The storage layer, one job per
 module:
 
-    tables.py     where the database lives, table names, the collection table's columns
-    catalogue.py  the catalogue (`CollectionInfo`) and its migrations
-    locks.py      writer locks (threads and processes of one machine), crash points
-    journal.py    the write transaction: journal, rollback, recovery of a dead writer
-    database.py   the `Store`: handles and versions, names, reads, clear and delete
-    versions.py   a collection as it was at a version (`StoreAtVersion`), time travel
-    names.py      display names in any script and the safe table names derived from them
+    tables.py       where the database lives, table names, the collection table's columns
+    catalogue.py    the catalogue (`CollectionInfo`) and its migrations
+    locks.py        writer locks (threads and processes of one machine), crash points
+    journal.py      the write transaction: journal, rollback, recovery of a dead writer
+    database.py     the `Store`: handles and versions, names, clear and delete
+    reads.py        the Store's reads: documents, vectors, columns, graph tables, stats
+    side_tables.py  keyed side tables beside the collections (saved configs, snapshots, models)
+    versions.py     a collection as it was at a version (`StoreAtVersion`), time travel
+    names.py        display names in any script and the safe table names derived from them
 
 Writer protocol (docs/reliability.md). Every write to a collection (create, add, clear, delete,
 ratings, indexes) holds the collection's writer lock (`Store.writer_lock`), so one writer at a
@@ -21,9 +23,10 @@ back, by itself or by the next holder of the lock.
 """
 
 from retrieval.store.catalogue import CollectionInfo, CollectionStats
-from retrieval.store.database import Store, stored_documents
+from retrieval.store.database import Store
 from retrieval.store.locks import WriterLock, counts_as_write, crash_point, lock_dir
 from retrieval.store.names import display_name
+from retrieval.store.reads import stored_documents
 from retrieval.store.tables import (
     AUX_KINDS,
     CATALOGUE_TABLE,

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from retrieval.store.catalogue import info_from_entry
-from retrieval.store.database import CATALOGUE_TABLE, GRAPH_KINDS, CollectionInfo, Store, aux_table_name
-from retrieval.store.tables import sql_string
+from retrieval.store.catalogue import CollectionInfo, info_from_entry
+from retrieval.store.database import Store
+from retrieval.store.tables import CATALOGUE_TABLE, GRAPH_KINDS, aux_table_name, sql_string
 from retrieval.types import RetrievalError
 
 IDS_READ_LIMIT = 200_000  # ids of two versions read per listed version: ~10 MB at this size
