@@ -39,8 +39,9 @@ def generate(path: Path, docs: int, chars: int) -> None:
 
 
 def child(mode: str, path: str, db: str, model: str, batch_size: int) -> None:
-    from retrieval.indexing.ingest import open_stream, parse_path
     from retrieval.indexing.pipeline import create_collection, ingest_stream
+    from retrieval.indexing.readers.parse import parse_path
+    from retrieval.indexing.readers.stream import open_stream
     from retrieval.store import Store
 
     store = Store(db)

@@ -36,7 +36,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from retrieval.evaluation.beir_cache import ensure_beir_collection  # noqa: E402
-from retrieval.indexing.ingest import parse_path  # noqa: E402
+from retrieval.indexing.readers.parse import parse_path  # noqa: E402
 from retrieval.search.config import SearchConfig  # noqa: E402
 from retrieval.search.fusion.methods import method_of  # noqa: E402
 from retrieval.search.workbench import Workbench  # noqa: E402

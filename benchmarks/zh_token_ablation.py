@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from retrieval.evaluation.evaluate import evaluate_run, run_from_rankings
-from retrieval.indexing.ingest import parse_path
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.sources.base import top_hits
 from retrieval.sources.bm25 import LuceneIdfBM25
 from retrieval.text.tokenize import tokenize

@@ -36,8 +36,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import pyarrow as pa  # noqa: E402
 
 from retrieval.indexing.derive import EmbedBatches  # noqa: E402
-from retrieval.indexing.ingest import STREAM_BATCH, open_stream, parse_path  # noqa: E402
 from retrieval.indexing.pipeline import Embedding, IngestResult, ingest_stream  # noqa: E402
+from retrieval.indexing.readers.parse import parse_path  # noqa: E402
+from retrieval.indexing.readers.stream import STREAM_BATCH, open_stream  # noqa: E402
 from retrieval.store import Store  # noqa: E402
 from retrieval.types import Document, RetrievalError  # noqa: E402
 

@@ -99,8 +99,8 @@ def xsmall(tmp_path_factory):
     judged on the English paragraph they ask about (the translation of their own). BM25 cannot
     cross languages and the English model barely can, so fusion variants differ."""
     # imported here, not at the top: the environment above must be set before retrieval loads torch
-    from retrieval.indexing.ingest import parse_path
     from retrieval.indexing.pipeline import create_collection
+    from retrieval.indexing.readers.parse import parse_path
     from retrieval.store import Store
     from retrieval.types import ParsedCorpus
 

@@ -5,8 +5,8 @@ and the reason (seed 004's failure cases, with real BM25 and vector sources besi
 import pytest
 from corpora import ANIMALS_WITH_QUALITY
 
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.sources import SOURCES, SourceSpec

@@ -18,7 +18,7 @@ from corpora import ANIMALS
 from retrieval import limits
 from retrieval.cli import main as cli
 from retrieval.indexing.derive import collection_rows, document_records, documents_of
-from retrieval.indexing.ingest import parse_path
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.store import GRAPH_KINDS, XL_COLUMN, Store, collection_schema

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from retrieval.cli.main import ingest_rate, main
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import add_documents, create_collection, truncation_note
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.models.embed import MINILM, load_encoder
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench

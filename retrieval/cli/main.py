@@ -19,7 +19,7 @@ from pathlib import Path
 import retrieval.cli.judge as cli_judge
 import retrieval.serve.server as serve
 from retrieval import limits
-from retrieval.indexing.ingest import STREAM_BATCH
+from retrieval.indexing.readers.stream import STREAM_BATCH
 from retrieval.search.config import (
     BM25_BACKENDS,
     COMBINATIONS,
@@ -337,7 +337,8 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
 def cmd_ingest(args) -> int:
     """Streaming ingest (indexing.pipeline.ingest_stream): files of any size, one batch in memory, all or
     nothing; tqdm bars on stderr show documents/s and the time left."""
-    from retrieval.indexing.ingest import ColumnMapping, ParseOptions, open_stream
+    from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
+    from retrieval.indexing.readers.stream import open_stream
 
     options = ParseOptions(
         mapping=ColumnMapping(id=args.id_column, title=args.title_column, text=args.text_column),
@@ -367,7 +368,7 @@ def cmd_ingest(args) -> int:
     if result.note:
         _log(f"note: {result.note}")
     if stream.skipped:
-        from retrieval.indexing.ingest import skipped_note
+        from retrieval.indexing.readers.parse import skipped_note
 
         _log(f"note: {skipped_note(stream.skipped)}")
     return 0

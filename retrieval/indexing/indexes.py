@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import warnings
 
+import retrieval.indexing.plan as plan
 from retrieval import limits
-from retrieval.indexing import plan
 from retrieval.store import CollectionInfo, Store, counts_as_write
 
 

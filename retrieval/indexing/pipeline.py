@@ -35,8 +35,8 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
+import retrieval.indexing.plan as plan
 from retrieval import limits
-from retrieval.indexing import plan
 from retrieval.indexing.derive import (
     EmbedBatches,
     check_documents,
@@ -49,7 +49,7 @@ from retrieval.indexing.derive import (
 )
 from retrieval.indexing.graph import graph_inline
 from retrieval.indexing.indexes import index_for_size
-from retrieval.indexing.ingest import DocumentStream
+from retrieval.indexing.readers.stream import DocumentStream
 from retrieval.indexing.writer import Batch, clash_error, open_write
 from retrieval.models import embed
 from retrieval.models.embed import E5, default_model_for

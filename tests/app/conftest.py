@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from retrieval.indexing.ingest import parse_path
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store

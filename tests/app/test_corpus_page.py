@@ -4,7 +4,7 @@ behind a confirmation, and the ingest step as a plain function."""
 import pytest
 from conftest import open_page, plain
 
-from retrieval.indexing.ingest import ParseOptions
+from retrieval.indexing.readers.options import ParseOptions
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 from retrieval.types import IngestError, RetrievalError

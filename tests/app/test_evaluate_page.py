@@ -13,7 +13,7 @@ import pytest
 from conftest import APP, COLLECTION, QUERY, REPO, TIMEOUT, all_widgets, open_page, plain
 
 from retrieval.evaluation.evaluate import DEFAULT_METRICS, evaluate_collection
-from retrieval.indexing.ingest import parse_path
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.search.config import SearchConfig
 from ui.evaluate import charts as eval_charts

@@ -9,8 +9,8 @@ import pytest
 from conftest import APP, TIMEOUT, open_page, plain
 from streamlit.testing.v1 import AppTest
 
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.sources.bm25 import NO_TERMS
 from retrieval.store import Store
 

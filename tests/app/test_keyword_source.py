@@ -4,8 +4,8 @@ points per field shown, and a points slider re-scoring exactly as the core does.
 import pytest
 from conftest import REPO, nullable, open_page
 
-from retrieval.indexing.ingest import parse_path
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store
@@ -101,7 +101,7 @@ def test_a_first_run_stopped_half_way_resumes_and_a_finished_one_never_seeds_aga
     at the next start (only what is missing is created); once finished, a bundled collection the
     user deletes is not brought back; a session that finds a bundled collection being created by
     another session leaves it to that one (no error)."""
-    from retrieval.indexing.ingest import parse_bytes
+    from retrieval.indexing.readers.parse import parse_bytes
     from ui import resources
 
     workbench = Workbench(Store(str(tmp_path / "db")))

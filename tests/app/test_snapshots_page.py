@@ -8,7 +8,7 @@ from conftest import COLLECTION, REPO, open_page, plain
 
 from retrieval.evaluation.snapshot_diff import diff
 from retrieval.evaluation.snapshots import SnapshotStore
-from retrieval.indexing.ingest import parse_path
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.store import Store
 from ui.evaluate.snapshots import side_by_side

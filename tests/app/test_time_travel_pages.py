@@ -6,8 +6,8 @@ import pytest
 from conftest import open_page
 from corpora import ANIMALS
 
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import add_documents, create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.store import Store
 

@@ -15,7 +15,7 @@ from urllib.parse import quote_plus
 
 import harness
 
-from retrieval.indexing.ingest import parse_bytes
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store

@@ -17,7 +17,7 @@ from corpora import ANIMALS
 from openai_stub import StubLLM
 from playwright.sync_api import expect
 
-from retrieval.indexing.ingest import parse_bytes
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.judging.llm_judge import LLMSettings, save_settings
 from retrieval.judging.raters import Rating
 from retrieval.search.workbench import Workbench

@@ -10,8 +10,8 @@ import harness
 from retrieval.evaluation.snapshot_diff import diff
 from retrieval.evaluation.snapshot_report import report_html
 from retrieval.evaluation.snapshots import SnapshotStore
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench

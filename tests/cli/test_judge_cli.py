@@ -14,7 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from retrieval.cli import main as cli
 from retrieval.evaluation.evaluate import fused_rankings
-from retrieval.indexing.ingest import parse_bytes
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.judging.raters import ADJUDICATED, Rating
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench

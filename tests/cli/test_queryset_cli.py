@@ -7,7 +7,7 @@ from corpora import ANIMALS
 
 from retrieval.cli import main as cli
 from retrieval.evaluation.evaluate import evaluate_collection
-from retrieval.indexing.ingest import parse_bytes
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store

@@ -9,8 +9,8 @@ import pytest
 from counting import CountingWorkbench
 
 from retrieval.evaluation.evaluate import evaluate_collection
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.plan import RankingPlan
 from retrieval.search.workbench import Workbench

@@ -19,8 +19,8 @@ from retrieval.evaluation.snapshots import (
     rerun_at,
     score_rankings,
 )
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import add_documents, create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench

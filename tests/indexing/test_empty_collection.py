@@ -6,7 +6,7 @@ import pytest
 from corpora import ANIMALS
 
 from retrieval.cli import main as cli
-from retrieval.indexing.ingest import parse_bytes
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store, vector_matrix

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.indexing.ingest import ColumnMapping, ParseOptions, parse_bytes, parse_files, parse_path
+from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
+from retrieval.indexing.readers.parse import parse_bytes, parse_files, parse_path
 from retrieval.types import Document, IngestError
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "xquad"  # the bundled BEIR sample
@@ -329,7 +330,7 @@ def test_beir_large_corpus_parses_whole(tmp_path):
 
 
 def test_preview_lists_columns_and_first_rows_before_mapping():
-    from retrieval.indexing.ingest import preview
+    from retrieval.indexing.readers.parse import preview
 
     data = "名称,内容,分数\n甲,第一行,1\n乙,第二行,2\n丙,第三行,3\n".encode("gbk")
     columns, rows = preview(data, "t.csv", n_rows=2)
@@ -360,7 +361,9 @@ def _xlsx(rows: list[list]) -> bytes:
 def test_an_excel_workbook_is_read_like_a_csv():
     import datetime as dt
 
-    from retrieval.indexing.ingest import ColumnMapping, detected_columns, parse_bytes, preview
+    from retrieval.indexing.readers.documents import detected_columns
+    from retrieval.indexing.readers.options import ColumnMapping
+    from retrieval.indexing.readers.parse import parse_bytes, preview
 
     data = _xlsx([[], ["sku", "name", "description", "price", "added", "colour"],
                   [1001, "Green tea", "  Steamed leaves from Japan ", 4.5, dt.date(2024, 3, 1), None],

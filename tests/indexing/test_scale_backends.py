@@ -6,8 +6,8 @@ from corpora import ANIMALS
 
 from retrieval import limits
 from retrieval.indexing.indexes import build_vector_index
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import add_documents, create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.sources.bm25 import resolved_backend

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from retrieval.cli import main as cli
-from retrieval.indexing.ingest import ParseOptions, parse_bytes, parse_files, parse_path
+from retrieval.indexing.readers.options import ParseOptions
+from retrieval.indexing.readers.parse import parse_bytes, parse_files, parse_path
 from retrieval.store import Store
 from retrieval.types import IngestError
 

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from retrieval.cli import main as cli
-from retrieval.indexing.ingest import ParseOptions, open_stream, parse_path
 from retrieval.indexing.pipeline import create_collection, ingest_stream, stream_language
+from retrieval.indexing.readers.options import ParseOptions
+from retrieval.indexing.readers.parse import parse_path
+from retrieval.indexing.readers.stream import open_stream
 from retrieval.indexing.throughput import Throughput, duration
 from retrieval.models.embed import MINILM
 from retrieval.store import GRAPH_KINDS, Store

@@ -143,7 +143,7 @@ def test_exports_round_trip_through_parse_qrels(judgments):
 
 
 def test_delete_set_and_collection_lifecycle(judgments, store):
-    from retrieval.indexing.ingest import parse_bytes
+    from retrieval.indexing.readers.parse import parse_bytes
 
     judgments.save_query_set("docs", "a", QUERIES, QRELS)
     judgments.save_query_set("docs", "b", {"x": "y"}, {"x": {"d": 1}})

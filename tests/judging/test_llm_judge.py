@@ -17,7 +17,7 @@ import pytest
 from corpora import ANIMALS
 from openai_stub import MODEL, StubLLM, prompt_digest, stub_grade
 
-from retrieval.indexing.ingest import parse_bytes
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.judging import llm_judge
 from retrieval.judging.llm_judge import (
     NOT_CONFIGURED,

@@ -71,7 +71,7 @@ def test_search_evaluate_and_sweep_take_a_saved_config_by_name(tmp_path, capsys)
     from corpora import ANIMALS
 
     from retrieval.cli import main as cli
-    from retrieval.indexing.ingest import parse_bytes
+    from retrieval.indexing.readers.parse import parse_bytes
     from retrieval.search.workbench import Workbench
 
     db = str(tmp_path / "db")

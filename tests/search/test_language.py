@@ -6,8 +6,8 @@ from corpora import ANIMALS
 
 from retrieval.evaluation.evaluate import evaluate_collection
 from retrieval.evaluation.sweep import Variant, run_sweep
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.language import crosses_languages, language_rule, query_language
 from retrieval.search.workbench import Workbench

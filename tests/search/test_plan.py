@@ -10,8 +10,8 @@ import pytest
 
 from retrieval.evaluation.evaluate import evaluate_collection
 from retrieval.evaluation.sweep import Variant, run_sweep
-from retrieval.indexing.ingest import parse_path
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.search.config import SearchConfig
 from retrieval.search.plan import RankingPlan, evaluation_config
 from retrieval.search.workbench import Workbench

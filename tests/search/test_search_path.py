@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from retrieval import limits
-from retrieval.indexing.ingest import parse_path
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.search.config import SearchConfig
 from retrieval.search.plan import RankingPlan
 from retrieval.search.workbench import Workbench

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from retrieval.cli.main import main
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.models.embed import load_encoder
 from retrieval.search.config import SearchConfig
 from retrieval.search.rerank import get_reranker

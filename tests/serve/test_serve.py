@@ -24,8 +24,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_client import run_async, server_env, tool_data, tool_ranking
 
 from retrieval.cli.main import main
-from retrieval.indexing.ingest import parse_path
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.models.embed import MINILM
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench

@@ -252,7 +252,7 @@ def test_collection_without_tables_is_indexed_in_memory(tmp_path):
 def test_three_kingdoms_sample_spreads_beyond_direct_matches(tmp_path):
     from pathlib import Path
 
-    from retrieval.indexing.ingest import parse_path
+    from retrieval.indexing.readers.parse import parse_path
 
     store = Store(str(tmp_path))
     corpus = parse_path(Path(__file__).resolve().parents[2] / "sample_data" / "three_kingdoms")

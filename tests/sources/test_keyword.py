@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.indexing.ingest import parse_path
 from retrieval.indexing.pipeline import create_collection
+from retrieval.indexing.readers.parse import parse_path
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.sources import keyword

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 
 from retrieval.cli.main import main
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import add_documents, create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.store import CATALOGUE_TABLE, Store
 from retrieval.store.names import display_name, hashed, labels, slug, table_name_for
 from retrieval.types import RetrievalError

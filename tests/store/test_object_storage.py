@@ -21,7 +21,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from retrieval.indexing.ingest import parse_bytes
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store, default_storage_options, lock_dir

@@ -2,8 +2,8 @@
 
 import pytest
 
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import add_documents, create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.store import Store, validate_collection_name
 from retrieval.types import IngestError, RetrievalError
 

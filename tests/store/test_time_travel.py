@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from corpora import ANIMALS
 
-from retrieval.indexing.ingest import parse_bytes
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.result_json import search_json
 from retrieval.search.workbench import Workbench

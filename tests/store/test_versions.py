@@ -2,8 +2,8 @@
 
 from corpora import ANIMALS
 
-from retrieval.indexing.ingest import parse_bytes
 from retrieval.indexing.pipeline import add_documents, create_collection
+from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.store import Store
 from retrieval.store.versions import collection_versions
 

@@ -1,11 +1,12 @@
-"""Catalogue records (`retrieval.text.records`) and their ingest from JSON / JSONL (`retrieval.indexing.ingest`)."""
+"""Catalogue records (`retrieval.text.records`) and their ingest from JSON / JSONL (`retrieval.indexing.readers`)."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from retrieval.indexing.ingest import ColumnMapping, ParseOptions, parse_bytes, parse_path
+from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
+from retrieval.indexing.readers.parse import parse_bytes, parse_path
 from retrieval.text.records import record_problems, record_quality, record_text, record_title
 from retrieval.types import Document, IngestError
 

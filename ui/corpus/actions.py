@@ -13,15 +13,9 @@ import pandas as pd
 
 from retrieval import limits
 from retrieval.cache import LRU
-from retrieval.indexing.ingest import (
-    ID_COLUMNS,
-    ColumnMapping,
-    ParseOptions,
-    detected_columns,
-    parse_files,
-    preview,
-    skipped_note,
-)
+from retrieval.indexing.readers.documents import ID_COLUMNS, detected_columns
+from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
+from retrieval.indexing.readers.parse import parse_files, preview, skipped_note
 from retrieval.indexing.throughput import Throughput
 from retrieval.models.embed import E5, MINILM
 from retrieval.search.workbench import Workbench

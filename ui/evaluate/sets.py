@@ -127,7 +127,7 @@ def _with_sample_set(workbench, collection: str) -> list[str]:
     if collection != resources.SAMPLE_COLLECTION or resources.SAMPLE_QUERY_SET in names or st.session_state.get(flag):
         return names
     st.session_state[flag] = True
-    from retrieval.indexing.ingest import parse_path
+    from retrieval.indexing.readers.parse import parse_path
 
     resources.store_sample_queries(workbench, parse_path(resources.sample_dir()))
     return workbench.judgments.query_sets(collection)
