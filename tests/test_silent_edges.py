@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.cli.main import ingest_rate, main
+from retrieval.cli.common import ingest_rate
+from retrieval.cli.main import main
 from retrieval.indexing.pipeline import add_documents, create_collection, truncation_note
 from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.models.embed import MINILM, load_encoder

@@ -1,10 +1,18 @@
 """The command line, `python -m retrieval …` (or the `retrieval` console script).
 
-    main.py    the parser and every command group but one: ingest, search, evaluate, sweep,
-               optimize, collections, snapshot, queryset, serve, prepare
-    judge.py   `judge`: export, import, agreement, next, llm
+    main.py         the parser assembled from the command groups, `main` and `console`
+    common.py       what the groups share: config options, argparse types, the Workbench,
+                    messages on stderr, progress bars and ingest lines
+    ingest.py       `ingest`
+    search.py       `search` (and `--explain-doc`)
+    evaluate.py     `evaluate`, `sweep`, `optimize`
+    snapshot.py     `snapshot`: create, list, rename, delete, export, diff, report
+    collections.py  `collections`: list, stats, versions, index, graph, delete, clear
+    queryset.py     `queryset`: list, export, import
+    judge.py        `judge`: next, agreement, disagreements, adjudicate, llm, import, export
+    serve.py        `serve`: its options; starts the MCP server (`retrieval.serve`)
+    prepare.py      `prepare`
+
+Each group module adds its subparsers (`add_parser(sub)`) and maps its commands to their
+functions (`COMMANDS`); a new group is one module and one entry of `main.GROUPS`.
 """
-
-from retrieval.cli.main import console, main
-
-__all__ = ["console", "main"]

@@ -9,28 +9,24 @@ between raters, disagreements and their adjudication, the LLM judge, import and 
     judge import COLLECTION --queryset Q FILE [--format csv|quepid|trec] [--rater NAME] [--replace]
     judge export COLLECTION --queryset Q [--format csv|quepid|trec]
 
-Results and JSON go to stdout, messages to stderr (as every command of `cli.py`).
+Results and JSON go to stdout, messages to stderr (as every command of `python -m retrieval`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
+from retrieval.cli.common import log, open_workbench
 from retrieval.types import RetrievalError
 
 FORMATS = ("csv", "quepid", "trec")
 SELECTIONS = ("next", "pool")
 
 
-def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def add_parser(sub) -> None:
-    """The `judge` command and its actions (`cli.build_parser` calls this)."""
+    """The `judge` command and its actions (`main.build_parser` calls this)."""
     p = sub.add_parser("judge", help="judging: what to judge next, rater agreement, disagreements, the LLM judge, "
                                      "import and export of ratings")
     actions = p.add_subparsers(dest="judge_action", required=True)
@@ -93,12 +89,9 @@ def add_parser(sub) -> None:
 
 
 def cmd_judge(args) -> int:
-    from retrieval.search.workbench import Workbench
-    from retrieval.store import Store
-
     if args.judge_action == "agreement" and Path(args.source).is_file():
         return _agreement_of_file(args)
-    workbench = Workbench(Store(args.db))
+    workbench = open_workbench(args)
     name = args.collection if args.judge_action != "agreement" else args.source
     collection = workbench.resolve(name)
     if args.judge_action == "agreement" and not args.queryset:
@@ -138,7 +131,7 @@ def _next(args, workbench, collection: str) -> int:
         ranks = " ".join("-" if r is None else str(r) for r in c.ranks)
         print(f"{c.weight:.4f}\t{c.query_id}\t{c.doc_id}\tranks {ranks}\t{queries.get(c.query_id, '')}")
     how = "the depth-10 pool" if args.pool else "by how much one judgment can change the comparison"
-    _log(f"{len(pairs)} pairs to judge next ({how})")
+    log(f"{len(pairs)} pairs to judge next ({how})")
     return 0
 
 
@@ -179,7 +172,7 @@ def _disagreements(args, workbench, collection: str) -> int:
     for d in found:
         grades = ", ".join(f"{r or '(unnamed)'} {g}" for r, g in d.grades.items())
         print(f"{d.spread}\t{d.query_id}\t{d.doc_id}\t{grades}")
-    _log(f"{len(found)} disagreements to adjudicate")
+    log(f"{len(found)} disagreements to adjudicate")
     return 0
 
 
@@ -188,7 +181,7 @@ def _adjudicate(args, workbench, collection: str) -> int:
 
     workbench.judgments.rate_many(collection, args.queryset, {(args.query_id, args.doc_id): args.grade},
                                   rater=ADJUDICATED)
-    _log(f"{args.query_id} / {args.doc_id}: adjudicated {args.grade}")
+    log(f"{args.query_id} / {args.doc_id}: adjudicated {args.grade}")
     return 0
 
 
@@ -216,15 +209,15 @@ def _llm(args, workbench, collection: str) -> int:
     pairs = [(c.query_id, c.doc_id) for c in queue(workbench, collection, args.queryset, configs, args.budget)]
     items = queue_items(workbench, collection, args.queryset, pairs, settings)
     guess = estimate(items, settings)
-    _log(guess.sentence())
+    log(guess.sentence())
     if args.estimate:
         return 0
 
     def progress(done: int, total: int) -> None:
-        _log(f"  judged {done}/{total}")
+        log(f"  judged {done}/{total}")
 
     run = judge_queue(workbench, collection, args.queryset, pairs, settings, progress=progress)
-    _log(run.sentence())
+    log(run.sentence())
     return 0 if not run.failed else 1
 
 
@@ -257,7 +250,7 @@ def _import(args, workbench, collection: str) -> int:
         if args.rater:
             ratings = [Rating(r.query_id, r.doc_id, args.rater, r.grade) for r in ratings]
     saved = judgments.save_ratings(collection, args.queryset, ratings, queries=queries, replace=args.replace)
-    _log(f"query set {args.queryset!r} of {collection!r}: {saved} ratings imported from {args.file.name} ({fmt})")
+    log(f"query set {args.queryset!r} of {collection!r}: {saved} ratings imported from {args.file.name} ({fmt})")
     return 0
 
 
@@ -281,3 +274,4 @@ def _export(args, workbench, collection: str) -> int:
 
 ACTIONS = {"next": _next, "agreement": _agreement, "disagreements": _disagreements, "adjudicate": _adjudicate,
            "llm": _llm, "import": _import, "export": _export}
+COMMANDS = {"judge": cmd_judge}

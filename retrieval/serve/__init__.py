@@ -1,6 +1,11 @@
 """The MCP server: the workbench's tuned search for agents (`python -m retrieval serve`).
 
-    server.py   the tools, the service behind them, stdio and streamable HTTP, loopback and
-                token checks
-    launch.py   the command that starts it and an MCP client's configuration (imports no server)
+    server.py     the MCP server: the tools and their argument types, stdio and streamable HTTP,
+                  loopback and token checks, `run`
+    service.py    what each tool does over one Workbench (`KnowledgeService`), the served
+                  collections; imports no `mcp`
+    arguments.py  a tool call's filters and knowledge entries in the core's terms; `ToolProblem`
+    launch.py     the command that starts it and an MCP client's configuration (imports no server)
+
+The `serve` command's options are `retrieval/cli/serve.py`'s.
 """

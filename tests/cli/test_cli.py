@@ -1,4 +1,4 @@
-"""The command line's refusals (retrieval/cli/main.py): a bad number or a missing argument is one clear
+"""The command line's refusals (retrieval/cli/): a bad number or a missing argument is one clear
 line and exit 2 before anything is loaded or fetched; a file that cannot be read or written is
 named, never a traceback."""
 

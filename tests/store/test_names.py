@@ -219,7 +219,8 @@ def test_the_cli_ingests_into_a_chinese_name_and_searches_by_it(tmp_path, capsys
 def test_the_mcp_tools_show_and_accept_the_display_name(store):
     from retrieval.cli.main import build_parser
     from retrieval.search.workbench import Workbench
-    from retrieval.serve.server import ToolProblem, build_service
+    from retrieval.serve.arguments import ToolProblem
+    from retrieval.serve.server import build_service
 
     args = build_parser().parse_args(["--db", store.uri, "serve", "--collection", "中文集合", "--collection", "notes"])
     service = build_service(Workbench(store), args)
