@@ -65,7 +65,7 @@ case "${1:-}" in
   app)
     setup_python requirements.txt
     shift
-    exec "$PY" -m streamlit run Home.py "$@"
+    exec "$PY" -m streamlit run app.py "$@"
     ;;
   test)
     setup_python requirements-dev.txt

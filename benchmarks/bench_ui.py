@@ -5,7 +5,7 @@ Rows (each after a warm-up: sample ingested, query's candidates cached, one move
 - core: the ranking plan explained (`RankingPlan.explain`) alone for the same move (what a move must cost at the least);
 - AppTest: `at.slider("a.rrf_k").set_value(k).run()` on the Search page, i.e. one full script
   run in-process, without a browser or websocket;
-- browser: `streamlit run Home.py` + Debian's chromium (Playwright). A key press on the RRF k
+- browser: `streamlit run app.py` + Debian's chromium (Playwright). A key press on the RRF k
   slider (Home: k = 1, End: k = 200, alternating) until the result cards show the order the core
   computes for the new k *and* Streamlit reports the script finished (data-test-script-state =
   notRunning). Timed inside the page (performance.now at keydown → first animation frame where
@@ -107,7 +107,7 @@ def expected_orders(db: Path) -> dict[int, list[str]]:
 def bench_apptest(moves: int) -> list[float]:
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(REPO / "Home.py"), default_timeout=300)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)
     at.query_params["q"] = QUERY
     at.query_params["fusion"] = "rrf"  # the default is the weighted sum, where RRF k is greyed out
     at.switch_page("pages/1_Search.py")

@@ -6,7 +6,7 @@ from ui import page, state
 from ui.corpus import actions as corpus
 from ui.corpus import views as corpus_views
 
-context = page.setup("Home")
+context = page.context()
 state.write_url("home")
 
 st.title("🔎 Search relevance workbench")

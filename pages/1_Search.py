@@ -7,7 +7,7 @@ from ui.judging import rating as judging
 from ui.search import results, view_controls, views, whynot
 from ui.search.config_controls import config_controls
 
-context = page.setup("Search")
+context = page.context()
 collection = page.require_collection(context)
 st.title("Search")
 query = view_controls.query_box()

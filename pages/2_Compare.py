@@ -7,7 +7,7 @@ from ui import page, state
 from ui.search import results, source_views, view_controls, views
 from ui.search.config_controls import config_b_actions, config_controls
 
-context = page.setup("Compare")
+context = page.context()
 collection = page.require_collection(context)
 st.title("Compare rankings")
 query = view_controls.query_box()

@@ -6,7 +6,7 @@ from ui import page, state
 from ui.search import view_controls, views
 from ui.search.config_controls import config_controls
 
-context = page.setup("Distributions")
+context = page.context()
 collection = page.require_collection(context)
 st.title("Score distributions")
 query = view_controls.query_box()

@@ -5,7 +5,7 @@ import streamlit as st
 from ui import page, state
 from ui.corpus import views as corpus_views
 
-context = page.setup("Corpus")
+context = page.context()
 state.write_url("corpus")
 st.title("Corpus")
 corpus_views.flash()

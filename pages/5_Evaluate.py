@@ -27,7 +27,7 @@ from ui.evaluate import (
 )
 from ui.search.config_controls import config_controls
 
-context = page.setup("Evaluate")
+context = page.context()
 collection = page.require_collection(context)
 st.title("Evaluate")
 config = config_controls("a", title="Config A")

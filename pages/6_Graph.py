@@ -7,7 +7,7 @@ from ui.graph import views as graph_views
 from ui.search import view_controls
 from ui.search.config_controls import graph_controls
 
-context = page.setup("Graph")
+context = page.context()
 collection = page.require_collection(context)
 st.title("Entity graph")
 st.caption("Each chunk is an event; its people, places, times, topics, actions and tags are found by rules "

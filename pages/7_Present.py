@@ -4,7 +4,7 @@ metric before and after, one question's results before and after."""
 from ui import page, state
 from ui.evaluate import present
 
-context = page.setup("Present")
+context = page.context()
 collection = page.require_collection(context)
 state.write_url("present")
 present.present(context.workbench, collection)

@@ -4,7 +4,7 @@ their agreement, adjudication, ratings import/export, and the LLM judge (ui/judg
 from ui import page, state
 from ui.judging import page as judge_page
 
-context = page.setup("Judge")
+context = page.context()
 collection = page.require_collection(context)
 state.write_url("judge")
 judge_page.judge_page(context.workbench, collection)

@@ -226,7 +226,7 @@ def test_the_ui_reaches_the_store_only_through_the_workbench():
 
 
 def test_pages_import_nothing_from_the_store():
-    for path in [REPO / "Home.py", *sorted((REPO / "pages").glob("*.py"))]:
+    for path in [REPO / "app.py", *sorted((REPO / "pages").glob("*.py"))]:
         targets = {target for target, _ in imports_of(path.stem, path)}
         assert not {t for t in targets if t.startswith(("retrieval.store", *WRITE_SIDE))}, path.name
 
@@ -239,7 +239,7 @@ def test_fusion_methods_are_decided_only_in_their_registry():
 
     compares = re.compile(r"\.(fusion|combination)\s*(==|!=)|(==|!=)\s*[\w.]*\.(fusion|combination)\b"
                           r"|\[\"fusion\"\]\s*(==|!=)|get\(\"fusion\"\)\s*(==|!=)")
-    paths = {**project_modules(), "Home": REPO / "Home.py",
+    paths = {**project_modules(), "app": REPO / "app.py",
              **{f"pages.{p.stem}": p for p in (REPO / "pages").glob("*.py")}}
     for name, path in paths.items():
         if name == "retrieval.search.fusion.methods":

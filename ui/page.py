@@ -1,11 +1,15 @@
-"""What every page does first (`setup`), and the guarded search every search page runs."""
+"""The frame every page runs in (`frame`, from app.py; a page reads its `context()`), and the
+guarded search every search page runs."""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import SearchResult, Workbench
@@ -13,6 +17,19 @@ from ui import resources, state
 from ui.search import view_controls, views
 
 APP_TITLE = "Search relevance workbench"
+# The pages in sidebar order: script, title (the sidebar's and the tab's), icon. app.py makes
+# them `st.Page`s; their URLs are /, /Search, /Compare, … (the file name without its number).
+PAGES = [
+    ("pages/0_Home.py", "Home", "🔎"),
+    ("pages/1_Search.py", "Search", None),
+    ("pages/2_Compare.py", "Compare", None),
+    ("pages/3_Distributions.py", "Distributions", None),
+    ("pages/4_Corpus.py", "Corpus", None),
+    ("pages/5_Evaluate.py", "Evaluate", None),
+    ("pages/6_Graph.py", "Graph", None),
+    ("pages/7_Present.py", "Present", None),
+    ("pages/8_Judge.py", "Judge", None),
+]
 
 
 @dataclass
@@ -22,9 +39,13 @@ class Context:
     collection: str | None
 
 
-def setup(title: str) -> Context:
-    """Page config, session View (read from the link on first load), the first-run sample
-    corpus, and the sidebar collection picker."""
+FRAME_KEY = "page.frame"  # the Context the frame made for this run (session state)
+
+
+def frame(title: str) -> Context:
+    """What the app's frame (`app.py`) does before every page: page config, session View (read
+    from the link on first load), the first-run sample corpus, and the sidebar collection picker
+    that every page shares. The page reads the result with `context()`."""
     st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon="🔎", layout="wide")
     view = state.view()
     workbench = resources.workbench()
@@ -35,7 +56,25 @@ def setup(title: str) -> Context:
     for notice in view.notices:
         st.warning(views.markdown_safe(notice))
     view.notices.clear()
-    return Context(workbench, view, collection)
+    context = Context(workbench, view, collection)
+    st.session_state[FRAME_KEY] = context
+    return context
+
+
+def context() -> Context:
+    """The Context the frame made for this run: the Workbench, the session's View and the
+    collection picked in the sidebar.
+
+    A page run without the frame is Streamlit's old multipage mode: a process's first run (and
+    every AppTest run) treats a folder named `pages/` beside the entry script as the old layout's
+    pages and runs the file the URL names directly, until the entry script calls
+    `st.navigation`. Such a page frames itself here, and Streamlit is told that the app uses
+    `st.navigation` (its own flag, which that call sets), so the next run goes through app.py."""
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        caller = Path(inspect.stack()[1].filename).as_posix()
+        return frame(next((title for path, title, _ in PAGES if caller.endswith(path)), APP_TITLE))
+    return st.session_state[FRAME_KEY]
 
 
 def _ensure_sample(workbench: Workbench) -> None:

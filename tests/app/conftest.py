@@ -22,7 +22,7 @@ from retrieval.store import Store
 from retrieval.types import Document, ParsedCorpus
 
 REPO = Path(__file__).resolve().parents[2]
-APP = REPO / "Home.py"  # the entry script: its file name is the first sidebar entry
+APP = REPO / "app.py"  # the entry script: the frame around every page (st.navigation)
 COLLECTION = "small"
 QUERY = "How many points did the Panthers defense surrender?"
 TIMEOUT = 180  # first runs load embedding models (~10 s each on two cores)

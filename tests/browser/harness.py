@@ -1,5 +1,5 @@
 """What the browser tests (conftest.py, test_browser.py) and benchmarks/bench_ui.py share: a tiny
-BEIR sample, starting `streamlit run Home.py`, the no-outside-requests guard, and waits on the
+BEIR sample, starting `streamlit run app.py`, the no-outside-requests guard, and waits on the
 page's state (never fixed sleeps).
 """
 
@@ -57,7 +57,7 @@ def free_port() -> int:
 
 def start_app(db: Path, sample: Path | None, log_path: Path, timeout: float = 60,
               extra_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
-    """`streamlit run Home.py` on a free loopback port with its own database and sample; returns
+    """`streamlit run app.py` on a free loopback port with its own database and sample; returns
     (process, url) once /_stcore/health answers. Raises RuntimeError (with the log) otherwise.
     `sample` None: the bundled sample."""
     port = free_port()
@@ -68,7 +68,7 @@ def start_app(db: Path, sample: Path | None, log_path: Path, timeout: float = 60
         env["WORKBENCH_SAMPLE"] = str(sample)
     log = open(log_path, "w")  # noqa: SIM115 - the server writes to it until it is stopped
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "Home.py", "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none", *extra_args],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
