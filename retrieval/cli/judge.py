@@ -188,7 +188,8 @@ def _adjudicate(args, workbench, collection: str) -> int:
 def _llm(args, workbench, collection: str) -> int:
     import dataclasses
 
-    from retrieval.judging.llm_judge import LLMSettings, estimate, judge_queue, load_settings, queue_items
+    from retrieval.judging.llm.run import estimate, judge_queue, queue_items
+    from retrieval.judging.llm.settings import LLMSettings, load_settings
 
     saved = load_settings(workbench.store) or LLMSettings(base_url="", model="")
     changes = {k: v for k, v in {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,

@@ -5,7 +5,8 @@
     qrels.py       judgments and query sets in the formats evaluation data ships in (TREC, BEIR,
                    CSV, Quepid), read and written
     judge_next.py  what to judge next (minimal test collections) and the depth pool: pure functions
-    llm_judge.py   an LLM as one more rater, from any OpenAI-compatible endpoint
+    llm/           an LLM as one more rater, from any OpenAI-compatible endpoint: its settings,
+                   HTTP client, answer cache and runs
 
 The judging queue over a config's rankings is evaluation's (`evaluation/judging_queue.py`).
 Entry points: `JudgmentStore`, `Rating`, `consensus`, `next_to_judge`.

@@ -18,7 +18,7 @@ from openai_stub import StubLLM
 from playwright.sync_api import expect
 
 from retrieval.indexing.readers.parse import parse_bytes
-from retrieval.judging.llm_judge import LLMSettings, save_settings
+from retrieval.judging.llm.settings import LLMSettings, save_settings
 from retrieval.judging.raters import Rating
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store

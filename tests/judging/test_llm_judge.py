@@ -1,6 +1,7 @@
 """The LLM judge against a real HTTP server on 127.0.0.1 speaking OpenAI's chat completions
-(tests/openai_stub.py): refusals, the prompt, the cache, concurrency, retries, stopping, the
-judging queue of a collection, and a run killed with SIGKILL that loses no answer."""
+(tests/openai_stub.py): refusals, the prompt, the cache, concurrency, retries, stopping, the HTTP
+client (proxies, timeouts, the server's error messages), the judging queue of a collection, and a
+run killed with SIGKILL that loses no answer."""
 
 import os
 import signal
@@ -18,25 +19,22 @@ from corpora import ANIMALS
 from openai_stub import MODEL, StubLLM, prompt_digest, stub_grade
 
 from retrieval.indexing.readers.parse import parse_bytes
-from retrieval.judging import llm_judge
-from retrieval.judging.llm_judge import (
+from retrieval.judging.llm import client as llm_client
+from retrieval.judging.llm.cache import CACHE_FILE, JudgeCache, answer_key
+from retrieval.judging.llm.client import MAX_BACKOFF_S, LLMClient, backoff, server_models
+from retrieval.judging.llm.run import ANSWER_TOKENS, JudgeItem, estimate, judge, judge_queue, queue_items
+from retrieval.judging.llm.settings import (
     NOT_CONFIGURED,
+    SETTINGS_SCHEMA,
+    SYSTEM_MESSAGE,
     UMBRELA_PROMPT,
-    JudgeCache,
-    JudgeItem,
     LLMSettings,
-    answer_key,
-    estimate,
-    judge,
-    judge_queue,
     load_settings,
     parse_grade,
     passage_of,
-    queue_items,
     rater_name,
     render_prompt,
     save_settings,
-    server_models,
     validate_prompt,
 )
 from retrieval.models import embed
@@ -51,7 +49,7 @@ RATER = "llm:" + MODEL
 
 @pytest.fixture(autouse=True)
 def quick_backoff(monkeypatch):
-    monkeypatch.setattr(llm_judge, "BACKOFF_S", 0.01)
+    monkeypatch.setattr(llm_client, "BACKOFF_S", 0.01)
 
 
 @pytest.fixture
@@ -154,7 +152,7 @@ def test_settings_round_trip_and_store_never_the_key(tmp_path, monkeypatch):
     assert load_settings(Workbench(store)) == settings
     assert load_settings(Store(str(tmp_path / "db"))) == settings
     assert "_llm_judge" in store.table_names() and store.collection_names() == []
-    rows = store.side_table("_llm_judge", llm_judge.SETTINGS_SCHEMA).to_arrow().to_pylist()
+    rows = store.side_table("_llm_judge", SETTINGS_SCHEMA).to_arrow().to_pylist()
     assert len(rows) == 1 and "secret-value" not in repr(rows)
     with pytest.raises(RetrievalError, match="not configured"):
         save_settings(store, LLMSettings())
@@ -273,8 +271,8 @@ def test_a_server_that_keeps_failing_ends_the_run(tmp_path):
 
 def test_unreachable_server_fails_at_the_first_request(tmp_path, monkeypatch):
     calls = []
-    real_ask = llm_judge.ask
-    monkeypatch.setattr(llm_judge, "ask", lambda *a, **k: calls.append(1) or real_ask(*a, **k))
+    real_ask = LLMClient.ask
+    monkeypatch.setattr(LLMClient, "ask", lambda *a, **k: calls.append(1) or real_ask(*a, **k))
     port = free_port()  # nothing listens there
     settings = LLMSettings(base_url=f"http://127.0.0.1:{port}/v1", model=MODEL)
     with pytest.raises(RetrievalError) as caught:
@@ -360,9 +358,9 @@ def test_estimate_before_a_run(stub, tmp_path):
     batch = items(10)
     settings = settings_for(stub, concurrency=2, price_per_1k_input_tokens=1.0, price_per_1k_output_tokens=2.0)
     guess = estimate(batch, settings, cache=cache, seconds_per_request=3.0)
-    prompt_chars = sum(len(llm_judge.SYSTEM_MESSAGE) + len(item.prompt(settings)) for item in batch)
+    prompt_chars = sum(len(SYSTEM_MESSAGE) + len(item.prompt(settings)) for item in batch)
     assert (guess.pairs, guess.cached, guess.to_ask) == (10, 0, 10)
-    assert guess.input_tokens == prompt_chars // 4 and guess.output_tokens == 10 * llm_judge.ANSWER_TOKENS
+    assert guess.input_tokens == prompt_chars // 4 and guess.output_tokens == 10 * ANSWER_TOKENS
     assert guess.seconds == 5 * 3.0 and not guess.measured
     assert guess.cost == pytest.approx((guess.input_tokens * 1.0 + guess.output_tokens * 2.0) / 1000)
     assert "10 requests to send" in guess.sentence()
@@ -370,6 +368,53 @@ def test_estimate_before_a_run(stub, tmp_path):
     after = estimate(batch, settings, cache=cache)
     assert (after.cached, after.to_ask) == (4, 6) and after.measured
     assert stub.requests == 4  # estimating asks nothing
+
+
+# ---- the HTTP client ----------------------------------------------------------------------------
+def test_backoff_doubles_honours_retry_after_and_is_capped():
+    base = llm_client.BACKOFF_S
+    assert [backoff(a) for a in range(4)] == [base, 2 * base, 4 * base, 8 * base]
+    assert backoff(2, retry_after=7.0) == 7.0 and backoff(0, retry_after=0.0) == 0.0
+    assert backoff(60) == MAX_BACKOFF_S and backoff(0, retry_after=3600.0) == MAX_BACKOFF_S
+
+
+def test_a_loopback_server_is_reached_without_the_environments_proxy(stub, tmp_path, monkeypatch):
+    dead_proxy = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(name, dead_proxy)
+        monkeypatch.setenv(name.lower(), dead_proxy)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    saved: dict = {}
+    judge(items(3), settings_for(stub), saved.update, cache=tmp_path / "c.sqlite")
+    assert saved == expected(items(3)) and server_models(settings_for(stub)) == [MODEL]
+    # Any other server goes through the environment's proxy: here the stub, which has no route
+    # for a proxied request's full URL (so the host's name is never looked up).
+    for name in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{stub.port}")
+    with pytest.raises(RetrievalError, match="answered 404 for /models"):
+        server_models(LLMSettings(base_url="http://llm.invalid:8000/v1", model=MODEL))
+
+
+def test_error_messages_carry_the_servers_own_message(tmp_path):
+    with StubLLM(expected_key="right-key") as server, \
+            pytest.raises(RetrievalError, match=r"answered 401: it wants a key.*\(Incorrect API key provided\)"):
+        judge(items(2), settings_for(server), {}.update, cache=tmp_path / "c.sqlite")
+    with StubLLM(fail_first=1000) as server:
+        run = judge(items(1), settings_for(server, retries=0), {}.update, cache=tmp_path / "c.sqlite")
+        assert run.failed == {("q0", "d0"): "HTTP 500 (stub failure 1) (asked 1 times)"}
+
+
+def test_a_request_is_bounded_by_the_timeout_and_never_a_grade(tmp_path):
+    with StubLLM(hang_after=0) as server:
+        started = time.monotonic()
+        saved: dict = {}
+        run = judge(items(1), settings_for(server, retries=0, timeout_s=1), saved.update,
+                    cache=tmp_path / "c.sqlite")
+        assert time.monotonic() - started < 30
+        assert run.failed == {("q0", "d0"): "no answer within 1 s (asked 1 times)"} and saved == {}
+        with JudgeCache(tmp_path / "c.sqlite") as cache:
+            assert len(cache) == 0
 
 
 # ---- the judging queue of a collection ----------------------------------------------------------
@@ -451,7 +496,7 @@ def test_a_killed_run_loses_no_answer(tmp_path):
                    "--base-url", base_url, "--model", MODEL, "--concurrency", "2"]
         driver = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True)
-        cache_file = cache_dir / llm_judge.CACHE_FILE
+        cache_file = cache_dir / CACHE_FILE
 
         def cached() -> int:
             assert driver.poll() is None, f"the run ended by itself: {driver.communicate()[1][-2000:]}"

@@ -32,7 +32,7 @@ class LLMBackground:
 
 
 def llm_section(workbench, collection: str, set_name: str) -> None:
-    from retrieval.judging.llm_judge import UMBRELA_PROMPT, LLMSettings, load_settings, save_settings
+    from retrieval.judging.llm.settings import UMBRELA_PROMPT, LLMSettings, load_settings, save_settings
 
     st.caption("Off until you set it up: an OpenAI-compatible server (Ollama, vLLM, llama.cpp's server, or a hosted "
                "one) judges the Judge tab's queue as the rater 'llm:<model>'. Its agreement with the people is shown "
@@ -68,7 +68,7 @@ def llm_section(workbench, collection: str, set_name: str) -> None:
 
 
 def llm_run_panel(workbench, collection: str, set_name: str, settings) -> None:
-    from retrieval.judging.llm_judge import estimate, queue_items
+    from retrieval.judging.llm.run import estimate, queue_items
 
     running = st.session_state.get(LLM_RUN_KEY)
     if running is not None and running.thread.is_alive():
@@ -99,7 +99,7 @@ def llm_run_panel(workbench, collection: str, set_name: str, settings) -> None:
 
 
 def start_llm(workbench, collection: str, set_name: str, pairs: list, settings) -> None:
-    from retrieval.judging.llm_judge import judge_queue
+    from retrieval.judging.llm.run import judge_queue
 
     stop = threading.Event()
 
