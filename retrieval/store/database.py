@@ -1,7 +1,7 @@
 """The `Store`: collections in embedded LanceDB or object storage — handles and versions
 (`state_key`, `table_at`), display name → table name (`resolve`, `new_names`), clear and delete;
 its reads (`documents`, `vectors`, `column`, `graph_tables`, `stats`) are its base class's
-(`reads.CollectionReads`). Writes go through the write path (`retrieval/indexing/`) under the
+(`reads.StoredReads`). Writes go through the write path (`retrieval/indexing/`) under the
 writer lock and transaction the store provides (the package docstring says the protocol)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import retrieval.store.journal as store_journal
 from retrieval.store.catalogue import Catalogue, CollectionInfo, info_from_entry
 from retrieval.store.locks import WriterLock, counts_as_write, lock_dir
 from retrieval.store.names import display_name, hashed, labels, table_name_for
-from retrieval.store.reads import CollectionReads
+from retrieval.store.reads import StoredReads
 from retrieval.store.tables import (
     AUX_KINDS,
     CATALOGUE_TABLE,
@@ -40,7 +40,7 @@ from retrieval.types import NameBeingCreated, RetrievalError
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 
-class Store(CollectionReads):
+class Store(StoredReads):
     """Collections and their catalogue in one LanceDB database."""
 
     def __init__(self, uri: str | None = None, storage_options: dict[str, str] | None = None):

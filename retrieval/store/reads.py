@@ -2,7 +2,7 @@
 vectors, whole columns, the entity graph tables and statistics, as the collection is now or at a
 state a search read (`Store.table_at`).
 
-`CollectionReads` is a base class of `Store` (database.py): its methods read through the Store's
+`StoredReads` is a base class of `Store` (database.py): its methods read through the Store's
 handles (`table`, `table_at`), catalogue (`info`), table listing (`table_names`) and database
 (`db`).
 """
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 BATCH_IDS = 500  # ids per `id IN (…)` filter
 
 
-class CollectionReads:
+class StoredReads:
     """The reads of a `Store` (see the module docstring)."""
 
     def _read_table(self, name: str, state: tuple[str, int] | None):
@@ -130,7 +130,7 @@ class CollectionReads:
         )
 
 
-def stored_documents(store: CollectionReads, name: str) -> list[Document]:
+def stored_documents(store: StoredReads, name: str) -> list[Document]:
     """The collection's documents as stored (id, title, text, metadata), in storage order."""
     stored = store.column(name, ["id", "title", "text", "metadata"]).to_pylist()
     return [Document(id=r["id"], text=r["text"] or "", title=r["title"] or "",
