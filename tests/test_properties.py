@@ -226,7 +226,7 @@ def test_cli_style_nan_is_refused_with_the_field_name():
 # use `fullmatch`, which does not.
 @pytest.mark.parametrize("check", ["collection", "query set", "document id", "config"])
 def test_names_and_ids_ending_in_a_newline_are_refused(check):
-    from retrieval.judging.judgments import validate_id
+    from retrieval.judging.validation import validate_id
     from retrieval.search.saved_configs import validate_config_name
     from retrieval.store import validate_collection_name
 

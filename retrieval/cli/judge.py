@@ -136,7 +136,7 @@ def _next(args, workbench, collection: str) -> int:
 
 
 def _agreement_of_file(args) -> int:
-    from retrieval.judging.qrels import parse_ratings_csv
+    from retrieval.judging.rating_formats import parse_ratings_csv
     from retrieval.text.encoding import decode_bytes
 
     try:
@@ -223,8 +223,8 @@ def _llm(args, workbench, collection: str) -> int:
 
 
 def _import(args, workbench, collection: str) -> int:
-    from retrieval.judging.qrels import parse_quepid_csv, parse_ratings_csv
     from retrieval.judging.raters import Rating
+    from retrieval.judging.rating_formats import parse_quepid_csv, parse_ratings_csv
     from retrieval.text.encoding import decode_bytes
 
     try:
@@ -235,7 +235,8 @@ def _import(args, workbench, collection: str) -> int:
     judgments = workbench.judgments
     queries = None
     if fmt == "trec":
-        from retrieval.judging.judgments import UNNAMED, read_qrels_file
+        from retrieval.judging.judgments import UNNAMED
+        from retrieval.judging.qrels import read_qrels_file
 
         qrels = read_qrels_file((args.file.name, args.file.read_bytes()))
         rater = args.rater or UNNAMED
@@ -260,12 +261,12 @@ def _export(args, workbench, collection: str) -> int:
     if args.format == "trec":
         print(judgments.export_qrels(collection, args.queryset, "trec"), end="")
     elif args.format == "csv":
-        from retrieval.judging.qrels import format_ratings_csv
+        from retrieval.judging.rating_formats import format_ratings_csv
 
         print(format_ratings_csv(judgments.ratings_of(collection, args.queryset)), end="")
     else:
-        from retrieval.judging.qrels import format_quepid_csv
         from retrieval.judging.raters import Rating
+        from retrieval.judging.rating_formats import format_quepid_csv
 
         consensus = judgments.qrels(collection, args.queryset)
         ratings = [Rating(q, d, "quepid", g) for q, docs in consensus.items() for d, g in docs.items()]

@@ -1,4 +1,5 @@
-"""Read relevance judgments (qrels) and query sets in the formats evaluation data ships in.
+"""Relevance judgments (qrels) and query sets in the formats evaluation data ships in, read and
+written.
 
 Qrels (`parse_qrels`), the format detected from the first non-blank line:
 
@@ -12,6 +13,7 @@ Qrels (`parse_qrels`), the format detected from the first non-blank line:
 A first line whose last field is not an integer is taken as a header. Grades are integers ("2.0"
 is read as 2), kept as given: graded, 0 and negative judgments (TREC's "judged non-relevant")
 included. Every malformed line is reported, by its 1-based line number, in one IngestError.
+`format_qrels` writes TREC (`qid 0 docid grade`) or BEIR (with its header).
 
 Queries (`parse_queries`), chosen by file extension:
 
@@ -21,38 +23,26 @@ Queries (`parse_queries`), chosen by file extension:
   header such as `query-id<TAB>text` or `id<TAB>query`;
 - `.csv`: a header with an id column and a text column (same names as JSONL).
 
-A query set in one file (`parse_query_set`, what `JudgmentStore.export_query_set` writes): JSONL
-as above with each query's judgments under `judgments`, `{doc id: grade}` (`{}`: not judged yet),
-so the file is also a BEIR queries file.
+`format_queries` writes them as BEIR does (JSONL, `_id` and `text`).
 
-Ratings, one rater's grade per line (`parse_ratings_csv` / `format_ratings_csv`): CSV with a
-header naming the columns query, doc, grade and, optionally, rater, in any order and any case
-(also query_id, doc_id, rating). An empty grade, "?" or "can't tell" is the rater's "can't tell"
-(grade None). `format_ratings_csv` writes `query,doc,grade,rater`, read back exactly.
+A query set in one file (`parse_query_set`, what `format_query_set` writes): JSONL as above with
+each query's judgments under `judgments`, `{doc id: grade}` (`{}`: not judged yet), so the file is
+also a BEIR queries file. An upload (`read_query_set_files`) is such a file, or a queries file and
+a qrels file.
 
-Quepid's ratings CSV (`parse_quepid_csv` / `format_quepid_csv`): the header `query,docid,rating`,
-then one line per rated document, keyed by the query's TEXT; a query without ratings is a line
-`text,,`. Quepid writes it (Api::V1::Export::RatingsController, "basic" format: a space before a
-text starting with - = + @, against formula injection; no line feed after the last line) and
-reads it back (RatingsImporter: cells stripped, a line without a document or a rating only adds
-the query; ratings may be written 1.0). Sources: github.com/o19s/quepid,
-app/controllers/api/v1/export/ratings_controller.rb, app/services/ratings_importer.rb,
-app/assets/javascripts/services/importRatingsSvc.js. Quepid keeps one rating per query and
-document, so several raters are exported as their consensus (`raters.consensus`).
+Ratings of several raters have their own formats (`rating_formats`).
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import PurePath
 from typing import Any, NamedTuple, TextIO
 
-from retrieval.judging.raters import Rating, consensus, validate_rater
 from retrieval.text.encoding import decode_bytes
 from retrieval.types import IngestError, RetrievalError
 
@@ -62,39 +52,9 @@ GRADE_COLUMNS = ("score", "relevance", "rel", "grade", "label", "judgment", "jud
 QUERY_ID_KEYS = ("_id", "id", "query_id", "qid")
 QUERY_TEXT_KEYS = ("text", "query", "question")
 QUERY_EXTENSIONS = (".jsonl", ".ndjson", ".tsv", ".csv")
-RATING_COLUMNS = {"query": ("query", "query_id"), "doc": ("doc", "doc_id"), "grade": ("grade", "rating"),
-                  "rater": ("rater",)}
-QUEPID_COLUMNS = {"query": ("query", "query_text"), "doc": ("docid", "doc_id"), "grade": ("rating",),
-                  "rater": ("rater",)}
-CANT_TELL_CELLS = ("", "?", "can't tell", "can’t tell", "cant tell")  # compared lower-cased
-CANT_TELL_WRITTEN = "can't tell"
-QUEPID_RATER = "quepid"
-QUEPID_UNSAFE_STARTS = ("-", "=", "+", "@")  # Quepid writes a space before these (formula injection)
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_WHITESPACE = re.compile(r"\s")
-MAX_QUERY_CHARS = 2000
 
-
-def validate_query_text(text: str) -> str:
-    """Query text, stripped: non-empty, at most 2,000 characters."""
-    if not isinstance(text, str) or not text.strip():
-        raise RetrievalError("Query text is empty")
-    text = text.strip()
-    if len(text) > MAX_QUERY_CHARS:
-        raise RetrievalError(f"Query text is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
-    return text
-
-
-def ui_query_id(text: str, taken: Mapping[str, str] | None = None) -> str:
-    """'ui-' + the first 8 hex digits of sha1(text); longer if that id names another text."""
-    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()
-    taken = taken or {}
-    for length in range(8, len(digest) + 1):
-        candidate = f"ui-{digest[:length]}"
-        if taken.get(candidate, text) == text:
-            return candidate
-    raise RetrievalError("Could not make a query id for this text")  # 2^-160: never in practice
 
 def parse_qrels(text: str) -> dict[str, dict[str, int]]:
     """Parse qrels text (BEIR TSV, TREC or CSV; see module doc) into query id -> doc id -> grade."""
@@ -116,7 +76,7 @@ def _layout(number: int, first: str) -> _Layout:
     """The layout of a qrels file, from its first non-blank line (line `number`)."""
     delimiter = "\t" if "\t" in first else "," if "," in first else None
     fields = _split(first, delimiter)
-    if _grade(fields[-1]) is None:
+    if read_grade(fields[-1]) is None:
         columns = _header_columns(fields)
         if columns is None:
             raise IngestError(
@@ -178,7 +138,7 @@ def parse_query_set(data: bytes, filename: str) -> tuple[dict[str, str], dict[st
             problems.append(f"line {number}: judgments must be an object {{document id: grade}}")
             continue
         for doc_id, grade in judged.items():
-            value = _grade(str(grade)) if isinstance(grade, (int, float)) and not isinstance(grade, bool) else None
+            value = read_grade(str(grade)) if isinstance(grade, (int, float)) and not isinstance(grade, bool) else None
             if value is None or not str(doc_id).strip():
                 problems.append(f"line {number}: judgment {doc_id!r}: {grade!r} is not a document id with an "
                                 "integer grade")
@@ -232,7 +192,8 @@ def _split(line: str, delimiter: str | None) -> list[str]:
     return line.split()
 
 
-def _grade(value: str) -> int | None:
+def read_grade(value: str) -> int | None:
+    """The integer in a cell ("2.0" read as 2), or None."""
     try:
         return int(value)
     except ValueError:
@@ -244,13 +205,14 @@ def _grade(value: str) -> int | None:
     return int(number) if number.is_integer() else None
 
 
-def _normalize(name: str) -> str:
+def normalize_header(name: str) -> str:
+    """A header cell as matched against column names: stripped, lower-cased, "-" and " " as "_"."""
     return name.strip().lower().replace("-", "_").replace(" ", "_")
 
 
 def _header_columns(fields: list[str]) -> tuple[int, int, int] | None:
     """Indexes of the query, document and grade columns named by a header, or None."""
-    names = [_normalize(field) for field in fields]
+    names = [normalize_header(field) for field in fields]
     found = []
     for aliases in (QUERY_COLUMNS, DOC_COLUMNS, GRADE_COLUMNS):
         index = next((names.index(alias) for alias in aliases if alias in names), None)
@@ -272,7 +234,7 @@ def _collect_judgments(rows: list[tuple[int, str]], layout: _Layout) -> dict[str
             problems.append(f"line {number}: expected {needed} fields, got {len(fields)}")
             continue
         query, doc, raw_grade = (fields[i] for i in layout.columns)
-        grade = _grade(raw_grade)
+        grade = read_grade(raw_grade)
         if not query or not doc:
             problems.append(f"line {number}: empty query or document id")
         elif grade is None:
@@ -330,14 +292,14 @@ def _tsv_queries(text: str) -> tuple[list[QueryRow], list[str]]:
 
 
 def _is_query_header(fields: list[str]) -> bool:
-    names = [_normalize(field) for field in fields]
+    names = [normalize_header(field) for field in fields]
     return len(names) >= 2 and names[0] in QUERY_ID_KEYS and names[1] in QUERY_TEXT_KEYS
 
 
 def _csv_queries(text: str, name: str) -> tuple[list[QueryRow], list[str]]:
     records = read_rows(text, ",")
     _, header = next(records, (0, []))
-    names = [_normalize(field) for field in header]
+    names = [normalize_header(field) for field in header]
     id_index = next((names.index(key) for key in QUERY_ID_KEYS if key in names), None)
     text_index = next((names.index(key) for key in QUERY_TEXT_KEYS if key in names), None)
     if id_index is None or text_index is None:
@@ -372,183 +334,50 @@ def _collect_queries(rows: list[QueryRow], problems: list[str]) -> dict[str, str
     return queries
 
 
-def parse_ratings_csv(text: str, default_rater: str = "imported") -> list[Rating]:
-    """Ratings from CSV (query, doc, grade, rater; see the module doc), in file order. Without a
-    rater column, or where its cell is empty, the rater is `default_rater`; other names must be
-    valid (`raters.validate_rater`, `(adjudicated)` allowed). A line repeating a query, document
-    and rater is dropped when its grade agrees and reported when it does not; every problem is
-    reported by line, in one IngestError."""
-    records = read_rows(text.lstrip("\ufeff"), ",")
-    columns = _rating_header(records, RATING_COLUMNS, "query, doc and grade (rater optional)")
-    ratings: list[Rating] = []
-    problems: list[str] = []
-    first_seen: dict[tuple[str, str, str], tuple[int, int | None]] = {}
-    for number, cells in records:
-        row = _rating_cells(number, cells, columns, problems)
-        if row is None:
-            continue
-        query_id, doc_id, raw_grade, raw_rater = row
-        graded, grade = _rating_grade(number, raw_grade, problems)
-        rater = _rating_rater(number, raw_rater, default_rater, problems)
-        if not _valid_ids(number, query_id, doc_id, problems) or not graded or rater is None:
-            continue
-        if _repeated(number, (query_id, doc_id, rater), grade, first_seen, problems):
-            continue
-        ratings.append(Rating(query_id, doc_id, rater, grade))
-    if problems:
-        raise IngestError(f"{len(problems)} problem(s) in the ratings", problems)
-    if not ratings:
-        raise IngestError("the ratings file has a header but no ratings")
-    return ratings
+def read_query_set_files(queries_file: tuple[str, bytes], qrels_file: tuple[str, bytes] | None
+                         ) -> tuple[dict[str, str], dict[str, dict[str, int]] | None]:
+    """Queries and judgments from an upload: a queries file (which may carry its judgments:
+    `parse_query_set`) and an optional qrels file ((file name, bytes) each). Judgments in
+    both is an error: which to keep is not ours to guess."""
+    queries, qrels = parse_query_set(queries_file[1], queries_file[0])
+    if qrels_file is not None:
+        if qrels is not None:
+            raise RetrievalError(f"{queries_file[0]} carries judgments already: upload it without a qrels file, or "
+                                 "a queries file without judgments with one")
+        qrels = read_qrels_file(qrels_file)
+    return queries, qrels
 
 
-def format_ratings_csv(ratings: Iterable[Rating]) -> str:
-    """`query,doc,grade,rater` CSV of `ratings`, in their order; "can't tell" written as such.
-    `parse_ratings_csv` reads it back to the same list (an unnamed rater '' with `default_rater=''`)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["query", "doc", "grade", "rater"])
-    for r in ratings:
-        writer.writerow([r.query_id, r.doc_id, CANT_TELL_WRITTEN if r.grade is None else r.grade, r.rater])
-    return out.getvalue()
-
-
-def parse_quepid_csv(text: str, query_ids: Mapping[str, str] | None = None, rater: str = QUEPID_RATER
-                     ) -> tuple[dict[str, str], list[Rating]]:
-    """Queries (id -> text, in file order) and ratings from Quepid's ratings CSV (module doc).
-    `query_ids`: query text -> id of queries known already; other texts get `ui-<sha1>` ids
-    (`ui_query_id`). The rater is `rater` unless the file has a rater column. A line
-    with a document and no rating is skipped, as Quepid does; problems are reported by line."""
-
-    records = read_rows(text.lstrip("\ufeff"), ",")
-    columns = _rating_header(records, QUEPID_COLUMNS, "query, docid and rating (Quepid's query,docid,rating)")
-    known = dict(query_ids or {})
-    taken = {query_id: query_text for query_text, query_id in known.items()}
-    queries: dict[str, str] = {}
-    ratings: list[Rating] = []
-    problems: list[str] = []
-    first_seen: dict[tuple[str, str, str], tuple[int, int | None]] = {}
-    for number, cells in records:
-        # Quepid's own export pads a query-only line to three cells; a shorter line is read padded too.
-        query_text, doc_id, raw_grade, raw_rater = (cells[i].strip() if i is not None and i < len(cells) else ""
-                                                    for i in columns)
-        try:
-            query_text = validate_query_text(query_text)
-        except RetrievalError as err:
-            problems.append(f"line {number}: {err}")
-            continue
-        if query_text not in known:
-            known[query_text] = ui_query_id(query_text, taken)
-            taken[known[query_text]] = query_text
-        query_id = known[query_text]
-        queries.setdefault(query_id, query_text)
-        if not doc_id and raw_grade:
-            problems.append(f"line {number}: rating {raw_grade!r} without a document id")
-        if not doc_id or not raw_grade:
-            continue
-        grade = _grade(raw_grade)
-        name = _rating_rater(number, raw_rater, rater, problems)
-        if grade is None:
-            problems.append(f"line {number}: rating {raw_grade!r} is not an integer")
-        if not _valid_ids(number, query_id, doc_id, problems) or grade is None or name is None:
-            continue
-        if not _repeated(number, (query_text, doc_id, name), grade, first_seen, problems):
-            ratings.append(Rating(query_id, doc_id, name, grade))
-    if problems:
-        raise IngestError(f"{len(problems)} problem(s) in the Quepid ratings", problems)
-    if not queries:
-        raise IngestError("the Quepid ratings file has a header but no queries")
-    return queries, ratings
-
-
-def format_quepid_csv(queries: Mapping[str, str], ratings: Iterable[Rating]) -> str:
-    """Quepid's ratings CSV (module doc) of `queries` (id -> text, in their order) and `ratings`:
-    per query its documents in first-rated order, each with the raters' consensus grade
-    (`raters.consensus`; a document without one is left out), and `text,,` for a query without
-    ratings. `parse_quepid_csv` reads it back to the same queries and, for one rater, the same
-    ratings (given in query order). Raises RetrievalError for a rating of a query not in `queries`."""
-    units: dict[str, dict[str, dict[str, int | None]]] = {}
-    for r in ratings:
-        if r.query_id not in queries:
-            raise RetrievalError(f"No text for query id {r.query_id!r}: Quepid keys ratings by query text")
-        units.setdefault(r.query_id, {}).setdefault(r.doc_id, {})[r.rater] = r.grade
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["query", "docid", "rating"])
-    for query_id, query_text in queries.items():
-        shown = f" {query_text}" if query_text.startswith(QUEPID_UNSAFE_STARTS) else query_text
-        graded = {d: consensus(grades) for d, grades in units.get(query_id, {}).items()}
-        rows = [[shown, doc_id, grade] for doc_id, grade in graded.items() if grade is not None]
-        writer.writerows(rows or [[shown, "", ""]])
-    return out.getvalue()[:-1]  # as Quepid writes it: no line feed after the last line
-
-
-def _rating_header(records: Iterator[tuple[int, list[str]]], names: Mapping[str, tuple[str, ...]], needed: str
-                   ) -> tuple[int | None, int | None, int | None, int | None]:
-    """Indexes of the query, doc, grade and rater (None: absent) columns named by the first record."""
-    number, header = next(records, (0, []))
-    if not header:
-        raise IngestError("the ratings file is empty")
-    found = [_normalize(cell) for cell in header]
-    columns = tuple(next((found.index(alias) for alias in aliases if alias in found), None)
-                    for aliases in names.values())
-    if None in columns[:3]:
-        raise IngestError(f"line {number}: the header needs the columns {needed}; found: {', '.join(header)}")
-    return columns  # type: ignore[return-value]
-
-
-def _rating_cells(number: int, cells: list[str], columns: tuple[int | None, ...], problems: list[str]
-                  ) -> tuple[str, str, str, str] | None:
-    needed = max(i for i in columns if i is not None) + 1
-    if len(cells) < needed:
-        problems.append(f"line {number}: expected {needed} fields, got {len(cells)}")
-        return None
-    query_id, doc_id, grade, rater = (cells[i].strip() if i is not None else "" for i in columns)
-    return query_id, doc_id, grade, rater
-
-
-def _rating_grade(number: int, raw: str, problems: list[str]) -> tuple[bool, int | None]:
-    """(True, the grade or None for "can't tell"), or (False, None) and a problem."""
-    if raw.lower() in CANT_TELL_CELLS:
-        return True, None
-    grade = _grade(raw)
-    if grade is None:
-        problems.append(f"line {number}: grade {raw!r} is not an integer (nor empty, '?' or \"can't tell\")")
-    return grade is not None, grade
-
-
-def _rating_rater(number: int, raw: str, default: str, problems: list[str]) -> str | None:
-    if not raw:
-        return default
+def read_qrels_file(qrels_file: tuple[str, bytes]) -> dict[str, dict[str, int]]:
+    """A judgments file ((file name, bytes): TREC, BEIR tsv or CSV, `parse_qrels`), its
+    problems named by the file."""
     try:
-        return validate_rater(raw, allow_reserved=True)
-    except RetrievalError as err:
-        problems.append(f"line {number}: {err}")
-        return None
+        return parse_qrels(decode_bytes(qrels_file[1])[0])
+    except IngestError as exc:
+        raise IngestError(f"{qrels_file[0]}: {exc}") from exc  # str(exc) lists the problems already
 
 
-def _valid_ids(number: int, query_id: str, doc_id: str, problems: list[str]) -> bool:
-    """Non-empty ids without whitespace (TREC files split on it); a problem otherwise."""
-    if not query_id or not doc_id:
-        problems.append(f"line {number}: empty query or document id")
-        return False
-    spaced = [f"{what} id {value!r}" for what, value in (("query", query_id), ("document", doc_id))
-              if _WHITESPACE.search(value)]
-    if spaced:
-        problems.append(f"line {number}: {' and '.join(spaced)} must not contain whitespace")
-    return not spaced
+def format_qrels(qrels: Mapping[str, Mapping[str, int]], fmt: str = "trec") -> str:
+    """Judgments as text: 'trec' (`qid 0 docid grade` per line) or 'beir'
+    (`query-id<TAB>corpus-id<TAB>score` with that header). `parse_qrels` reads both."""
+    if fmt not in ("trec", "beir"):
+        raise RetrievalError(f"Export format must be 'trec' or 'beir', got {fmt!r}")
+    if fmt == "trec":
+        lines = [f"{q} 0 {d} {g}" for q, docs in qrels.items() for d, g in docs.items()]
+    else:
+        lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{g}" for q, docs in qrels.items()
+                                                   for d, g in docs.items()]
+    return "\n".join(lines) + "\n"
 
 
-def _repeated(number: int, key: tuple[str, str, str], grade: int | None,
-              first_seen: dict[tuple[str, str, str], tuple[int, int | None]], problems: list[str]) -> bool:
-    """Whether `key` (query, document, rater) was rated on an earlier line; a problem when the
-    grades differ."""
-    if key not in first_seen:
-        first_seen[key] = (number, grade)
-        return False
-    line, earlier = first_seen[key]
-    if earlier != grade:
-        shown = ["can't tell" if g is None else str(g) for g in (grade, earlier)]
-        problems.append(f"line {number}: query {key[0]!r}, document {key[1]!r}, rater {key[2]!r} graded "
-                        f"{shown[0]} here but {shown[1]} on line {line}")
-    return True
+def format_query_set(queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]]) -> str:
+    """A query set in one file: its queries in order as JSONL, each with its judgments
+    (`{"_id": …, "text": …, "judgments": {doc id: grade}}`), which `parse_query_set` reads back
+    exactly and BEIR tools read as a queries file."""
+    return "".join(json.dumps({"_id": q, "text": t, "judgments": qrels.get(q, {})}, ensure_ascii=False) + "\n"
+                   for q, t in queries.items())
+
+
+def format_queries(queries: Mapping[str, str]) -> str:
+    """Queries as JSONL (`{"_id": …, "text": …}` per line), as BEIR ships them."""
+    return "".join(json.dumps({"_id": q, "text": t}, ensure_ascii=False) + "\n" for q, t in queries.items())

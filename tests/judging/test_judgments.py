@@ -5,9 +5,10 @@ import hashlib
 import pytest
 
 from retrieval.indexing.pipeline import create_collection
-from retrieval.judging import judgments as judgments_module
-from retrieval.judging.judgments import JudgmentStore, ui_query_id
+from retrieval.judging import judgment_tables
+from retrieval.judging.judgments import JudgmentStore
 from retrieval.judging.qrels import parse_qrels
+from retrieval.judging.validation import ui_query_id
 from retrieval.store import Store, aux_table_name
 from retrieval.types import IngestError, RetrievalError
 
@@ -69,14 +70,6 @@ def test_rate_adds_the_query_then_replaces_grades(judgments):
     assert judgments.unrate("docs", "test", "vitamin d and bone health", "MED-7") is True
     assert judgments.unrate("docs", "test", "vitamin d and bone health", "MED-7") is False
     assert "q2" not in judgments.qrels("docs", "test") and "q2" in judgments.queries("docs", "test")
-
-
-def test_ui_query_id_lengthens_on_a_clash():
-    text = "abc"
-    short = ui_query_id(text)
-    assert short == "ui-" + hashlib.sha1(b"abc").hexdigest()[:8] == "ui-a9993e36"
-    assert ui_query_id(text, {short: "another text"}) == "ui-a9993e364"
-    assert ui_query_id(text, {short: text}) == short  # the same text keeps its id
 
 
 def test_bad_input_is_refused_and_nothing_changes(judgments):
@@ -160,14 +153,14 @@ def test_delete_set_and_collection_lifecycle(judgments, store):
 
 def test_a_failing_judgments_write_restores_the_queries_table(judgments, monkeypatch):
     judgments.save_query_set("docs", "test", QUERIES, QRELS)
-    real_merge = judgments_module._merge
+    real_merge = judgment_tables._merge
 
     def fail_on_judgments(table, key, rows, delete_rest):
         if "doc_id" in key:
             raise OSError("disk full")
         return real_merge(table, key, rows, delete_rest)
 
-    monkeypatch.setattr(judgments_module, "_merge", fail_on_judgments)
+    monkeypatch.setattr(judgment_tables, "_merge", fail_on_judgments)
     with pytest.raises(OSError, match="disk full"):
         judgments.save_query_set("docs", "test", {"n1": "replacement"}, {"n1": {"d": 1}})
     with pytest.raises(OSError):

@@ -26,7 +26,7 @@ def upload_query_set(judgments, collection: str, name: str, queries_file: tuple[
 
     A queries file (which may carry its judgments: a query set exported here) makes the set; a
     qrels file alone adds its judgments to the existing set `name`, whose queries it must name."""
-    from retrieval.judging.judgments import read_qrels_file, read_query_set_files
+    from retrieval.judging.qrels import read_qrels_file, read_query_set_files
 
     name = (name or "").strip()
     if not name:

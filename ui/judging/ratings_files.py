@@ -10,8 +10,8 @@ from ui.search import views
 
 
 def ratings_files(workbench, collection: str, set_name: str) -> None:
-    from retrieval.judging.qrels import format_quepid_csv, format_ratings_csv
     from retrieval.judging.raters import Rating
+    from retrieval.judging.rating_formats import format_quepid_csv, format_ratings_csv
 
     judgments = workbench.judgments
     st.subheader("Import and export")
@@ -49,9 +49,9 @@ def ratings_files(workbench, collection: str, set_name: str) -> None:
 def import_ratings(judgments, collection: str, set_name: str, filename: str, data: bytes, fmt: str,
                    replace: bool) -> int:
     """Read a ratings file of format `fmt` and save it into the set (`JudgmentStore.save_ratings`)."""
-    from retrieval.judging.judgments import read_qrels_file
-    from retrieval.judging.qrels import parse_quepid_csv, parse_ratings_csv
+    from retrieval.judging.qrels import read_qrels_file
     from retrieval.judging.raters import Rating
+    from retrieval.judging.rating_formats import parse_quepid_csv, parse_ratings_csv
     from retrieval.text.encoding import decode_bytes
 
     queries = None
