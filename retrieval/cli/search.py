@@ -60,7 +60,7 @@ def _searched(args):
 
 def explain_doc(args, config: SearchConfig) -> int:
     """`search … --explain-doc ID`: the why-not report (`Workbench.explain_document`)."""
-    from retrieval.search.whynot import standing_cells
+    from retrieval.search.whynot.standing import standing_cells
 
     workbench, collection = _searched(args)
     e = workbench.explain_document(collection, args.query, config, args.explain_doc)

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from retrieval.models import embed  # `embed.load_encoder` looked up per call: a test may swap the encoder
 from retrieval.store import XL_COLUMN, Progress, collection_schema
-from retrieval.text.entities import graph_table_rows
+from retrieval.text.entity_tables import graph_table_rows
 from retrieval.text.passages import embedding_text, title_and_text
 from retrieval.text.tokenize import document_language, tokenize
 from retrieval.types import Document, IngestError
@@ -148,7 +148,7 @@ def count_truncated(documents: Iterable[Document], encoder) -> int:
 
 def graph_rows(documents: Iterable[Document], ingested: datetime,
                progress: Progress | None = None) -> dict[str, list[dict]]:
-    """Entities, event–entity links and event times of `documents`, in memory (entities.py)."""
+    """Entities, event–entity links and event times of `documents`, in memory (entity_tables.py)."""
     documents = list(documents)
     if progress:
         progress("finding entities", 0, len(documents))

@@ -5,7 +5,7 @@ An ingest that leaves a collection with at least `limits.GRAPH_INLINE_MAX` docum
 extraction and marks the collection's graph "pending" (`CollectionInfo.graph`); below it every
 ingest writes the graph tables as always (`graph_inline`). `build_graph` then reads the stored
 documents in batches from one pinned table version (no lock: ingests and searches go on), extracts
-their entities batch by batch (`entities.graph_table_rows`, entity counts merged as the streaming
+their entities batch by batch (`entity_tables.graph_table_rows`, entity counts merged as the streaming
 ingest merges them), and writes the three graph tables in ONE transaction under the collection's
 writer lock (`indexing.writer.write_graph`): a failure or a kill leaves the collection as before. If the
 collection changed meanwhile it starts again from the new version.
@@ -25,7 +25,7 @@ import pyarrow as pa
 from retrieval import limits
 from retrieval.indexing.writer import GraphOutdated, write_graph
 from retrieval.store import CollectionInfo, Progress, Store
-from retrieval.text.entities import graph_schemas, graph_table_rows, merge_entities
+from retrieval.text.entity_tables import graph_schemas, graph_table_rows, merge_entities
 from retrieval.types import Document
 
 STAGE = "finding entities"

@@ -35,11 +35,11 @@ from retrieval.store import (
     validate_collection_name,
 )
 from retrieval.store.tables import graph_table_names
-from retrieval.text.entities import graph_schemas, merge_entities
+from retrieval.text.entity_tables import graph_schemas, merge_entities
 from retrieval.text.tokenize import language_from_mix
 from retrieval.types import IngestError, RetrievalError
 
-GraphRows = dict[str, list[dict]]  # auxiliary table kind -> rows (entities.graph_table_rows)
+GraphRows = dict[str, list[dict]]  # auxiliary table kind -> rows (entity_tables.graph_table_rows)
 
 
 class GraphOutdated(RetrievalError):

@@ -13,7 +13,8 @@
     query_features.py    query features and query-dependent weights
     learned_ranker.py    LambdaMART over each candidate's features; ranker_models.py keeps models
     rerank.py            rerankers and the rerank stage
-    whynot.py            "why not this document?": where it stands, the stage that dropped it
+    whynot/              "why not this document?": where it stands, the stage that dropped it, the
+                         smallest config change that brings it into the top-K; recall gaps
     result_json.py       the JSON of one search (CLI `--json`, MCP)
 
 A search only reads: everything a source needs is made on the write path (`retrieval/indexing/`).

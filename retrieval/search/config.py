@@ -5,6 +5,11 @@ source's descriptor names in its `key`: BM25's backend, k1 and b, the keyword po
 parameters) form the candidate cache key (`sources.candidate_key`); everything else is applied to
 cached candidates. The seed sources' parameter defaults come from their descriptors
 (`sources/keyword.py`, `sources/graph.py`).
+
+Longer than 400 lines because it is one class: the fields (with why each default), validation and
+the JSON and URL forms are `SearchConfig`'s own methods; what sits outside it is the URL form's
+value parsing (`parse_weights`, `format_weights`, `_parse_field`), called by those methods (and the
+CLI's `--weights`), which a cut would only move away from them.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from retrieval.search.rerank import get_reranker, rerank, seed_passages
 from retrieval.search.rerank import rerank_scores as scores_of
 from retrieval.search.retriever import CandidateSet, Retriever, SearchResult
 from retrieval.search.saved_configs import ConfigStore
-from retrieval.search.whynot import Explanation, explain
+from retrieval.search.whynot.explain import Explanation, explain
 from retrieval.store import XL_COLUMN, CollectionInfo, CollectionStats, Progress, Store
 from retrieval.store.names import labels
 from retrieval.store.versions import StoreAtVersion

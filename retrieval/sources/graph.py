@@ -26,7 +26,8 @@ from retrieval.cache import LRU
 from retrieval.sources.activation import Activation, GraphSettings, Scored, activate, hit_detail, inverted, score_events
 from retrieval.sources.base import Derives, LoadContext, Param, SourceSpec
 from retrieval.store import GRAPH_KINDS, stored_documents
-from retrieval.text.entities import default_extractor, graph_table_rows
+from retrieval.text.entities import default_extractor
+from retrieval.text.entity_tables import graph_table_rows
 from retrieval.types import Hit, RetrievalError
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ CATALOGUE_TABLE = "_catalogue"
 AUX_KINDS: dict[str, bool] = {
     "queries": False,  # query sets (judgments.py): kept by clear, dropped by delete
     "judgments": False,  # graded judgments of those query sets (judgments.py)
-    # The entity graph (entities.py, sources/graph.py), written at every ingest:
+    # The entity graph (text/entity_tables.py, sources/graph.py), written at every ingest:
     "entities": True,  # typed entities: id, type, name, normalized_name, event_count
     "event_entities": True,  # chunk (event) id -> entity id
     "event_times": True,  # each chunk's date for the time decay, and where it came from

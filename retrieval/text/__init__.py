@@ -1,13 +1,14 @@
 """Text analysis: pure functions over strings, no storage and no models.
 
-    tokenize.py   the analyser BM25 and the query features share: jieba for Han text, Lucene
-                  stopwords + Snowball for the rest; a text's language by script
-    encoding.py   uploaded bytes → text, for the encodings Chinese and English users produce
-    chunking.py   Markdown into heading-titled chunks, plain text into paragraphs
-    highlight.py  which spans of a text match a query, a snippet around the best, Markdown escaping
-    entities.py   typed entities of a chunk (rules and jieba) and the entity tables' rows
-    records.py    catalogue records (seed 000's data-source shape): their names, tags, domains
-    passages.py   the text of a document the encoders, BM25 and the rerankers see (title + text)
+    tokenize.py       the analyser BM25 and the query features share: jieba for Han text, Lucene
+                      stopwords + Snowball for the rest; a text's language by script
+    encoding.py       uploaded bytes → text, for the encodings Chinese and English users produce
+    chunking.py       Markdown into heading-titled chunks, plain text into paragraphs
+    highlight.py      which spans of a text match a query, a snippet around the best, Markdown escaping
+    entities.py       typed entities of a chunk (rules and jieba) and their normalisation
+    entity_tables.py  the entity graph tables' rows (entities, event–entity links, event times)
+    records.py        catalogue records (seed 000's data-source shape): their names, tags, domains
+    passages.py       the text of a document the encoders, BM25 and the rerankers see (title + text)
 
 Entry points: `tokenize`, `document_language`, `decode_bytes`, `chunk_markdown`, `snippet`.
 """

@@ -10,7 +10,7 @@ from conftest import COLLECTION, QUERY, open_page, plain
 
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.search.config import SearchConfig
-from retrieval.search.whynot import TOP_K, standing_cells
+from retrieval.search.whynot.standing import TOP_K, standing_cells
 from retrieval.text.highlight import escape_markdown
 from ui.state import VIEW_KEY
 

@@ -13,7 +13,7 @@ import harness
 
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.search.config import SearchConfig
-from retrieval.search.whynot import FUSION_ONLY
+from retrieval.search.whynot.trials import FUSION_ONLY
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 

@@ -15,7 +15,7 @@ from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.indexing.readers.stream import open_stream
 from retrieval.models.embed import E5, MINILM, backend_for, load_encoder
 from retrieval.search.config import SearchConfig
-from retrieval.search.whynot import explain
+from retrieval.search.whynot.explain import explain
 from retrieval.search.workbench import Workbench
 from retrieval.store import XL_COLUMN, Store
 from retrieval.text.passages import embedding_text

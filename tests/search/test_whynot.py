@@ -19,21 +19,18 @@ from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.models.embed import load_encoder
 from retrieval.search.config import SearchConfig
 from retrieval.search.rerank import get_reranker
-from retrieval.search.whynot import (
+from retrieval.search.whynot.standing import (
     DEPTH,
     FILTER,
     MIN_DISPLAY,
     MIN_FUSED,
     MIN_RAW,
-    RAISE_TOP_K,
-    REQUERY,
     RERANK,
     SHOWN,
     TOP_K,
     collection_rank,
-    floor_to,
-    relative_change,
 )
+from retrieval.search.whynot.trials import RAISE_TOP_K, REQUERY, floor_to, relative_change
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 from retrieval.types import RetrievalError
@@ -250,7 +247,7 @@ def test_cli_explain_doc_prints_the_table_the_stage_and_the_smallest_change(work
 
 
 def test_recall_gaps_split_unretrieved_from_ranked_below_the_cutoff():
-    from retrieval.search.whynot import RecallGap, recall_gaps
+    from retrieval.search.whynot.recall_gaps import RecallGap, recall_gaps
 
     runs = {  # scores: higher first; q1's fused ranking is x1, x2 … x12
         "bm25": {"q1": {"x1": 3.0, "x12": 2.0, "x13": 1.0}, "q2": {"y1": 1.0}},

@@ -89,7 +89,7 @@ def _show_report(stored: dict[str, Any]) -> None:
 def _recall_gaps(stored: dict[str, Any], view: state.View) -> None:
     """Per query the judged-relevant documents no source returned within the depth, and those
     retrieved but ranked below 10 in the fused run, each linking to the Search page's "why not"."""
-    from retrieval.search.whynot import recall_gaps
+    from retrieval.search.whynot.recall_gaps import recall_gaps
     from ui.search import whynot
 
     report = stored["report"]

@@ -17,7 +17,10 @@ import pandas as pd
 import streamlit as st
 
 from retrieval.search.config import SearchConfig
-from retrieval.search.whynot import REQUERY, SHOWN, Explanation, RecallGap, standing_cells
+from retrieval.search.whynot.explain import Explanation
+from retrieval.search.whynot.recall_gaps import RecallGap
+from retrieval.search.whynot.standing import SHOWN, standing_cells
+from retrieval.search.whynot.trials import REQUERY
 from retrieval.sources import label
 from retrieval.text.highlight import escape_markdown
 from ui import state
