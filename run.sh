@@ -37,7 +37,7 @@ setup_python() {
   # format (which also deletes the old one's). A failure only warns: the files are then made at
   # first use, as before.
   local prepared="$VENV/.prepared.sha256" format
-  format="$(grep -E '^FORMAT = ' retrieval/models/onnx_backend.py)"
+  format="$(grep -E '^FORMAT = ' retrieval/models/onnx_export.py)"
   if [ "$(cat "$prepared" 2>/dev/null)" != "$want $format" ]; then
     echo "making the built-in models' files for this machine (once, about a minute)" >&2
     if "$PY" -m retrieval prepare >&2; then

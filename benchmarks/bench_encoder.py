@@ -14,7 +14,7 @@ backend (`embed.BACKENDS`):
   corpus at each batch size, estimated from about N passages: whole batches of the corpus sorted
   longest first (as `Encoder.encode_passages` batches it), one from each of N / batch equal
   strata of the length order, their time scaled to all batches (`sample_batches`);
-- corpus: documents/s encoding the whole corpus at `embed.BATCH_SIZE`; then the cosine of each
+- corpus: documents/s encoding the whole corpus at `encoder.BATCH_SIZE`; then the cosine of each
   passage vector to torch fp32's (min, mean) and nDCG@10 of
   * dense: exact dot-product ranking of the backend's query vectors over its passage vectors;
   * dense-mixed: the backend's query vectors over torch's passage vectors (a collection ingested
@@ -46,6 +46,7 @@ from retrieval.evaluation.evaluate import QrelsEvaluator, evaluate_collection  #
 from retrieval.indexing.pipeline import create_collection  # noqa: E402
 from retrieval.indexing.readers.parse import parse_path  # noqa: E402
 from retrieval.models import embed  # noqa: E402
+from retrieval.models.encoder import BATCH_SIZE, TORCH, Encoder  # noqa: E402
 from retrieval.search.config import SearchConfig  # noqa: E402
 from retrieval.search.workbench import Workbench  # noqa: E402
 from retrieval.store import Store  # noqa: E402
@@ -67,15 +68,15 @@ def timed(fn, *args, **kwargs):
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-class Precomputed(embed.Encoder):
+class Precomputed(Encoder):
     """An encoder whose passage vectors were computed already (by text): ingest writes them
     without encoding again; queries go to the wrapped encoder."""
 
-    def __init__(self, encoder: embed.Encoder, vectors: dict[str, np.ndarray]):
+    def __init__(self, encoder: Encoder, vectors: dict[str, np.ndarray]):
         super().__init__(encoder.spec, encoder.model, encoder.backend)
         self.vectors = vectors
 
-    def encode_passages(self, texts, batch_size=embed.BATCH_SIZE, progress=None):
+    def encode_passages(self, texts, batch_size=BATCH_SIZE, progress=None):
         return np.stack([self.vectors[t] for t in texts])
 
 
@@ -87,7 +88,7 @@ def dense_ndcg(evaluator: QrelsEvaluator, qids: list[str], q: np.ndarray, d: np.
     return evaluator.evaluate_rankings(rankings, (METRIC,))[0][METRIC]
 
 
-def hybrid_ndcg(model: str, encoder: embed.Encoder, corpus, texts: list[str], vectors: np.ndarray,
+def hybrid_ndcg(model: str, encoder: Encoder, corpus, texts: list[str], vectors: np.ndarray,
                 queries: dict[str, str], qrels) -> float:
     """nDCG@10 of the default config on a temporary collection holding `vectors`."""
     with tempfile.TemporaryDirectory(prefix="bench-encoder-") as tmp:
@@ -120,15 +121,15 @@ def sample_batches(by_length: list[str], batch_size: int, sample: int) -> tuple[
     return [by_length[s : s + batch_size] for s in chosen], len(starts) / k
 
 
-def open_backend(model: str, backend: str) -> tuple[embed.Encoder, float | None, float]:
+def open_backend(model: str, backend: str) -> tuple[Encoder, float | None, float]:
     """(encoder, seconds to build its ONNX export or None when cached or torch, seconds to load)."""
     export = None
-    if backend != embed.TORCH:
-        from retrieval.models import onnx_backend
+    if backend != TORCH:
+        from retrieval.models import onnx_export
 
         path, cache = Path(embed.resolve_model(model).path), embed.cache_dir()
-        if not onnx_backend.is_complete(onnx_backend.export_dir(cache, path, backend)):
-            _, export, _ = timed(onnx_backend.ensure_onnx_model, path, cache, backend)
+        if not onnx_export.is_complete(onnx_export.export_dir(cache, path, backend)):
+            _, export, _ = timed(onnx_export.ensure_onnx_model, path, cache, backend)
     encoder, load, _ = timed(embed.open_encoder, model, backend=backend)
     return encoder, export, load
 
@@ -192,7 +193,7 @@ def fmt(value: float | None, spec: str) -> str:
 def markdown(run: dict, batches: list[int]) -> str:
     base = run["rows"][0]
     head = ["backend", "export s", "load s", *(f"b{b} docs/s (CPU)" for b in batches), "sample cos min / mean",
-            f"corpus b{embed.BATCH_SIZE} docs/s (CPU)", "corpus cos min / mean", "dense", "Δ", "dense-mixed",
+            f"corpus b{BATCH_SIZE} docs/s (CPU)", "corpus cos min / mean", "dense", "Δ", "dense-mixed",
             "hybrid", "Δ"]
     lines = [f"**{run['set']} × {run['model']}** — {run['documents']} documents, {run['queries']} judged "
              f"queries; batch columns estimated from ≈{run['sample']} documents in whole batches; nDCG@10, Δ against "
@@ -233,7 +234,7 @@ def main() -> None:
     batches = [int(b) for b in args.batches.split(",")]
     backends = args.backends.split(",")
     corpus_backends = set(args.corpus_backends.split(",") if args.corpus_backends else backends)
-    if backends[0] != embed.TORCH or embed.TORCH not in corpus_backends:
+    if backends[0] != TORCH or TORCH not in corpus_backends:
         parser.error("torch is the reference: the first backend, and one of the corpus backends")
     header = {"torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads(),
               "cpus": len(os.sched_getaffinity(0)), "device": embed.device(), "load_avg_start": os.getloadavg()}

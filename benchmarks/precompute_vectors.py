@@ -49,7 +49,7 @@ def read_manifest(out: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     from retrieval.indexing.readers.stream import open_stream
-    from retrieval.models import embed, onnx_backend
+    from retrieval.models import embed, onnx_export
     from retrieval.text.passages import title_and_text
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or default_out(args.corpus, args.model, backend)
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"corpus": str(args.corpus.resolve()), "model": args.model, "backend": backend,
-                "shard": args.shard, "onnx_format": onnx_backend.FORMAT}
+                "shard": args.shard, "onnx_format": onnx_export.FORMAT}
     before = read_manifest(out)
     same_run = {k: v for k, v in before.items() if k not in ("documents", "onnx_format", "format_checks")}
     if before and same_run != {k: v for k, v in manifest.items() if k != "onnx_format"}:
@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     made = sorted(int(p.name[6:11]) for p in out.glob("shard-?????.npy"))
     # Only the int8 export runs each text alone, so only its vectors can be compared to the bit;
     # torch's do not come from an export (nothing to check); the fp32 export's depend on the batch.
-    changed = backend in onnx_backend.VARIANTS and before and before.get("onnx_format") != onnx_backend.FORMAT
-    if changed and made and backend != onnx_backend.ONNX_INT8:
+    changed = backend in onnx_export.VARIANTS and before and before.get("onnx_format") != onnx_export.FORMAT
+    if changed and made and backend != onnx_export.ONNX_INT8:
         sys.exit(f"{out} was made by export format {before.get('onnx_format')} on {backend}, whose vectors depend on "
                  "their batch and cannot be checked to the bit: pick another --out")
     to_check = {made[0], made[-1]} if changed and made else set()
@@ -97,10 +97,10 @@ def main(argv: list[str] | None = None) -> None:
             texts = [title_and_text(d.title, d.text) for d in batch[:CHECK]]
             if not np.array_equal(encoder.encode_passages(texts).astype(np.float32), np.load(path)[:CHECK]):
                 sys.exit(f"shard {index} was made by export format {before.get('onnx_format')}; format "
-                         f"{onnx_backend.FORMAT} gives other vectors: pick another --out")
-            format_checks.append({"from": before.get("onnx_format"), "to": onnx_backend.FORMAT,
+                         f"{onnx_export.FORMAT} gives other vectors: pick another --out")
+            format_checks.append({"from": before.get("onnx_format"), "to": onnx_export.FORMAT,
                                   "shard": index, "passages": len(texts), "equal": True})
-            print(f"shard {index:5d}: {len(texts)} passages equal to the bit under format {onnx_backend.FORMAT}",
+            print(f"shard {index:5d}: {len(texts)} passages equal to the bit under format {onnx_export.FORMAT}",
                   flush=True)
             if index == max(to_check):
                 write_manifest()

