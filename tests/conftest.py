@@ -45,6 +45,7 @@ SLOW_MODULES = {
     "tests/serve/test_serve.py",
     "tests/store/test_names.py",
     "tests/store/test_object_storage.py",
+    "tests/test_docs_commands.py",
     "tests/test_package.py",
     "tests/test_ray_example.py",
     "tests/test_self_contained.py",

@@ -87,7 +87,7 @@ def configs_section(workbench) -> None:
             st.caption(views.markdown_safe(
                 f"Agents search {workbench.label(collection)} ranked exactly like this: the command serves it "
                 "over stdio (add --http 8765 for HTTP, --allow-write to let agents add entries); the JSON goes "
-                "in an MCP client's configuration. README: Serve a tuned config to agents."))
+                "in an MCP client's configuration. Tools and options: docs/mcp.md."))
             st.code(serve_command(collection, chosen, workbench.store.uri), language="bash")
             st.code(json.dumps(client_config(collection, chosen, workbench.store.uri), indent=2), language="json")
         if st.button("Delete", key="configs.delete", help="Remove this saved config (config A is not changed)."):
