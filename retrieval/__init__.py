@@ -1,5 +1,20 @@
 """Hybrid retrieval core of the search relevance workbench: ingest, tokenise, store (LanceDB),
-per-source retrieval, explained fusion, thresholds, rerank and evaluation. No Streamlit here."""
+per-source retrieval, explained fusion, thresholds, rerank and evaluation. No Streamlit here.
+
+One package per domain, in layers (docs/architecture.md; a package imports only lower ones):
+
+    types.py     plain data passed between stages, and the user-facing errors     (layer 0)
+    limits.py    every bound and size limit; cache.py every cache of the core      (layer 1)
+    store/       collections in LanceDB: tables, catalogue, locks, journal, versions (2)
+    text/        text analysis: tokenize, decode, chunk, highlight, entities       (2)
+    models/      the encoders and their backends                                   (3)
+    sources/     one module per source, and the registry                           (4)
+    judging/     query sets, judgments, raters, formats, the LLM judge             (4)
+    indexing/    files in, and the one write path                                  (5)
+    search/      config, ranking plan, fusion, retriever, the Workbench facade     (6)
+    evaluation/  metrics, sweeps, optimiser, A/B, snapshots                        (7)
+    cli/         the command line; serve/ the MCP server                           (8)
+"""
 
 import os
 

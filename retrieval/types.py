@@ -138,7 +138,7 @@ class FusionOutcome:
     removed: dict[str, int]  # threshold name -> how many candidates it removed
     method: str
     notes: list[str] = field(default_factory=list)
-    display_factor: float = 1.0  # display score = fused score × this, for this query (`fusion_methods`)
+    display_factor: float = 1.0  # display score = fused score × this, for this query (`fusion.methods`)
 
 
 @dataclass(frozen=True)

@@ -251,3 +251,18 @@ def test_fusion_methods_are_decided_only_in_their_registry():
     for name, path in paths.items():
         if name != "retrieval.search.fusion.methods":
             assert not method_names.search(path.read_text(encoding="utf-8")), path
+
+
+def test_every_package_lists_its_modules():
+    """A package's `__init__.py` docstring is its table of contents: it names each of its modules
+    (`plan.py`) and subpackages (`fusion/`), so the tree and the text cannot drift apart."""
+    missing = {}
+    for package in PACKAGES:
+        for init in sorted((REPO / package).rglob("__init__.py")):
+            folder = init.parent
+            doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+            names = [p.name for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+            names += [f"{p.name}/" for p in folder.iterdir() if (p / "__init__.py").is_file()]
+            if absent := sorted(n for n in names if n not in doc):
+                missing[str(folder.relative_to(REPO))] = absent
+    assert missing == {}

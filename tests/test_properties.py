@@ -125,7 +125,7 @@ def test_display_scores_stay_in_their_documented_range(case):
     for result in fuse(candidates, config).ranked:
         if config.fusion == "rrf":  # rank 1 in every source reads 1.0
             assert 0 <= result.display_score <= 1 + 1e-9
-        else:  # a share of the best possible score (fusion_methods): never above 1
+        else:  # a share of the best possible score (fusion.methods): never above 1
             assert result.display_score <= 1 + 1e-9
             if config.fusion == "weighted" and config.normalization == "minmax":  # of values in [0, 1]
                 assert result.display_score >= -1e-12

@@ -1,6 +1,6 @@
 """Command line:
 `python -m retrieval {ingest,search,evaluate,sweep,optimize,collections,snapshot,queryset,judge,serve,prepare} …`
-(`judge`: cli_judge.py).
+(`judge`: judge.py).
 
 Results and JSON go to stdout; progress and messages go to stderr. search, evaluate, sweep,
 optimize and snapshot take the fusion config as options (or a saved config with `--config

@@ -8,7 +8,7 @@ The search space (`SearchSpace`, from the base config and the sources searched):
     share      2 sources: the first source's share w ∈ [0, 1] of the weight (the second gets
                1 − w); 3 or more: each source's weight w_s ∈ [0, 1] (the config keeps the
                ones above 0.005)
-    fusion     every method of `fusion_methods.FUSION_METHODS`, and what the method reads:
+    fusion     every method of `fusion.methods.FUSION_METHODS`, and what the method reads:
                normalization, combination (categorical), rrf_k (log-uniform in [1, 200])
     depth      {10, 20, …, the base depth}: each source's candidates kept before fusion
     min_q.s    a per-source minimum raw score, as a quantile q ∈ [0, 0.5] of the source's raw

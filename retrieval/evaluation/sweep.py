@@ -2,7 +2,7 @@
 
 `default_grid(base)` is OpenSearch-hybrid-optimizer-style: for two sources s₁, s₂ and the weight
 w ∈ {0.0, 0.1, …, 1.0} of s₁ (s₂ gets 1 − w), every fusion method's grid points
-(`FusionMethod.sweep_points` in `fusion_methods.FUSION_METHODS`) × 11 weights:
+(`FusionMethod.sweep_points` in `fusion.methods.FUSION_METHODS`) × 11 weights:
 
 e.g. weighted fusion: normalisation ∈ {minmax, l2} × combination ∈ {arithmetic, harmonic,
 geometric} × 11 weights = 66 variants; RRF: k ∈ {1, 5, 10, 20, 60} × 11 weights = 55 variants;

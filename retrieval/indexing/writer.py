@@ -218,7 +218,7 @@ def write_batches(store: Store, info: CollectionInfo, create: bool, batches: Ite
 def write_graph(store: Store, name: str, version: int, tables: dict[str, pa.Table],
                 created: str | None = None, incarnation: str | None = None) -> CollectionInfo:
     """Replace the collection's entity graph tables with `tables` (built from its documents at
-    table version `version`, `graph_build.build_graph`) and mark them current, in one
+    table version `version`, `indexing.graph.build_graph`) and mark them current, in one
     transaction (op "graph": a failure or a kill leaves the tables and the catalogue entry as
     before). The collection's table gets an empty commit (a delete of no rows), so its state
     key changes and every cache of it, in any process, re-reads it with its graph. A

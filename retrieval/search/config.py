@@ -41,7 +41,7 @@ from retrieval.search.fusion.normalize import NORMALIZERS
 from retrieval.sources import SOURCES
 from retrieval.types import RetrievalError
 
-# The names of the registries' entries (`fusion_methods`, `normalize`): what a config may name.
+# The names of the registries' entries (`fusion.methods`, `fusion.normalize`): what a config may name.
 FUSION_METHODS = tuple(METHOD_REGISTRY)
 NORMALIZATIONS = tuple(NORMALIZERS)
 # Weighted fusion: how the weighted, normalised scores combine (OpenSearch's three techniques).

@@ -12,7 +12,7 @@ scores only); both are these same methods, so the four can only differ in what t
 never in how they rank (tests/search/test_plan.py). An evaluation run is the plan of
 `evaluation_config(config)`: no fused-score thresholds, top-K = depth.
 
-The formulas come from the fusion method's registry entry (`fusion_methods.FUSION_METHODS`); the
+The formulas come from the fusion method's registry entry (`fusion.methods.FUSION_METHODS`); the
 fusion engine (`fusion.py`) computes them; this module decides their order.
 """
 

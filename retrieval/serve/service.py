@@ -148,7 +148,7 @@ class KnowledgeService:
             "weights": dict(config.weights),
             "bm25_weight": config.weights.get("bm25"),  # seed 003's two fields
             "vector_weight": config.weights.get("dense"),
-            # The method's own parameters (`fusion_methods`): null where the method reads none.
+            # The method's own parameters (`fusion.methods`): null where the method reads none.
             **{name: getattr(config, name) if method_of(config).uses(name) else None
                for name in ("rrf_k", "normalization", "combination")},
             "filters": list(config.filters),  # the served config's own (applied inside each source)

@@ -3,6 +3,17 @@
 `SOURCES` maps a name to its descriptor; `SearchConfig`, the UI controls, the CLI and the
 Workbench all read it, so adding a source is one module here plus one line below. Heavy imports
 (models, LanceDB queries) happen inside `load`, so importing the registry loads no model.
+
+    base.py            the contract: `SourceSpec`, `Source`, `LoadContext`; running one query's
+                       sources (`run_sources`) or a batch (`run_source_batch`)
+    lance_requests.py  LanceDB searches as query objects on LanceDB's event loop; `RowIdMap`
+    bm25.py            BM25 over the analyser's tokens (rank-bm25 in memory, or LanceDB's index)
+    dense.py           cosine similarity to stored vectors (exact, or an ANN index with refine);
+                       the collection's own vectors or its cross-lingual ones per query
+    keyword.py         seed 000's field-weighted keyword scorer over catalogue records
+    graph.py           seed 002's entity activation over the collection's entity graph
+    activation.py      the entity graph's maths: relevance, activation BFS, final score, trace
+    graph_status.py    where a collection's entity graph build stands (what a search reads of it)
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from retrieval.store.database import Store
 from retrieval.store.locks import WriterLock, counts_as_write, crash_point, lock_dir
 from retrieval.store.names import display_name
 from retrieval.store.reads import stored_documents
+from retrieval.store.side_tables import KeyedTable
 from retrieval.store.tables import (
     AUX_KINDS,
     CATALOGUE_TABLE,
@@ -53,6 +54,7 @@ __all__ = [
     "XL_COLUMN",
     "CollectionInfo",
     "CollectionStats",
+    "KeyedTable",
     "Progress",
     "Store",
     "StoreAtVersion",

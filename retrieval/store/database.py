@@ -82,7 +82,7 @@ class Store(StoredReads):
 
     def transaction(self, name: str, op: str, tables: Iterable[str]) -> AbstractContextManager[None]:
         """A write of `op` to collection `name` touching `tables` (LanceDB table names), all or
-        nothing (store_journal.py). The caller holds `writer_lock(name)`."""
+        nothing (store/journal.py). The caller holds `writer_lock(name)`."""
         return store_journal.transaction(self, name, op, tables)
 
     def table_names(self) -> list[str]:

@@ -1,7 +1,7 @@
 """The write transaction: a journal per write, rollback when it fails, recovery when its writer
 died (docs/reliability.md).
 
-Under the collection's writer lock (store_locks.py) a write first records a journal
+Under the collection's writer lock (store/locks.py) a write first records a journal
 (`<name>.journal.json`, written to a temporary file and renamed, so it is whole or absent: the
 operation, the writer's pid, the version of every table it will touch or None when it does not
 exist, and the catalogue entry before it), then writes, then removes the journal. If the write

@@ -10,7 +10,7 @@ Each collection table has one row per document: id, title, text, tokens (the ana
 space-joined, so they can be shown and indexed), n_tokens, language, vector (and, for some
 collections, the cross-lingual `vector_xl`), metadata (JSON text), and chunk fields (parent_id,
 chunk_index, start_line, end_line). Tables that belong to a collection sit beside it as
-`_<kind>__<collection>` (`AUX_KINDS`); the catalogue is `_catalogue` (store_catalogue.py).
+`_<kind>__<collection>` (`AUX_KINDS`); the catalogue is `_catalogue` (store/catalogue.py).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def is_remote(uri: str) -> bool:
 
 
 def canonical_uri(uri: str) -> str:
-    """One spelling per database, since the writer locks are found by it (`store_locks.lock_dir`):
+    """One spelling per database, since the writer locks are found by it (`store.locks.lock_dir`):
     two spellings of one database would take two locks and could undo each other's commits.
     `file://` URLs become the local folder; an object-storage URL gets a lower-case scheme, no
     repeated or trailing slash; a query is kept only where LanceDB reads one (`s3+ddb://…

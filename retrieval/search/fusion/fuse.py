@@ -1,6 +1,6 @@
 """The fusion engine: per-source candidates → prepared sources → fused scores → ranked ids, and
 the explanation of every result. Pure functions, no I/O, no models: a slider move costs
-milliseconds. The formulas of each method live in `fusion_methods.py` (one registry); the order in
+milliseconds. The formulas of each method live in `fusion/methods.py` (one registry); the order in
 which a search applies them — language rule, depth, minimums, fusion, thresholds, top-K, rerank —
 is the ranking plan's (`plan.py`), which every search, evaluation, sweep and "why not?" runs.
 
@@ -83,7 +83,7 @@ def top_norms(prepared: Mapping[str, PreparedSource]) -> dict[str, float]:
 def scores_from_prepared(prepared: Mapping[str, PreparedSource], config: SearchConfig,
                          method: FusionMethod | None = None) -> dict[str, float]:
     """Every kept candidate's fused score under `config` (its weights, in config order) and its
-    method (`fusion_methods`): an additive method's terms are added in config order from 0.0 (so
+    method (`fusion.methods`): an additive method's terms are added in config order from 0.0 (so
     the floats are the same whatever path asks), a mean is taken per document."""
     method = method or method_of(config)
     scores: dict[str, float] = {}
