@@ -10,7 +10,8 @@ sample is run here, and every relative link there points at an existing file.
   hours); `<!-- run by tests once, before every other block: the shared sample -->` marks the one
   block that makes the sample the other commands run on (docs/cli.md), run once per module and
   its database copied for each file.
-- Run: `[.venv/bin/]python -m retrieval ARGS [> FILE]` with this Python, in document order within
+- Run: `[.venv/bin/]python -m retrieval ARGS [> FILE]` as `retrieval/__main__.py` runs it
+  (`retrieval.cli.main.main(ARGS)`, in this process, so the models load once), in document order within
   a file, in a folder of its own (`sample_data` linked in), on a copy of the shared sample's
   database (`WORKBENCH_DB`, `WORKBENCH_LOCK_DIR`, `HF_HUB_OFFLINE=1`): exit code 0, something
   printed where the doc shows output, something written where it redirects. Anything else in an
@@ -20,19 +21,20 @@ sample is run here, and every relative link there points at an existing file.
 
 from __future__ import annotations
 
-import os
+import io
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 import time
 import unicodedata
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+
+from retrieval.cli import main as cli
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
@@ -45,7 +47,6 @@ ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 PYTHONS = {"python", "python3", ".venv/bin/python", ".venv/bin/python3"}
 SHELL_SYNTAX = re.compile(r"^[|;&<>()]+$|[$`]")  # an operator (a word of its own), an expansion
 OUTSIDE = re.compile(r"^[/~]|(^|/)\.\.(/|$)")  # an absolute path, the home folder or a parent folder
-TIMEOUT = 600
 
 
 @dataclass
@@ -202,21 +203,32 @@ def shared_sample_commands() -> list[Command]:
 
 
 def run(command: Command, folder: Path, db: Path, locks: Path) -> None:
-    env = {**os.environ, **command.env, "WORKBENCH_DB": str(db), "WORKBENCH_LOCK_DIR": str(locks),
+    """`command` as `python -m retrieval` runs it (`retrieval.cli.main.main`, which
+    `retrieval/__main__.py` calls), in this process: the models and compiled metrics load once
+    for every command, not once per command (the console script and `python -m retrieval`
+    themselves are run by tests/test_package.py)."""
+    env = {**command.env, "WORKBENCH_DB": str(db), "WORKBENCH_LOCK_DIR": str(locks),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    out, err = io.StringIO(), io.StringIO()
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "retrieval", *command.argv], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out), redirect_stderr(err):
+        for name, value in env.items():
+            patch.setenv(name, value)
+        patch.chdir(folder)
+        try:
+            code = cli.main(command.argv)
+        except SystemExit as exc:  # argparse's refusals, and commands that exit with a code
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    stdout, stderr = out.getvalue(), err.getvalue()
     print(f"{time.perf_counter() - started:5.1f} s  {command.where()}")
-    report = (f"{command.where()}\nexit code {done.returncode}\nstdout:\n{done.stdout[-3000:]}\n"
-              f"stderr:\n{done.stderr[-3000:]}")
-    assert done.returncode == 0, report
+    report = f"{command.where()}\nexit code {code}\nstdout:\n{stdout[-3000:]}\nstderr:\n{stderr[-3000:]}"
+    assert code == 0, report
     if command.shows_output:
-        assert done.stdout.strip(), "the doc shows output, the command printed none:\n" + report
+        assert stdout.strip(), "the doc shows output, the command printed none:\n" + report
     if command.stdout_to is not None:
         written = folder / command.stdout_to
-        written.write_text(done.stdout, encoding="utf-8")
-        assert done.stdout.strip(), f"the doc writes {command.stdout_to}, the command printed nothing:\n" + report
+        written.write_text(stdout, encoding="utf-8")
+        assert stdout.strip(), f"the doc writes {command.stdout_to}, the command printed nothing:\n" + report
 
 
 def workspace(root: Path) -> tuple[Path, Path, Path]:

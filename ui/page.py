@@ -20,7 +20,7 @@ APP_TITLE = "Search relevance workbench"
 # The pages in sidebar order: script, title (the sidebar's and the tab's), icon. app.py makes
 # them `st.Page`s; their URLs are /, /Search, /Compare, … (the file name without its number).
 PAGES = [
-    ("pages/0_Home.py", "Home", "🔎"),
+    ("pages/0_Home.py", "Home", None),
     ("pages/1_Search.py", "Search", None),
     ("pages/2_Compare.py", "Compare", None),
     ("pages/3_Distributions.py", "Distributions", None),

@@ -6,10 +6,10 @@ import dataclasses
 import math
 import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_client import run_async, server_env, tool_data, tool_ranking
@@ -26,6 +26,7 @@ from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 from retrieval.types import Hit, RetrievalError, SourceResult
 
+REPO = Path(__file__).resolve().parents[2]
 
 def hits(scores: list[float]) -> tuple[Hit, ...]:
     return tuple(Hit(f"d{i}", s, r) for r, (i, s) in enumerate(scores, start=1))
