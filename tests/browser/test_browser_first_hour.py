@@ -175,15 +175,15 @@ def sidebar_collections(page) -> list[str]:
 
 def test_two_tabs_ingesting_into_different_collections_at_once(two_tabs, ready_app, browser_db):
     a, b = two_tabs
-    prepare_upload(a, ready_app, "harbour-a.csv", rows_csv("alpha", 120), "tabs-alpha", existing=False)
-    prepare_upload(b, ready_app, "harbour-b.csv", rows_csv("beta", 120), "tabs-beta", existing=False)
+    prepare_upload(a, ready_app, "harbour-a.csv", rows_csv("alpha", 60), "tabs-alpha", existing=False)
+    prepare_upload(b, ready_app, "harbour-b.csv", rows_csv("beta", 60), "tabs-beta", existing=False)
     ingest_at_once([a, b])
-    a.get_by_text("Ingested 120 documents: collection 'tabs-alpha' now holds 120").wait_for(timeout=240_000)
-    b.get_by_text("Ingested 120 documents: collection 'tabs-beta' now holds 120").wait_for(timeout=240_000)
+    a.get_by_text("Ingested 60 documents: collection 'tabs-alpha' now holds 60").wait_for(timeout=240_000)
+    b.get_by_text("Ingested 60 documents: collection 'tabs-beta' now holds 60").wait_for(timeout=240_000)
     for page in (a, b):
         harness.wait_idle(page)
-    assert sorted(collection_ids(browser_db, "tabs-alpha")) == [f"alpha-{i:03d}" for i in range(120)]
-    assert sorted(collection_ids(browser_db, "tabs-beta")) == [f"beta-{i:03d}" for i in range(120)]
+    assert sorted(collection_ids(browser_db, "tabs-alpha")) == [f"alpha-{i:03d}" for i in range(60)]
+    assert sorted(collection_ids(browser_db, "tabs-beta")) == [f"beta-{i:03d}" for i in range(60)]
     # each tab sees the other's collection once it moves on (here: to the Home page)
     for page in (a, b):
         page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home").click()
@@ -202,17 +202,17 @@ def test_two_tabs_adding_to_the_same_collection_at_once(two_tabs, ready_app, bro
     a.get_by_role("button", name="Ingest", exact=True).click()
     a.get_by_text("Ingested 5 documents: collection 'tabs-shared' now holds 5").wait_for(timeout=240_000)
     harness.wait_idle(a)
-    prepare_upload(a, ready_app, "harbour-c.csv", rows_csv("gamma", 100), "tabs-shared", existing=True)
-    prepare_upload(b, ready_app, "harbour-d.csv", rows_csv("delta", 100), "tabs-shared", existing=True)
+    prepare_upload(a, ready_app, "harbour-c.csv", rows_csv("gamma", 50), "tabs-shared", existing=True)
+    prepare_upload(b, ready_app, "harbour-d.csv", rows_csv("delta", 50), "tabs-shared", existing=True)
     ingest_at_once([a, b])
     for page in (a, b):
-        page.get_by_text("Added 100 documents: collection 'tabs-shared' now holds").wait_for(timeout=240_000)
+        page.get_by_text("Added 50 documents: collection 'tabs-shared' now holds").wait_for(timeout=240_000)
         harness.wait_idle(page)
     ids = collection_ids(browser_db, "tabs-shared")
-    assert len(ids) == len(set(ids)) == 205, "every row once"
-    assert sorted(ids) == sorted([f"base-{i:03d}" for i in range(5)] + [f"gamma-{i:03d}" for i in range(100)]
-                                 + [f"delta-{i:03d}" for i in range(100)])
-    assert Store(str(browser_db)).info("tabs-shared").doc_count == 205
-    # the later of the two says 205; the earlier 105
+    assert len(ids) == len(set(ids)) == 105, "every row once"
+    assert sorted(ids) == sorted([f"base-{i:03d}" for i in range(5)] + [f"gamma-{i:03d}" for i in range(50)]
+                                 + [f"delta-{i:03d}" for i in range(50)])
+    assert Store(str(browser_db)).info("tabs-shared").doc_count == 105
+    # the later of the two says 105; the earlier 55
     holds = sorted(int(p.get_by_text("now holds").inner_text().split("now holds ")[1].split(" ")[0]) for p in (a, b))
-    assert holds == [105, 205]
+    assert holds == [55, 105]
