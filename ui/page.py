@@ -4,7 +4,7 @@ guarded search every search page runs."""
 from __future__ import annotations
 
 import dataclasses
-import inspect
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +72,7 @@ def context() -> Context:
     `st.navigation` (its own flag, which that call sets), so the next run goes through app.py."""
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        caller = Path(inspect.stack()[1].filename).as_posix()
+        caller = Path(sys._getframe(1).f_code.co_filename).as_posix()  # the page's file (no source read)
         return frame(next((title for path, title, _ in PAGES if caller.endswith(path)), APP_TITLE))
     return st.session_state[FRAME_KEY]
 
