@@ -6,7 +6,7 @@ fills the workbench's candidate cache), then:
 - the full 121-variant default grid: wall and CPU seconds, split into the cached candidate
   look-ups and fusion + metrics, and per variant;
 - the 82 first variants (the size of OpenSearch's hybrid optimizer grid); target ≤ 30 s;
-- per query and variant: `fusion.fuse` (explained) vs `fusion.fused_order` (lean) on the cached
+- per query and variant: `plan.fuse` (explained) vs `plan.fused_order` (lean) on the cached
   candidates, which is why the sweep ranks with the lean one.
 
 The machine is shared (2 cores): CPU seconds say what the sweep itself costs, wall seconds what

@@ -87,8 +87,9 @@ def ann_nprobes(index_type: str | None) -> int:
 
 
 # Collections of at least this many documents (after the ingest) get their entity graph tables
-# built after the ingest, in batches (`indexing.graph.build_graph`: in the background on the graph
-# source's first use, or `collections graph NAME`), so entity extraction never blocks a large
+# built after the ingest, in batches (`indexing.graph.build_graph`: in the background after the app's
+# or the MCP server's write, from the Graph page's button, or `collections graph NAME`; never by a
+# search), so entity extraction never blocks a large
 # ingest; below it every ingest writes them, as always.
 GRAPH_INLINE_MAX = _env_int("WORKBENCH_GRAPH_INLINE_MAX", SCALE_DOCS, 1, 1_000_000_000)
 # An English (or all-Chinese) collection on a one-language model gets cross-lingual vectors

@@ -130,7 +130,7 @@ class FusionOutcome:
     is always a prefix of `ranked` and ranks agree between the two.
     """
 
-    # All candidates that survived the per-source minimums (`fusion.ExplainedRanking`: each result
+    # All candidates that survived the per-source minimums (`fusion.fuse.ExplainedRanking`: each result
     # explained when first read).
     ranked: Sequence[FusedResult]
     results: list[FusedResult]  # what passes every threshold

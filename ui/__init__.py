@@ -1,7 +1,7 @@
 """The Streamlit UI: every page (`pages/`) is a thin script over these modules, which reach the core
 only through `retrieval.search.Workbench` (docs/architecture.md).
 
-    page.py       what every page does first (`setup`), and the guarded search
+    page.py       the frame every page runs in (`frame`, from app.py; pages read `context()`), the guarded search
     state.py      session state and URL state (one `View` per browser session)
     resources.py  process-wide resources: one Workbench per database location
     progress.py   the progress bar of a long run

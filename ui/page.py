@@ -69,8 +69,10 @@ def context() -> Context:
     every AppTest run) treats a folder named `pages/` beside the entry script as the old layout's
     pages and runs the file the URL names directly, until the entry script calls
     `st.navigation`. Such a page frames itself here, and Streamlit is told that the app uses
-    `st.navigation` (its own flag, which that call sets), so the next run goes through app.py."""
-    if PagesManager.uses_pages_directory:
+    `st.navigation` (its own flag, which that call sets), so the next run goes through app.py.
+    The flag is one per process: a session whose first run started in the old mode while another
+    session's app.py turned it off has no frame yet either, and frames itself too."""
+    if PagesManager.uses_pages_directory or FRAME_KEY not in st.session_state:
         PagesManager.uses_pages_directory = False
         caller = Path(sys._getframe(1).f_code.co_filename).as_posix()  # the page's file (no source read)
         return frame(next((title for path, title, _ in PAGES if caller.endswith(path)), APP_TITLE))

@@ -12,7 +12,7 @@ top 10 that has a judgment (what a metric computed on the rest cannot see). Only
 count; a judged query the run left empty scores 0.
 
 One row per snapshot, columns of plain values and JSON (no pickle). Names follow the saved-config
-rule (`configs.validate_saved_name`) and are unique in the store. A snapshot is never changed: only
+rule (`saved_configs.validate_saved_name`) and are unique in the store. A snapshot is never changed: only
 renamed or deleted, each one LanceDB commit under the table's lock (a keyed side table,
 `store.side_tables.KeyedTable`). `diff` lives in `snapshot_diff.py`.
 """

@@ -21,7 +21,7 @@ The write side (only the Workbench calls it):
                    lock), `ingest_stream` (batch by batch under the lock), `write_documents`
     graph.py       the entity graph of a large collection, built after its ingest (`build_graph`)
     graph_jobs.py  those builds as background jobs of the process, one per collection at a time
-                   (`GraphBuilds`), and where a collection's graph tables stand (`GraphStatus`)
+                   (`GraphBuilds`), reporting how far they are to `sources/graph_status.py`
 
 For the front ends:
 

@@ -120,7 +120,7 @@ class RankingPlan:
         return prepared
 
     def scores(self, prepared: Mapping[str, PreparedSource], fused: SearchConfig) -> dict[str, float]:
-        """Every kept candidate's fused score (`fusion.scores_from_prepared` with this method)."""
+        """Every kept candidate's fused score (`fusion.fuse.scores_from_prepared` with this method)."""
         return scores_from_prepared(prepared, fused, self.method)
 
     def display_factor(self, fused: SearchConfig, prepared: Mapping[str, PreparedSource]) -> float:
@@ -189,7 +189,7 @@ class RankingPlan:
 
     def explain(self, sources: Mapping[str, SourceResult], query: str, language: str | None,
                 tie_values: Mapping[str, float] | None = None) -> FusionOutcome:
-        """The fusion explained (`fusion.explain`): the same preparation, scores and order as
+        """The fusion explained (`fusion.fuse.explain`): the same preparation, scores and order as
         `first_stage`, with every result's per-source parts; the language rule's note first."""
         tie_values = tie_values or {}
         fused, note = self.fused_config(query, language, sources)

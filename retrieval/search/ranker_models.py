@@ -27,7 +27,7 @@ MODELS_SCHEMA = pa.schema([
     pa.field("saved", pa.string(), nullable=False),
 ])
 MODEL_MAX_CHARS = 20_000_000
-# An exported config that names a learned ranker carries its model under this key (configs.py).
+# An exported config that names a learned ranker carries its model under this key (saved_configs.py).
 BUNDLE_KEY = "ranker_model"
 
 
@@ -43,7 +43,7 @@ def validate_model_id(value: str) -> str:
 
 
 def unbundled(data: dict, store: Store) -> dict:
-    """A config's fields from an exported config (`configs.ConfigStore.export_json`): the model it
+    """A config's fields from an exported config (`saved_configs.ConfigStore.export_json`): the model it
     carries under `BUNDLE_KEY` is checked against the config's `ranker` (the id is the model's
     hash) and kept in `store`; the fields are returned without it."""
     if BUNDLE_KEY not in data:

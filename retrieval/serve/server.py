@@ -244,6 +244,9 @@ def run(args: argparse.Namespace, workbench) -> int:
     """Validate everything, warm up, then serve until stopped. Messages go to stderr only."""
     host, port = parse_http(args.http) if args.http else (None, None)
     token = http_token(host) if host else None
+    # A long-running server: a write tool that leaves a large collection's entity graph pending
+    # starts its build in the background (a search never does), as the app does.
+    workbench.graph.in_background = True
     with contextlib.redirect_stdout(sys.stderr):  # nothing may reach stdout before stdio serving
         service = build_service(workbench, args)
         server = build_server(service, args.name, token, host or "127.0.0.1", port or 8000)

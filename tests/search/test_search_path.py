@@ -1,6 +1,6 @@
 """The fast search path gives exactly what the plain one gives. `Workbench.search` runs one query's
 LanceDB searches together as `Query` objects (`sources.run_sources`) and builds each result's
-explanation when it is first read (`fusion.ExplainedRanking`); the reference here is the path it
+explanation when it is first read (`fusion.fuse.ExplainedRanking`); the reference here is the path it
 replaced: each source searched on its own through LanceDB's sync query builder, then the plan's
 explanation read front to back. On the bundled sample's 60 English paragraphs with the large-
 collection backends (LanceDB's native BM25 index, IVF_RQ with refine, cross-lingual vectors) and

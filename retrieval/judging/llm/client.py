@@ -122,8 +122,12 @@ class LLMClient:
             headers["Authorization"] = f"Bearer {key}"
         # A local server is reached directly, never through an http_proxy of the environment.
         local = _is_loopback(urlsplit(self.base).hostname or "")
-        self._http = httpx2.Client(headers=headers, timeout=settings.timeout_s, trust_env=not local,
-                                   follow_redirects=True)
+        try:
+            self._http = httpx2.Client(headers=headers, timeout=settings.timeout_s, trust_env=not local,
+                                       follow_redirects=True)
+        except ImportError as exc:  # a SOCKS proxy in the environment needs a package not installed
+            raise RetrievalError(f"Cannot reach the LLM at {self.base} through the environment's proxy "
+                                 f"({exc}); unset ALL_PROXY / HTTPS_PROXY or use an HTTP proxy") from None
 
     def close(self) -> None:
         self._http.close()
