@@ -36,9 +36,13 @@ def graph_source(workbench: Workbench, collection: str, config: SearchConfig) ->
         return None
 
 
-def build_status(workbench: Workbench, collection: str) -> None:
-    """Where the collection's entity graph stands when it is not built, and the explicit job that
-    builds it in the background (a search never does: it only reads); nothing once it is built."""
+def build_status(workbench: Workbench, collection: str, source: GraphSource | PendingGraph | None) -> None:
+    """Where the collection's entity graph stands when it is not built (`source` is the pending
+    graph), and the explicit job that builds it in the background (a search never does: it only
+    reads); nothing once it is built, without reading the catalogue again on every rerun (the
+    source is cached per collection state)."""
+    if not isinstance(source, PendingGraph):
+        return
     status = workbench.graph.status(collection)
     if status.state == "current":
         return
@@ -57,8 +61,8 @@ def _entities_line(entities: dict[str, tuple[str, ...]]) -> str:
     return " · ".join(f"{kind}: {', '.join(names)}" for kind, names in entities.items()) or "none"
 
 
-def activation_view(workbench: Workbench, collection: str, query: str, config: SearchConfig) -> None:
-    source = graph_source(workbench, collection, config)
+def activation_view(workbench: Workbench, collection: str, query: str,
+                    source: GraphSource | PendingGraph | None) -> None:
     if source is None:
         return
     if isinstance(source, PendingGraph):  # a large collection's graph, not built yet: `build_status` says so
