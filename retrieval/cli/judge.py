@@ -66,6 +66,9 @@ def add_parser(sub) -> None:
     q.add_argument("--base-url", help="e.g. http://127.0.0.1:11434/v1 (default: the settings saved in the app)")
     q.add_argument("--model", help="the model name the server knows")
     q.add_argument("--api-key-env", help="the NAME of the environment variable holding the key (never the key)")
+    q.add_argument("--allow-link-local", action="store_true", default=None,
+                   help="allow a link-local or cloud metadata address as the base URL (refused by default: the key "
+                        "and the documents go there)")
     q.add_argument("--prompt", type=Path, help="a prompt template file with {query} and {passage} (default: UMBRELA)")
     q.add_argument("--concurrency", type=int, help="requests in flight at most (default 4)")
     q.add_argument("--configs", help="judge what `judge next` lists for these configs (default: the default "
@@ -193,7 +196,8 @@ def _llm(args, workbench, collection: str) -> int:
 
     saved = load_settings(workbench.store) or LLMSettings(base_url="", model="")
     changes = {k: v for k, v in {"base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env,
-                                 "concurrency": args.concurrency}.items() if v is not None}
+                                 "concurrency": args.concurrency, "allow_link_local": args.allow_link_local}.items()
+               if v is not None}
     if args.prompt is not None:
         try:
             changes["prompt"] = args.prompt.read_text(encoding="utf-8")

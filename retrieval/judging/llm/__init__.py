@@ -3,8 +3,11 @@
     settings.py  `LLMSettings` (server, model, the key's variable, prompt, limits), their validation,
                  the prompt template (UMBRELA's by default) filled in and the grade read from an
                  answer, the settings saved in the store's `_llm_judge` side table
-    client.py    the HTTP client (httpx): one chat completion or the model list, what each failure
-                 means, and the one retry policy (Retry-After, capped exponential backoff)
+    endpoint.py  the server's address: the base URL checked (no query, fragment or link-local or
+                 metadata address unless allowed) and the request URLs built from its parts
+    client.py    the HTTP client (httpx): one chat completion or the model list (no redirect
+                 followed, no body echoed), what each failure means, and the one retry policy
+                 (Retry-After, capped exponential backoff)
     cache.py     every answer cached in SQLite (`JudgeCache`) under the sha256 of what was asked
     run.py       a run: `judge` (the first request alone, then bounded concurrency, small saves,
                  stop), `estimate` (tokens, time, cost before a run), a query set's queue

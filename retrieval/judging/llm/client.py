@@ -4,14 +4,21 @@ One `httpx2.Client` per run (`LLMClient`), its connections shared by the run's t
 request is bounded by the settings' timeout (to connect, and each read and write). A server on a
 loopback address (127.0.0.0/8, ::1, localhost) is reached directly, never through a proxy of the
 environment (`trust_env=False`); any other server as any client reaches it, through the
-environment's proxies. Redirects are followed (as urllib followed them); the key goes in the
-`Authorization` header only, which httpx drops on a redirect to another server.
+environment's proxies. The request URLs are built from the parsed base URL (`endpoint.py`), and
+a host name resolving to a link-local or metadata address is refused before any request.
+
+No redirect is followed: the key (in the `Authorization` header) and the prompts (the documents)
+go to the configured server only, and a POST turned into a GET is never taken for an answer. A
+3xx is an error naming where it pointed (its origin only), to be set as the base URL. An answer
+must have the shape asked for (a chat completion whose content is text, a models list), else it
+is an error, never a grade. A reply's body is never shown: an error message carries only the
+`error.message` of an error in OpenAI's format, cut at 200 characters.
 
 What a failed request means: a 401/403 (the key), a 404 (the URL or the model) or an unknown host
 is a `RetrievalError` no retry mends; a refused connection cannot reach the server (fatal at a
 run's first request, else retried); a timeout, a lost connection, HTTP 408, 429 and 5xx are worth
 asking again; any other status fails that pair only (e.g. 400: too long for the model). Each
-message ends with the server's own error message, when it sent one.
+message ends with the server's own error message, when it sent one in OpenAI's format.
 
 The retry policy is ours, in one place (`ask_with_retries`): `retries` attempts after the first,
 waiting the server's Retry-After (in seconds), else `BACKOFF_S` doubling each time, never more
@@ -31,6 +38,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from retrieval.judging.llm.endpoint import check_resolved, parse_base, request_url
 from retrieval.judging.llm.settings import SYSTEM_MESSAGE, LLMSettings, parse_grade
 from retrieval.types import RetrievalError
 
@@ -90,15 +98,28 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def _server_message(response: httpx2.Response) -> str:
-    """The server's error message, short ('' when it gave none)."""
-    body = response.content[:2000].decode("utf-8", "replace")
+    """The server's error message, short ('' when it gave none): only the `error.message` (or a
+    string `error`) of a JSON error in OpenAI's format, never the body itself (a server that is
+    not an LLM's may answer with anything, credentials included)."""
     try:
-        error = json.loads(body).get("error", body)
-        message = error.get("message", "") if isinstance(error, dict) else str(error)
-    except (ValueError, AttributeError):
-        message = body
-    message = " ".join(message.split())[:200]
+        error = json.loads(response.content[:4000]).get("error")
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return ""
+    message = error.get("message") if isinstance(error, dict) else error
+    if not isinstance(message, str):
+        return ""
+    message = "".join(c for c in " ".join(message.split()) if c.isprintable())[:200]
     return f" ({message})" if message else ""
+
+
+def _redirect_target(response: httpx2.Response) -> str:
+    """The origin a redirect points at (scheme, host, port: never its path or query), or ''."""
+    try:
+        target = urlsplit(str(response.url.join(response.headers.get("Location", ""))))
+        origin = f"{target.scheme}://{target.hostname}" + (f":{target.port}" if target.port else "")
+    except ValueError:
+        return ""
+    return f" to {origin}" if target.scheme in ("http", "https") and target.hostname else ""
 
 
 def _cause(exc: BaseException) -> BaseException:
@@ -117,14 +138,16 @@ class LLMClient:
     def __init__(self, settings: LLMSettings, key: str = ""):
         self.settings = settings
         self.base = settings.base_url.strip().rstrip("/")
+        # Before any request: a name that resolves to a link-local or metadata address.
+        check_resolved(settings.base_url, settings.allow_link_local)
         headers = {"Accept": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
         # A local server is reached directly, never through an http_proxy of the environment.
-        local = _is_loopback(urlsplit(self.base).hostname or "")
+        local = _is_loopback(parse_base(self.base).hostname or "")
         try:
             self._http = httpx2.Client(headers=headers, timeout=settings.timeout_s, trust_env=not local,
-                                       follow_redirects=True)
+                                       follow_redirects=False)
         except ImportError as exc:  # a SOCKS proxy in the environment needs a package not installed
             raise RetrievalError(f"Cannot reach the LLM at {self.base} through the environment's proxy "
                                  f"({exc}); unset ALL_PROXY / HTTPS_PROXY or use an HTTP proxy") from None
@@ -142,8 +165,9 @@ class LLMClient:
         """One request to the server (GET, or POST of `body` as JSON): its body, or an exception
         saying what to do about it."""
         settings, base = self.settings, self.base
+        url = request_url(base, path)
         try:
-            response = self._http.get(base + path) if body is None else self._http.post(base + path, json=body)
+            response = self._http.get(url) if body is None else self._http.post(url, json=body)
         except httpx2.TimeoutException:
             raise _Retry(f"no answer within {settings.timeout_s:g} s") from None
         except httpx2.ConnectError as exc:
@@ -163,6 +187,10 @@ class LLMClient:
         if response.is_success:
             return response.content
         code, detail = response.status_code, _server_message(response)
+        if response.is_redirect or 300 <= code < 400:
+            raise RetrievalError(f"The LLM server at {base} answered {code}, a redirect{_redirect_target(response)}: "
+                                 f"the judge never follows one (the key and the documents go to the configured "
+                                 f"server only); set the base URL to the server's own address")
         if code in (401, 403):
             fix = (f"check the key in ${settings.api_key_env.strip()}" if settings.api_key_env.strip() else
                    "it wants a key: name the environment variable that holds it")
@@ -187,12 +215,16 @@ class LLMClient:
             data = json.loads(raw)
             content = data["choices"][0]["message"].get("content") or ""
             usage = data.get("usage") or {}
+            if isinstance(content, list):  # content parts, as some servers send them
+                content = "".join(part["text"] for part in content if part.get("type", "text") == "text")
+            if not isinstance(content, str) or not isinstance(usage, dict):
+                raise TypeError("not text")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            # Never its body: the server may be no LLM's (see _server_message).
             raise RetrievalError(f"The LLM server at {settings.base_url.strip()} did not answer in the "
-                                 f"chat-completions format: {raw[:200].decode('utf-8', 'replace')!r}") from None
-        if isinstance(content, list):  # content parts, as some servers send them
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        text = str(content)
+                                 f"chat-completions format (a JSON object with choices[0].message.content, "
+                                 f"text)") from None
+        text = content
         input_tokens = usage.get("prompt_tokens") or (len(SYSTEM_MESSAGE) + len(prompt)) // CHARS_PER_TOKEN
         output_tokens = usage.get("completion_tokens") or max(1, len(text) // CHARS_PER_TOKEN)
         return Answer(text, parse_grade(text), int(input_tokens), int(output_tokens), seconds)
@@ -231,9 +263,13 @@ class LLMClient:
         except _PairFailed as exc:
             raise RetrievalError(f"The LLM server at {self.settings.base_url.strip()} answered {exc}") from None
         try:
-            return [str(m["id"]) for m in json.loads(raw).get("data", [])]
+            listed = json.loads(raw).get("data", [])
+            if not isinstance(listed, list):
+                raise TypeError("not a list")
+            return [str(m["id"]) for m in listed]
         except (ValueError, KeyError, TypeError, AttributeError):
-            return []
+            raise RetrievalError(f"The LLM server at {self.settings.base_url.strip()} did not answer in the "
+                                 f"models-list format (a JSON object whose data lists models with an id)") from None
 
 
 def server_models(settings: LLMSettings) -> list[str]:

@@ -2,7 +2,8 @@
 
 Off until configured (`LLMSettings`): a base URL (a local server such as Ollama's
 `http://127.0.0.1:11434/v1`, vLLM's or llama.cpp's, or a hosted one; requests go to
-`{base_url}/chat/completions`), a model, and the NAME of the environment variable that holds the
+`{base_url}/chat/completions`; never a link-local or metadata address unless `allow_link_local`:
+`endpoint.py`), a model, and the NAME of the environment variable that holds the
 key ('' for none). The key itself is read from the environment at request time and is never
 written anywhere. The settings live in the store's `_llm_judge` table (`save_settings`), one row
 of JSON; a name without '__' never clashes with a collection or its `_<kind>__<collection>` tables.
@@ -28,10 +29,10 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 
+from retrieval.judging.llm.endpoint import check_host, request_url
 from retrieval.judging.raters import LLM_PREFIX, MAX_RATER_CHARS, RATER_PUNCTUATION
 from retrieval.store.side_tables import KeyedTable
 from retrieval.store.tables import now_iso
@@ -176,6 +177,7 @@ class LLMSettings:
     price_per_1k_input_tokens: float = 0.0
     price_per_1k_output_tokens: float = 0.0
     temperature: float = 0.0
+    allow_link_local: bool = False  # a link-local or cloud metadata address as the server (endpoint.py)
 
     @property
     def configured(self) -> bool:
@@ -188,17 +190,14 @@ class LLMSettings:
 
     @property
     def endpoint(self) -> str:
-        return self.base_url.strip().rstrip("/") + "/chat/completions"
+        return request_url(self.base_url, "/chat/completions")
 
     def validate(self, check_key: bool = True) -> LLMSettings:
         """Refuse settings that cannot work, with a message that says what to set; `check_key`:
         also that the named key variable is set in this process."""
         if not self.configured:
             raise RetrievalError(NOT_CONFIGURED)
-        url = urlsplit(self.base_url.strip())
-        if url.scheme not in ("http", "https") or not url.netloc:
-            raise RetrievalError(f"The LLM base URL must start with http:// or https://, such as "
-                                 f"http://127.0.0.1:11434/v1; got {self.base_url.strip()!r}")
+        check_host(self.base_url, self.allow_link_local)
         if len(self.model) > 200 or any(c.isspace() for c in self.model.strip()):
             raise RetrievalError(f"Invalid model name {self.model!r}: the name the server knows, without spaces")
         validate_prompt(self.prompt)
