@@ -208,20 +208,16 @@ def trec_run(run: Run, tag: str) -> str:
 
 def metrics_csv(per_query: Mapping[str, Mapping[str, float]], metrics: Iterable[str], mean_row: bool = False) -> str:
     """Per-query metric values as CSV: header `query_id,<metric>,…`, one row per query (in the
-    given order); with `mean_row`, a last row `mean` averaging each column over the queries."""
-    import csv
-    import io
+    given order); with `mean_row`, a last row `mean` averaging each column over the queries. A
+    query id or metric name that a spreadsheet would run as a formula gets a quote (`csv_text`)."""
+    from retrieval.text.csv_cells import csv_text
 
     metrics = list(metrics)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["query_id", *metrics])
-    for qid, values in per_query.items():
-        writer.writerow([qid, *(repr(float(values[m])) for m in metrics)])
+    rows = [["query_id", *metrics]]
+    rows += [[qid, *(float(values[m]) for m in metrics)] for qid, values in per_query.items()]
     if mean_row and per_query:
-        writer.writerow(["mean", *(repr(sum(float(v[m]) for v in per_query.values()) / len(per_query))
-                                   for m in metrics)])
-    return out.getvalue()
+        rows.append(["mean", *(sum(float(v[m]) for v in per_query.values()) / len(per_query) for m in metrics)])
+    return csv_text(rows)
 
 
 def _check_token(value: str, what: str) -> None:

@@ -4,12 +4,14 @@ written. A rating is one rater's grade of one document for one query (`raters.Ra
 Ratings, one rater's grade per line (`parse_ratings_csv` / `format_ratings_csv`): CSV with a
 header naming the columns query, doc, grade and, optionally, rater, in any order and any case
 (also query_id, doc_id, rating). An empty grade, "?" or "can't tell" is the rater's "can't tell"
-(grade None). `format_ratings_csv` writes `query,doc,grade,rater`, read back exactly.
+(grade None). `format_ratings_csv` writes `query,doc,grade,rater`, read back exactly; a cell a
+spreadsheet would run as a formula gets a leading quote, removed on reading (`text/csv_cells.py`).
 
 Quepid's ratings CSV (`parse_quepid_csv` / `format_quepid_csv`): the header `query,docid,rating`,
 then one line per rated document, keyed by the query's TEXT; a query without ratings is a line
 `text,,`. Quepid writes it (Api::V1::Export::RatingsController, "basic" format: a space before a
-text starting with - = + @, against formula injection; no line feed after the last line) and
+text starting with - = + @, against formula injection; here before every such cell, tab and CR
+too; no line feed after the last line) and
 reads it back (RatingsImporter: cells stripped, a line without a document or a rating only adds
 the query; ratings may be written 1.0). Sources: github.com/o19s/quepid,
 app/controllers/api/v1/export/ratings_controller.rb, app/services/ratings_importer.rb,
@@ -21,14 +23,13 @@ Every problem of a file is reported by its line, in one IngestError.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Iterable, Iterator, Mapping
 
 from retrieval.judging.qrels import normalize_header, read_grade, read_rows
 from retrieval.judging.raters import Rating, consensus, validate_rater
 from retrieval.judging.validation import ui_query_id, validate_query_text
+from retrieval.text.csv_cells import csv_text, restore_cell
 from retrieval.types import IngestError, RetrievalError
 
 RATING_COLUMNS = {"query": ("query", "query_id"), "doc": ("doc", "doc_id"), "grade": ("grade", "rating"),
@@ -38,7 +39,7 @@ QUEPID_COLUMNS = {"query": ("query", "query_text"), "doc": ("docid", "doc_id"), 
 CANT_TELL_CELLS = ("", "?", "can't tell", "can’t tell", "cant tell")  # compared lower-cased
 CANT_TELL_WRITTEN = "can't tell"
 QUEPID_RATER = "quepid"
-QUEPID_UNSAFE_STARTS = ("-", "=", "+", "@")  # Quepid writes a space before these (formula injection)
+QUEPID_SAFE_PREFIX = " "  # Quepid writes a space before a cell starting - = + @ (formula injection)
 _WHITESPACE = re.compile(r"\s")
 
 
@@ -75,12 +76,8 @@ def parse_ratings_csv(text: str, default_rater: str = "imported") -> list[Rating
 def format_ratings_csv(ratings: Iterable[Rating]) -> str:
     """`query,doc,grade,rater` CSV of `ratings`, in their order; "can't tell" written as such.
     `parse_ratings_csv` reads it back to the same list (an unnamed rater '' with `default_rater=''`)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["query", "doc", "grade", "rater"])
-    for r in ratings:
-        writer.writerow([r.query_id, r.doc_id, CANT_TELL_WRITTEN if r.grade is None else r.grade, r.rater])
-    return out.getvalue()
+    rows = ([r.query_id, r.doc_id, CANT_TELL_WRITTEN if r.grade is None else r.grade, r.rater] for r in ratings)
+    return csv_text([["query", "doc", "grade", "rater"], *rows])
 
 
 def parse_quepid_csv(text: str, query_ids: Mapping[str, str] | None = None, rater: str = QUEPID_RATER
@@ -142,15 +139,13 @@ def format_quepid_csv(queries: Mapping[str, str], ratings: Iterable[Rating]) -> 
         if r.query_id not in queries:
             raise RetrievalError(f"No text for query id {r.query_id!r}: Quepid keys ratings by query text")
         units.setdefault(r.query_id, {}).setdefault(r.doc_id, {})[r.rater] = r.grade
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["query", "docid", "rating"])
+    lines: list[list] = [["query", "docid", "rating"]]
     for query_id, query_text in queries.items():
-        shown = f" {query_text}" if query_text.startswith(QUEPID_UNSAFE_STARTS) else query_text
         graded = {d: consensus(grades) for d, grades in units.get(query_id, {}).items()}
-        rows = [[shown, doc_id, grade] for doc_id, grade in graded.items() if grade is not None]
-        writer.writerows(rows or [[shown, "", ""]])
-    return out.getvalue()[:-1]  # as Quepid writes it: no line feed after the last line
+        rows = [[query_text, doc_id, grade] for doc_id, grade in graded.items() if grade is not None]
+        lines.extend(rows or [[query_text, "", ""]])
+    # Quepid's rule against formulas: a space before the cell (its importer strips cells).
+    return csv_text(lines, prefix=QUEPID_SAFE_PREFIX)[:-1]  # as Quepid writes it: no line feed after the last line
 
 
 def _rating_header(records: Iterator[tuple[int, list[str]]], names: Mapping[str, tuple[str, ...]], needed: str
@@ -173,7 +168,7 @@ def _rating_cells(number: int, cells: list[str], columns: tuple[int | None, ...]
     if len(cells) < needed:
         problems.append(f"line {number}: expected {needed} fields, got {len(cells)}")
         return None
-    query_id, doc_id, grade, rater = (cells[i].strip() if i is not None else "" for i in columns)
+    query_id, doc_id, grade, rater = (restore_cell(cells[i].strip()) if i is not None else "" for i in columns)
     return query_id, doc_id, grade, rater
 
 

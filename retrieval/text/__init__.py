@@ -9,6 +9,7 @@
     entity_tables.py  the entity graph tables' rows (entities, event–entity links, event times)
     records.py        catalogue records (seed 000's data-source shape): their names, tags, domains
     passages.py       the text of a document the encoders, BM25 and the rerankers see (title + text)
+    csv_cells.py      CSV for spreadsheets: a cell that would run as a formula made text (OWASP)
 
 Entry points: `tokenize`, `document_language`, `decode_bytes`, `chunk_markdown`, `snippet`.
 """

