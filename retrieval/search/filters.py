@@ -1,4 +1,4 @@
-"""Metadata filters: seed 003's `filter_category`, generalised to any metadata field.
+r"""Metadata filters: seed 003's `filter_category`, generalised to any metadata field.
 
 A filter is a string `FIELD OP VALUE` (what the CLI's `--filter`, the URL and a saved config hold):
 
@@ -7,6 +7,8 @@ A filter is a string `FIELD OP VALUE` (what the CLI's `--filter`, the URL and a 
     category=a|b|c               `in`: any of the values
     year>=2010   price<9.5       ranges on numbers, or on ISO dates (date>=2020-01-01)
     year>2010    year<=2020
+    category=public\|secret     a backslash makes the next `|`, `\` or space part of the value
+                                 (`escape_value` writes a value so; other backslashes are literal)
 
 A document passes when every filter passes (AND). Filters are applied *before* ranking, in every
 source (`allowed` ids: a mask over rank-bm25's scores, a LanceDB prefilter for the native index
@@ -27,8 +29,50 @@ from typing import Any
 from retrieval.types import RetrievalError
 
 OPERATORS = (">=", "<=", "=", ">", "<")
-_SPLIT = re.compile(r"^\s*([^=<>]+?)\s*(>=|<=|=|>|<)\s*(.*?)\s*\Z", re.S)
+_SPLIT = re.compile(r"^\s*([^=<>]+?)\s*(>=|<=|=|>|<)(.*)\Z", re.S)
 FILTER_MAX_CHARS = 500
+_ESCAPED = "|\\"  # what a backslash makes literal in a value (and any whitespace)
+
+
+def escape_value(value: str) -> str:
+    """`value` written so that `parse_filter` reads it back as one literal value: `\\` and `|`
+    escaped, and spaces at either end (which are otherwise trimmed)."""
+    body = value.replace("\\", "\\\\").replace("|", "\\|")
+    start = len(body) - len(body.lstrip())
+    end = len(body.rstrip())
+    if end <= start:
+        return "".join("\\" + c for c in body)
+    return ("".join("\\" + c for c in body[:start]) + body[start:end]
+            + "".join("\\" + c for c in body[end:]))
+
+
+def _split_values(text: str) -> tuple[str, ...]:
+    """The values of an equality filter: split at each `|` not escaped, spaces not escaped
+    trimmed at either end, escapes removed."""
+    values: list[list[tuple[str, bool]]] = [[]]
+    chars = iter(text)
+    for char in chars:
+        if char == "\\":
+            following = next(chars, None)
+            if following is not None and (following in _ESCAPED or following.isspace()):
+                values[-1].append((following, True))
+                continue
+            values[-1].append((char, False))
+            if following is None:
+                break
+            char = following
+        if char == "|":
+            values.append([])
+        else:
+            values[-1].append((char, False))
+    out = []
+    for value in values:
+        while value and not value[0][1] and value[0][0].isspace():
+            value.pop(0)
+        while value and not value[-1][1] and value[-1][0].isspace():
+            value.pop()
+        out.append("".join(c for c, _ in value))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -38,7 +82,7 @@ class Filter:
     values: tuple[str, ...]  # one value, or several for `=` with `|`
 
     def __str__(self) -> str:
-        return f"{self.field}{self.op}{'|'.join(self.values)}"
+        return f"{self.field}{self.op}{'|'.join(map(escape_value, self.values)) if self.op == '=' else self.values[0]}"
 
 
 def parse_filter(text: str) -> Filter:
@@ -52,7 +96,9 @@ def parse_filter(text: str) -> Filter:
         raise RetrievalError(f"Cannot read filter {text!r}: write FIELD=VALUE, FIELD=A|B, or FIELD>=, >, <=, < "
                              "a number or an ISO date")
     field, op, value = match.groups()
-    values = tuple(v.strip() for v in value.split("|")) if op == "=" else (value,)
+    if not value.strip():
+        raise RetrievalError(f"Filter {text!r} has an empty value")
+    values = _split_values(value) if op == "=" else (value.strip(),)
     if any(not v for v in values):
         raise RetrievalError(f"Filter {text!r} has an empty value")
     if op != "=" and _bound(value) is None:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
+from retrieval.search.filters import escape_value
 from retrieval.types import Document, RetrievalError
 
 MAX_ENTRIES = 1000  # per add_knowledge call
@@ -18,28 +20,57 @@ RANGE_OPERATORS = {"gte": ">=", "lte": "<=", "gt": ">", "lt": "<"}
 def call_filters(filter_category: str | None, filters: Any) -> list[str]:
     """A tool call's filters as `retrieval.search.filters` strings: `filter_category` is `category=…`;
     `filters` maps a field to a value, a list of values (any of them), or a range object
-    {"gte": …, "lte": …, "gt": …, "lt": …} (numbers or ISO dates), or is a list of filter strings."""
-    out = [] if filter_category in (None, "") else [f"category={filter_category}"]
+    {"gte": …, "lte": …, "gt": …, "lt": …} (numbers or ISO dates), or is a list of filter strings.
+    Values are literals (`escape_value`: `public|secret` is one category), numbers finite; a field
+    name is a name, never an operator."""
+    out = [] if filter_category in (None, "") else [f"category={_literal(filter_category, 'filter_category')}"]
     if filters in (None, {}, []):
         return out
     if isinstance(filters, list) and all(isinstance(f, str) for f in filters):
-        return out + filters
+        return out + filters  # filter strings: the language itself, as the CLI's --filter takes it
     if not isinstance(filters, dict):
         raise ToolProblem("filters must be an object {field: value | [values] | {gte, lte, gt, lt}} or a list "
                           "of strings like 'category=a'")
     for field, value in filters.items():
+        if not isinstance(field, str) or not field.strip() or field != field.strip() or _FIELD_SYNTAX & set(field):
+            raise ToolProblem(f"filters: a field name is a metadata field without = < > | \\ or spaces at either "
+                              f"end; got {field!r}")
         if isinstance(value, dict):
             unknown = sorted(set(value) - set(RANGE_OPERATORS))
             if unknown or not value:
                 raise ToolProblem(f"filters.{field}: a range takes gte, lte, gt, lt; got {sorted(value)}")
-            out += [f"{field}{RANGE_OPERATORS[op]}{bound}" for op, bound in value.items()]
+            out += [f"{field}{RANGE_OPERATORS[op]}{_bound(bound, field)}" for op, bound in value.items()]
         elif isinstance(value, list) and value:
-            out.append(f"{field}={'|'.join(str(v) for v in value)}")
+            out.append(f"{field}={'|'.join(_literal(v, f'filters.{field}') for v in value)}")
         elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            out.append(f"{field}={value}")
+            out.append(f"{field}={_literal(value, f'filters.{field}')}")
         else:
             raise ToolProblem(f"filters.{field}: give a value, a list of values or a range, got {value!r}")
     return out
+
+
+_FIELD_SYNTAX = set("=<>|\\")
+
+
+def _literal(value: Any, what: str) -> str:
+    """One value, escaped so that the filter language reads it as itself."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ToolProblem(f"{what}: a value is a string or a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolProblem(f"{what}: a number must be finite, got {value!r}")
+    if isinstance(value, str) and not value.strip():
+        raise ToolProblem(f"{what}: a value must not be empty")
+    return escape_value(str(value))
+
+
+def _bound(value: Any, field: str) -> str:
+    """A range's bound: a finite number or an ISO date, never more syntax."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolProblem(f"filters.{field}: a range bound must be a finite number or an ISO date, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or (
+            isinstance(value, str) and (not value.strip() or set(value) & set("|\\=<>"))):
+        raise ToolProblem(f"filters.{field}: a range bound must be a finite number or an ISO date, got {value!r}")
+    return str(value).strip()
 
 
 class ToolProblem(RetrievalError):

@@ -23,6 +23,7 @@ Tools (names and shapes of seed 003's knowledge-base server, plus seed 000's `se
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,13 @@ MAX_TOP_K = 100
 MAX_QUERY_CHARS = 4000
 DEFAULT_LIMIT = 10  # seed 000's default result limit (1–50)
 QA_SCORES = ("similarity", "rerank")  # or a source name: that source's raw score (dense: cosine)
+
+
+def _finite(value: Any, what: str) -> float:
+    """A finite number (NaN compares false with every score, so it would pass them all)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ToolProblem(f"{what} must be a finite number, got {value!r}")
+    return float(value)
 
 
 @dataclass
@@ -83,7 +91,7 @@ class KnowledgeService:
                 raise RetrievalError(f"{what} {name!r} is not one of the served collections "
                                      f"({', '.join(self.served)})")
         self.allow_write = allow_write
-        self.qa_min_score = qa_min_score
+        self.qa_min_score = _finite(qa_min_score, "--qa-min-score")
         self.qa_score = qa_score
 
     # ---- arguments ---------------------------------------------------------------------------
@@ -205,7 +213,7 @@ class KnowledgeService:
         question = self._text(question, "question")
         if report is not None and not isinstance(report, str):
             raise ToolProblem("report must be a string")
-        minimum = self.qa_min_score if min_score is None else min_score
+        minimum = self.qa_min_score if min_score is None else _finite(min_score, "min_score")
         found = self.retrieve(question, top_k, use_rerank, collection_name)
         sources, blocks = [], []
         for item in found["results"]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from retrieval.search.filters import escape_value, parse_filter
 from retrieval.text.highlight import escape_markdown
+from retrieval.types import RetrievalError
 from ui import resources, state
 
 FILTER_VALUES_SHOWN = 30  # most frequent values per field offered in the picker
@@ -18,10 +20,14 @@ def _split_filters(filters: list[str]) -> tuple[list[str], list[str]]:
     picked, other = [], []
     for text in filters:
         field, op, value = text.partition("=")
-        if op and not any(c in field for c in "<>") and value:
-            picked += [f"{field.strip()}={v.strip()}" for v in value.split("|")]
-        else:
+        try:
+            values = parse_filter(text).values if op and not any(c in field for c in "<>") and value else None
+        except RetrievalError:
+            values = None
+        if values is None:
             other.append(text)
+        else:  # each value written back as the filter language reads it: `a\|b` is one value
+            picked += [f"{field.strip()}={escape_value(v)}" for v in values]
     return picked, other
 
 
@@ -44,7 +50,7 @@ def filter_controls(which: str) -> None:
         fields = {}
     config = state.view().config(which)
     with st.expander(f"Filters ({len(config.filters)})" if config.filters else "Filters"):
-        counts = {f"{field}={value}": n for field, entry in sorted(fields.items())
+        counts = {f"{field}={escape_value(str(value))}": n for field, entry in sorted(fields.items())
                   for value, n in entry["values"][:FILTER_VALUES_SHOWN]}
         picked, _ = _split_filters(config.filters)
         options = list(dict.fromkeys([*counts, *picked]))
