@@ -4,6 +4,7 @@
   NaN or infinite fused or display score for finite candidate scores (tests/test_properties.py).
 * Models named by a link: only the built-in aliases and folders under `WORKBENCH_MODEL_DIRS`
   (`check_model_from_link`); the CLI, whose user is on the server, may name any path.
+* JSON from a link or a file: its length and nesting (`check_json_text`), before it is parsed.
 * Sizes: uploads per file and per ingest, and how much of one document a result card shows
   before "full text on demand". Each can be changed with an environment variable.
 
@@ -33,6 +34,39 @@ BM25_K1_MAX = 100.0
 SOURCE_PARAM_MAX = 1e6  # every entry of the keyword / graph parameter dicts is in [0, this]
 SCORE_MAX = 1e100  # |minimum scores| ≤ this; raw scores fused unnormalised ('none') are clamped to ±this
 NAME_MAX = 200  # characters of a source name (a weights key)
+
+# ---- JSON a user hands in (a link's filters= and query_weights=, a config file) -----------------
+# Python's parser recurses per nesting level: 100,000 nested lists raise RecursionError, so the
+# nesting is counted first, without parsing (`check_json_text`).
+JSON_MAX_DEPTH = 32  # a config nests 3 deep (query_weights: {query: {source: weight}})
+LINK_JSON_MAX_CHARS = 20_000  # one JSON value of a link
+
+
+def json_depth(text: str) -> int:
+    """How deep `[` and `{` nest in JSON text (brackets inside strings do not count)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_json_text(text: str, what: str, max_chars: int | None = None) -> None:
+    """Refuse JSON text longer than `max_chars` or nested deeper than `JSON_MAX_DEPTH`, before
+    it is parsed; the message never repeats the text."""
+    if max_chars is not None and len(text) > max_chars:
+        raise RetrievalError(f"{what} is {len(text):,} characters long; the limit is {max_chars:,}")
+    if json_depth(text) > JSON_MAX_DEPTH:
+        raise RetrievalError(f"{what} is JSON nested more than {JSON_MAX_DEPTH} deep")
+
 
 # ---- Sizes (environment variables, read once at import) -----------------------------------------
 

@@ -24,6 +24,7 @@ from typing import Any
 from retrieval.limits import (
     BM25_K1_MAX,
     DEPTH_MAX,
+    LINK_JSON_MAX_CHARS,
     NAME_MAX,
     RERANK_TOP_N_MAX,
     RRF_K_MAX,
@@ -33,6 +34,7 @@ from retrieval.limits import (
     TOP_K_MAX,
     WEIGHT_MAX,
     WEIGHT_MIN,
+    check_json_text,
 )
 from retrieval.search.filters import parse_filters
 from retrieval.search.fusion.methods import COMBINATIONS as COMBINATION_REGISTRY
@@ -349,6 +351,7 @@ class SearchConfig:
 
 def json_object(text: str) -> dict[str, Any]:
     """A config's JSON text as a dict, or a one-line `RetrievalError`."""
+    check_json_text(text, "The config")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -383,6 +386,8 @@ _FLOAT_FIELDS = {"rrf_k", "min_score", "min_display_score", "bm25_k1", "bm25_b",
 
 
 def _parse_field(name: str, raw: str) -> Any:
+    if name in ("filters", "query_weights"):
+        check_json_text(raw, f"{name} in the link", LINK_JSON_MAX_CHARS)
     if name == "filters":
         value = json.loads(raw) if raw else []
         if not isinstance(value, list):

@@ -96,3 +96,12 @@ def test_a_huge_document_shows_an_excerpt_and_its_full_text_on_demand(app_db, lo
     assert [t for t in at.get("text") if len(t.value) == 60_000]
     at.slider(key="a.top_k").set_value(5).run()  # the next rerun sends the excerpt only again
     assert not [t for t in at.get("text") if len(t.value) == 60_000]
+
+
+def test_a_link_with_deeply_nested_json_opens_the_page_with_a_notice(app_db):
+    deep = "[" * 5_000 + "]" * 5_000  # raised RecursionError on every page of the session
+    at = open_page("pages/1_Search.py", q=QUERY, filters=deep, query_weights='{"a":' * 3_000)
+    assert not at.exception, [e.value for e in at.exception]
+    notices = [plain(w.value) for w in at.warning]
+    assert any("filters in the link is JSON nested more than 32 deep" in n for n in notices), notices
+    assert any("query_weights in the link is JSON nested more than 32 deep" in n for n in notices), notices

@@ -1,6 +1,11 @@
 """URL <-> View mapping of the UI (pure, no Streamlit run)."""
 
+import json
+
+import pytest
+
 from retrieval.search.config import SearchConfig
+from retrieval.types import RetrievalError
 from ui.state import View, default_config_b, params_for, view_from_params
 
 
@@ -61,3 +66,22 @@ def test_judging_is_off_by_default_and_on_for_links_that_judge():
     view = view_from_params({"judge": "1", "q": "x"})
     assert params_for(view, "search")["judge"] == "1"
     assert "judge" not in params_for(view_from_params({"q": "x"}), "search")
+
+
+def test_a_link_with_deeply_nested_or_huge_json_is_skipped_with_a_notice():
+    # 100,000 nested lists made json.loads raise RecursionError on every page of the session.
+    deep = "[" * 100_000 + "]" * 100_000
+    for name, raw in (("filters", deep), ("query_weights", '{"a": ' * 50_000 + "1" + "}" * 50_000),
+                      ("filters", json.dumps(["category=x"] * 2_000)), ("b.query_weights", "{" * 40 + "}" * 40)):
+        view = view_from_params({"q": "river", name: raw})
+        assert view.config_a.filters == [] and view.config_a.query_weights == {} and view.query == "river"
+        text = " | ".join(view.notices)
+        assert "Ignored part of the link" in text and name.removeprefix("b.") in text, text
+        assert ("nested" in text or "characters long" in text) and raw[:50] not in text, text
+    nested = '{"weights": {"bm25": ' + "[" * 33 + "1" + "]" * 33 + "}}"
+    with pytest.raises(RetrievalError, match="nested more than 32 deep"):
+        SearchConfig.from_json(nested)
+    with pytest.raises(RetrievalError, match="nested more than 32 deep"):
+        SearchConfig.from_json("[" * 100_000)
+    ok = view_from_params({"filters": json.dumps(["category=a|b"])})
+    assert ok.config_a.filters == ["category=a|b"] and ok.notices == []
