@@ -378,6 +378,7 @@ class QuerySet:
     name: str
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    source: str = CONSENSUS  # the judgment source the qrels are (`JudgmentStore.qrels`)
 
     @property
     def judged(self) -> list[str]:

@@ -283,9 +283,10 @@ class Disagreement:
 
 def disagreements(ratings: Iterable[Rating]) -> list[Disagreement]:
     """Documents to adjudicate: different grades and no adjudicated grade yet, widest spread
-    first, then by query id and doc id."""
+    first, then by query id and doc id. Implicit lists are no raters to adjudicate: left out."""
     found = [Disagreement(q, d, {r: unit[r] for r in sorted(unit)}, _spread(unit))
-             for (q, d), unit in _graded_units(ratings, with_adjudicated=True).items()
+             for (q, d), unit in _graded_units((r for r in ratings if not is_implicit_rater(r.rater)),
+                                               with_adjudicated=True).items()
              if ADJUDICATED not in unit and _spread(unit) > 0]
     return sorted(found, key=lambda x: (-x.spread, x.query_id, x.doc_id))
 
