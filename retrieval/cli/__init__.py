@@ -10,6 +10,7 @@
     collections.py  `collections`: list, stats, versions, index, graph, delete, clear
     queryset.py     `queryset`: list, export, import
     judge.py        `judge`: next, agreement, disagreements, adjudicate, llm, import, export
+    judge_implicit.py  `judge implicit`: judgments from behaviour logs by a click model
     serve.py        `serve`: its options; starts the MCP server (`retrieval.serve`)
     prepare.py      `prepare`
 

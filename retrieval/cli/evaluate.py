@@ -30,6 +30,9 @@ def add_judged_options(parser: argparse.ArgumentParser) -> None:
                                                            "in the app, or imported with 'queryset import')")
     parser.add_argument("--model", help="embedding model (default: by corpus language)")
     parser.add_argument("--max-queries", type=at_least(1), help="use only the first N judged queries")
+    parser.add_argument("--judgments", metavar="SOURCE",
+                        help="with --queryset: the judgment source, 'consensus' (the raters', the default) or "
+                             "one implicit list of the set, e.g. implicit:pbm ('judge implicit' saves them)")
     parser.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
                         help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest; their "
                              "judgments stay, so they count as relevant documents never found")
@@ -90,14 +93,18 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
     `--max-queries` judged queries when that is given) and the query set's name for snapshots.
     SOURCE is a BEIR folder (ingested once into a cache collection), or with `--queryset NAME` a
     collection whose query set NAME was judged in the app (or imported)."""
+    from retrieval.evaluation.snapshots import judged_label
+
     if args.queryset:
         name = workbench.resolve(str(args.source))
         queries = workbench.judgments.queries(name, args.queryset)
-        qrels = {q: d for q, d in workbench.judgments.qrels(name, args.queryset).items() if d}
+        qrels = {q: d for q, d in workbench.judgments.qrels(name, args.queryset, source=args.judgments).items() if d}
         if not qrels:
             raise RetrievalError(f"Query set {args.queryset!r} of {name!r} has no judgments yet")
-        label = args.queryset
+        label = judged_label(args.queryset, args.judgments)
     else:
+        if args.judgments:
+            raise RetrievalError("--judgments chooses among a query set's judgment sources: add --queryset NAME")
         from retrieval.evaluation.beir_cache import ensure_beir_collection
 
         if not args.source.is_dir():

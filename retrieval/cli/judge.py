@@ -8,6 +8,8 @@ between raters, disagreements and their adjudication, the LLM judge, import and 
     judge llm COLLECTION --queryset Q --base-url URL --model M [--api-key-env VAR] [--budget N] …
     judge import COLLECTION --queryset Q FILE [--format csv|quepid|trec] [--rater NAME] [--replace]
     judge export COLLECTION --queryset Q [--format csv|quepid|trec]
+    judge implicit --events FILE [--queries FILE] [--csv FILE] --model coec|ctr|pbm|sdbn|dbn …
+                                                    (judge_implicit.py)
 
 Results and JSON go to stdout, messages to stderr (as every command of `python -m retrieval`).
 """
@@ -19,6 +21,8 @@ import json
 from pathlib import Path
 
 from retrieval.cli.common import log, open_workbench
+from retrieval.cli.judge_implicit import add_actions as add_implicit_actions
+from retrieval.cli.judge_implicit import cmd_implicit
 from retrieval.types import RetrievalError
 
 FORMATS = ("csv", "quepid", "trec")
@@ -89,9 +93,12 @@ def add_parser(sub) -> None:
                                           "TREC qrels (the consensus)")
     common(q)
     q.add_argument("--format", choices=FORMATS, default="csv")
+    add_implicit_actions(actions)
 
 
 def cmd_judge(args) -> int:
+    if args.judge_action == "implicit":
+        return cmd_implicit(args)
     if args.judge_action == "agreement" and Path(args.source).is_file():
         return _agreement_of_file(args)
     workbench = open_workbench(args)

@@ -21,6 +21,8 @@ def add_parser(sub) -> None:
     p.add_argument("--html", type=Path, metavar="FILE", help="report: the self-contained HTML file to write")
     p.add_argument("--name", help="create: the new snapshot's name")
     p.add_argument("--queryset", default="default", help="create: the query set to evaluate (default: default)")
+    p.add_argument("--judgments", metavar="SOURCE", help="create: the judgment source, 'consensus' (default) or an "
+                                                         "implicit list of the set, e.g. implicit:pbm")
     p.add_argument("--metric", default="ndcg@10", help="diff: the metric compared")
     p.add_argument("--trec", action="store_true", help="export: the run in TREC format instead of JSON")
     p.add_argument("--json", action="store_true", help="diff: print JSON")
@@ -42,7 +44,8 @@ def cmd_snapshot(args) -> int:
         if not args.name:
             raise RetrievalError("'snapshot create' needs --name NAME")
         collection = workbench.resolve(args.names[0])
-        snap = snapshots.create(workbench, collection, args.name, config_from_args(args), args.queryset)
+        snap = snapshots.create(workbench, collection, args.name, config_from_args(args), args.queryset,
+                                source=args.judgments)
         log(f"snapshot {snap.name!r}: {len(snap.per_query)} judged queries of {snap.query_set!r} on "
             f"{collection} (version {snap.table_version}, {snap.doc_count} documents)")
         print(json.dumps({"name": snap.name, "mean": snap.mean}, ensure_ascii=False))

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from retrieval.evaluation.evaluate import Qrels, QrelsEvaluator, searched
 from retrieval.evaluation.trust import judged_at
-from retrieval.judging.judgments import JudgmentStore
+from retrieval.judging.judgments import CONSENSUS, JudgmentStore
 from retrieval.models.embed import backend_for
 from retrieval.search.config import SearchConfig
 from retrieval.search.plan import evaluation_config
@@ -253,12 +253,14 @@ class SnapshotStore:
         return snapshot
 
     def create(self, workbench, collection: str, name: str, config: SearchConfig | None = None,
-               query_set: str = "default") -> Snapshot:
-        """Evaluate `config` on the collection's query set now and keep it as snapshot `name`."""
+               query_set: str = "default", source: str | None = None) -> Snapshot:
+        """Evaluate `config` on the collection's query set now and keep it as snapshot `name`;
+        `source`: the judgment source (`JudgmentStore.qrels`; None: the raters' consensus), named in
+        the snapshot's query set as "SET (SOURCE)" so that only snapshots judged alike are diffed."""
         self.check_free(name)  # before the work; `add` checks again under the lock
-        queries, qrels, version = JudgmentStore(workbench.store).judged_state(collection, query_set)
+        queries, qrels, version = JudgmentStore(workbench.store).judged_state(collection, query_set, source=source)
         return self.add(take_snapshot(workbench, collection, name, config or SearchConfig(), queries, qrels,
-                                      query_set, version))
+                                      judged_label(query_set, source), version))
 
     def check_free(self, name: str) -> None:
         """A clear error unless `name` is a valid name no snapshot has."""
@@ -286,3 +288,8 @@ class SnapshotStore:
 
     def export_trec(self, name: str) -> str:
         return self.get(name).trec_run()
+
+
+def judged_label(query_set: str, source: str | None) -> str:
+    """How a snapshot names what it was judged with: the set, and a source other than the consensus."""
+    return query_set if source in (None, CONSENSUS) else f"{query_set} ({source})"

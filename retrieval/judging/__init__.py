@@ -9,6 +9,8 @@
                         BEIR, CSV; JSONL/TSV/CSV queries), read and written
     rating_formats.py   several raters' ratings as files: a ratings CSV and Quepid's, read and written
     judge_next.py       what to judge next (minimal test collections) and the depth pool: pure functions
+    implicit/           judgments from behaviour logs (UBI, click logs) by click models (CTR, COEC,
+                        PBM, SDBN), saved as the judgment source `implicit:<model>`; a click simulator
     llm/                an LLM as one more rater, from any OpenAI-compatible endpoint: its settings,
                         HTTP client, answer cache and runs
 

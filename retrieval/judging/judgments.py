@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from retrieval.judging.judgment_tables import JudgmentTables, judgment_row
 from retrieval.judging.qrels import format_qrels, format_queries, format_query_set, read_query_set_files
-from retrieval.judging.raters import Rating, consensus_qrels, is_llm_rater, validate_rater
+from retrieval.judging.raters import Rating, consensus_qrels, is_implicit_rater, is_llm_rater, validate_rater
 from retrieval.judging.validation import (
     MAX_IMPORTED_GRADE,
     MIN_IMPORTED_GRADE,
@@ -45,6 +45,7 @@ from retrieval.store import counts_as_write, sql_string, validate_collection_nam
 from retrieval.types import RetrievalError
 
 UNNAMED = ""  # the rater of imported judgments and of ratings given without a name
+CONSENSUS = "consensus"  # the judgment source of the raters' consensus (`qrels`)
 CANT_TELL = -99  # a rater's "can't tell", stored as a grade outside every scale; never counted
 MAX_NOTE_CHARS = 4000  # need and guidelines of one query
 STATE_WAIT_S = 10.0  # how long a snapshot waits for a write to the collection (`judged_state`)
@@ -89,14 +90,29 @@ class JudgmentStore(JudgmentTables):
         """The names of the set's raters, sorted ('' is the unnamed rater)."""
         return sorted({r.rater for r in self.ratings_of(collection, set_name)})
 
-    def qrels(self, collection: str, set_name: str, with_llm: bool = True) -> dict[str, dict[str, int]]:
+    def qrels(self, collection: str, set_name: str, with_llm: bool = True,
+              source: str | None = None) -> dict[str, dict[str, int]]:
         """query id -> doc id -> grade, for the set's judged queries (queries in set order, then
         doc ids sorted): per (query, document) the raters' consensus (`raters.consensus`); with
-        `with_llm` False, LLM raters are left out."""
-        exclude = () if with_llm else tuple(r for r in self.raters(collection, set_name) if is_llm_rater(r))
+        `with_llm` False, LLM raters are left out. Implicit lists (`implicit:<model>`, a click
+        model's grades) are never in the consensus: `source` names one judgment source to read
+        alone instead (a rater name, e.g. "implicit:pbm"; None or `CONSENSUS`: the consensus)."""
+        if source not in (None, CONSENSUS):
+            rater = _valid_rater(source)
+            if rater not in self.raters(collection, set_name):
+                raise RetrievalError(f"Query set {set_name!r} has no judgments from {source!r} (sources: "
+                                     f"{', '.join(map(repr, self.sources(collection, set_name)))})")
+            return consensus_qrels(self.ratings_of(collection, set_name, rater=rater))
+        raters = self.raters(collection, set_name)
+        exclude = tuple(r for r in raters if is_implicit_rater(r) or (not with_llm and is_llm_rater(r)))
         return consensus_qrels(self.ratings_of(collection, set_name), exclude_raters=exclude)
 
-    def judged_state(self, collection: str, set_name: str, wait: float = STATE_WAIT_S
+    def sources(self, collection: str, set_name: str) -> list[str]:
+        """The judgment sources one can evaluate with: `CONSENSUS` (the raters'), then each
+        implicit list of the set."""
+        return [CONSENSUS] + [r for r in self.raters(collection, set_name) if is_implicit_rater(r)]
+
+    def judged_state(self, collection: str, set_name: str, wait: float = STATE_WAIT_S, source: str | None = None
                      ) -> tuple[dict[str, str], dict[str, dict[str, int]], int]:
         """The set's queries and judgments and the collection's table version, of one committed
         state: read under the collection's writer lock (a query-set write commits its queries
@@ -108,7 +124,7 @@ class JudgmentStore(JudgmentTables):
             raise RetrievalError(f"A write to {collection!r} is in progress (an ingest, a clear …): take the snapshot "
                                  "when it has finished")
         try:
-            return (self.queries(collection, set_name), self.qrels(collection, set_name),
+            return (self.queries(collection, set_name), self.qrels(collection, set_name, source=source),
                     self.store.version(collection))
         finally:
             lock.__exit__(None, None, None)
@@ -273,11 +289,14 @@ class JudgmentStore(JudgmentTables):
 
     @counts_as_write
     def save_ratings(self, collection: str, set_name: str, ratings: Sequence[Rating],
-                     queries: Mapping[str, str] | None = None, replace: bool = False) -> int:
+                     queries: Mapping[str, str] | None = None, replace: bool = False,
+                     replace_rater: str | None = None) -> int:
         """Import several raters' ratings (a ratings CSV, a Quepid file). `queries` (id -> text)
         are added to the set (created if needed) or update the texts of known ids; every rating
         must name a query of the set. `replace`: the set's ratings become exactly these (the
-        queries stay). One commit per table; a failure changes nothing. Returns the ratings saved."""
+        queries stay); `replace_rater`: that rater's ratings become exactly these (an implicit list
+        re-made from a longer log). One commit per table; a failure changes nothing. Returns the
+        ratings saved."""
         validate_collection_name(collection)
         validate_set_name(set_name)
         clean_queries = {validate_id(q, "query"): validate_query_text(t) for q, t in (queries or {}).items()}
@@ -302,8 +321,10 @@ class JudgmentStore(JudgmentTables):
                                    "position": old["position"] if old else position,
                                    "need": (old or {}).get("need", ""),
                                    "guidelines": (old or {}).get("guidelines", "")})
-            self._write_both(collection, query_rows, rows, None,
-                             delete_judgments=f"set_name = {sql_string(set_name)}" if replace else None)
+            delete = f"set_name = {sql_string(set_name)}" if replace else None
+            if replace_rater is not None and not replace:
+                delete = f"set_name = {sql_string(set_name)} AND rater = {sql_string(_valid_rater(replace_rater))}"
+            self._write_both(collection, query_rows, rows, None, delete_judgments=delete)
         return len(rows)
 
     @counts_as_write
@@ -357,6 +378,7 @@ class QuerySet:
     name: str
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    source: str = CONSENSUS  # the judgment source the qrels are (`JudgmentStore.qrels`)
 
     @property
     def judged(self) -> list[str]:

@@ -53,6 +53,7 @@ from retrieval.types import RetrievalError
 
 ADJUDICATED = "(adjudicated)"  # reserved rater name: the grade that settles a disagreement
 LLM_PREFIX = "llm:"  # rater names of language models, e.g. "llm:gpt-4o"
+IMPLICIT_PREFIX = "implicit:"  # judgment lists a click model made from logs, e.g. "implicit:pbm"
 MAX_RATER_CHARS = 64
 RATER_PUNCTUATION = " ._-:@/+"
 KAPPA_WEIGHTS = (None, "linear", "quadratic")
@@ -98,6 +99,12 @@ def _rater_char(char: str) -> bool:
 def is_llm_rater(name: str) -> bool:
     """Whether the rater is a language model: its name starts with "llm:" (any case)."""
     return name[:len(LLM_PREFIX)].lower() == LLM_PREFIX
+
+
+def is_implicit_rater(name: str) -> bool:
+    """Whether the "rater" is a click model's judgment list: its name starts with "implicit:"
+    (any case). Such a list is a judgment source of its own, never part of the consensus."""
+    return name[:len(IMPLICIT_PREFIX)].lower() == IMPLICIT_PREFIX
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable], weights: str | None = None,
@@ -276,9 +283,10 @@ class Disagreement:
 
 def disagreements(ratings: Iterable[Rating]) -> list[Disagreement]:
     """Documents to adjudicate: different grades and no adjudicated grade yet, widest spread
-    first, then by query id and doc id."""
+    first, then by query id and doc id. Implicit lists are no raters to adjudicate: left out."""
     found = [Disagreement(q, d, {r: unit[r] for r in sorted(unit)}, _spread(unit))
-             for (q, d), unit in _graded_units(ratings, with_adjudicated=True).items()
+             for (q, d), unit in _graded_units((r for r in ratings if not is_implicit_rater(r.rater)),
+                                               with_adjudicated=True).items()
              if ADJUDICATED not in unit and _spread(unit) > 0]
     return sorted(found, key=lambda x: (-x.spread, x.query_id, x.doc_id))
 

@@ -410,3 +410,49 @@ def test_the_optimiser_runs_in_the_background_and_its_config_becomes_config_a(sm
     assert finished.result.stopped and all(len(s.history) < 1000 for s in finished.result.studies)
     table = next(d.value for d in at.dataframe if "nDCG@10 held out" in d.value.columns)
     assert any("(stopped)" in str(r.get("time", "")) for r in frame_records(table))
+
+
+def test_an_implicit_list_is_a_judgment_source_with_its_agreement_and_ab_on_it(small_set, workbench):
+    from retrieval.evaluation.abtest import compare
+    from retrieval.judging.implicit.grading import ImplicitJudgment, ImplicitList
+    from retrieval.judging.implicit.source import agreement_with_explicit, save_implicit
+    from retrieval.search.saved_configs import ConfigStore
+
+    queries, qrels = small_set
+    judgments = workbench.judgments
+    judgments.save_query_set(COLLECTION, "clicks-eval", queries, qrels)
+    # a click model's list: the explicit grades, one in three changed, and one more document per query
+    rows = []
+    for i, (q, docs) in enumerate(qrels.items()):
+        for j, (d, g) in enumerate(docs.items()):
+            rows.append(ImplicitJudgment(queries[q], d, 0.5, (g + 1) % 4 if (i + j) % 3 == 0 else g, 3, 20, 0))
+        rows.append(ImplicitJudgment(queries[q], "unsafe-1", 0.0, 0, 0, 20, 5))
+    listed = ImplicitList("coec", "position_ctr", {0: 0.5}, (0.5, 1, 2), rows)
+    save_implicit(judgments, COLLECTION, "clicks-eval", listed)
+    implicit_qrels = judgments.qrels(COLLECTION, "clicks-eval", source="implicit:coec")
+    agreement = agreement_with_explicit(judgments.ratings_of(COLLECTION, "clicks-eval"), "implicit:coec")
+
+    configs = ConfigStore(workbench.store)
+    a, b = SearchConfig(), SearchConfig(fusion="weighted", weights={"bm25": 0.3, "dense": 0.7})
+    configs.save("ab-base", a, overwrite=True)
+    configs.save("ab-cand", b, overwrite=True)
+    at = open_page(EVALUATE, set="clicks-eval")
+    table = next(d.value for d in at.dataframe if "weighted κ" in d.value.columns)
+    (row,) = table.to_dict("records")
+    assert row["judgments"] == "implicit:coec" and row["pairs"] == len(rows)
+    assert row["pairs also judged explicitly"] == agreement.pairs[0].n == len(rows) - len(qrels)
+    assert row["κ"] == pytest.approx(agreement.pairs[0].cohen_kappa)
+    assert row["α"] == pytest.approx(agreement.krippendorff_alpha)
+    picker = at.selectbox(key=f"eval.source.{COLLECTION}.clicks-eval")
+    assert picker.options[1].startswith("implicit:coec: from click logs")
+    picker.set_value("implicit:coec").run()
+    assert any(f"{sum(len(d) for d in implicit_qrels.values())} judgments" in plain(c.value) for c in at.caption)
+    at.selectbox(key="ab.a").set_value("ab-base")
+    at.selectbox(key="ab.b").set_value("ab-cand")
+    at.button(key="ab.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run_a = evaluate_collection(workbench, COLLECTION, queries, implicit_qrels, a).runs["hybrid"]
+    run_b = evaluate_collection(workbench, COLLECTION, queries, implicit_qrels, b).runs["hybrid"]
+    expected = compare(implicit_qrels, run_a, run_b, metric="ndcg@10", test="t-test")
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["nDCG@10 A"] == f"{expected.mean_a:.4f}" and shown["nDCG@10 B"] == f"{expected.mean_b:.4f}"

@@ -1,6 +1,8 @@
 """The Evaluate and Present pages' sections, one module each.
 
     sets.py       the query set: pick, numbers, downloads, upload
+    implicit_sources.py  the judgment source: the raters' consensus or a click model's list, with
+                  its coverage and agreement with the explicit judgments
     run.py        config A scored on the set: metrics, worst queries, per query
     sweep.py      a grid of fusion (and rerank) variants around config A
     ab.py         A/B of two saved configs with a paired significance test

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.judging.judgments import QuerySet
+from retrieval.judging.judgments import CONSENSUS, QuerySet
+from retrieval.judging.raters import is_implicit_rater
 from retrieval.types import RetrievalError
 from ui import state
+from ui.evaluate import implicit_sources
 from ui.judging import rating as judging
 from ui.search import views
 from ui.state import memo_read
@@ -80,9 +82,12 @@ def query_set_section(workbench, collection: str) -> QuerySet | None:
                                 "page go into this set too. Each collection has its own sets.")
         try:
             raters = memo_read(workbench, ("raters", collection, name), lambda: judgments.raters(collection, name))
-            with_llm = consensus_note(raters)
-            chosen = memo_read(workbench, ("set", collection, name, with_llm), lambda: QuerySet(
-                name, judgments.queries(collection, name), judgments.qrels(collection, name, with_llm=with_llm)))
+            source = implicit_sources.source_picker(workbench, collection, name, raters)
+            with_llm = consensus_note([r for r in raters if not is_implicit_rater(r)]) if source == CONSENSUS \
+                else True
+            chosen = memo_read(workbench, ("set", collection, name, with_llm, source), lambda: QuerySet(
+                name, judgments.queries(collection, name),
+                judgments.qrels(collection, name, with_llm=with_llm, source=source), source))
         except Exception as exc:
             views.show_error(exc)
             return None

@@ -10,7 +10,7 @@ import streamlit as st
 from retrieval.evaluation.paired import bootstrap_ci
 from retrieval.evaluation.snapshot_diff import diff, result_lists
 from retrieval.evaluation.snapshot_report import report_html
-from retrieval.evaluation.snapshots import SNAPSHOT_METRICS, Snapshot, SnapshotStore, rerun_at
+from retrieval.evaluation.snapshots import SNAPSHOT_METRICS, Snapshot, SnapshotStore, judged_label, rerun_at
 from retrieval.judging.judgments import QuerySet
 from retrieval.search.config import SearchConfig
 from ui.evaluate import charts as eval_charts
@@ -29,7 +29,8 @@ def snapshots_section(workbench, collection: str, qset: QuerySet, config: Search
                       "config, the judgments as they are, each query's results and metrics."):
         try:
             with st.spinner("Evaluating…"):
-                snap = snapshots.create(workbench, collection, name.strip(), config, qset.name)
+                snap = snapshots.create(workbench, collection, name.strip(), config, qset.name,
+                                        source=qset.source)
             st.success(views.markdown_safe(f"Kept snapshot '{snap.name}': {len(snap.per_query)} judged queries, "
                                            f"nDCG@10 {snap.mean['ndcg@10']:.4f}."))
         except Exception as exc:
@@ -54,8 +55,9 @@ def snapshots_section(workbench, collection: str, qset: QuerySet, config: Search
     metric = st.selectbox("Metric", list(SNAPSHOT_METRICS), format_func=eval_charts.metric_label, key="snap.metric",
                           help="judged@10: the share of the top 10 that has a judgment.")
     # Snapshots never change (a rename or delete is a write, which clears these memos).
-    points = memo_read(workbench, ("snapshot-trend", collection, qset.name, metric),
-                       lambda: trend_points(kept, qset.name, metric))
+    label = judged_label(qset.name, qset.source)
+    points = memo_read(workbench, ("snapshot-trend", collection, label, metric),
+                       lambda: trend_points(kept, label, metric))
     trend_chart(points, qset.name, metric)
     c1, c2 = st.columns(2)
     name_a = c1.selectbox("Before (A)", names, index=len(names) - 2, key="snap.a",
