@@ -96,6 +96,18 @@ class JudgmentStore(JudgmentTables):
         exclude = () if with_llm else tuple(r for r in self.raters(collection, set_name) if is_llm_rater(r))
         return consensus_qrels(self.ratings_of(collection, set_name), exclude_raters=exclude)
 
+    def judged_queries(self, collection: str, set_name: str, max_queries: int | None = None
+                       ) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+        """What an evaluation of the set judges (`evaluate --queryset`, the MCP tuning tools): its
+        queries and the judgments of its judged queries, the first `max_queries` of them when given."""
+        queries = self.queries(collection, set_name)
+        qrels = {q: d for q, d in self.qrels(collection, set_name).items() if d}
+        if not qrels:
+            raise RetrievalError(f"Query set {set_name!r} of {collection!r} has no judgments yet")
+        if max_queries:
+            qrels = dict(list(qrels.items())[:max_queries])
+        return queries, qrels
+
     def judged_state(self, collection: str, set_name: str, wait: float = STATE_WAIT_S
                      ) -> tuple[dict[str, str], dict[str, dict[str, int]], int]:
         """The set's queries and judgments and the collection's table version, of one committed
