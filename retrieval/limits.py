@@ -108,6 +108,12 @@ SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 ANN_INDEX = "IVF_RQ"
 _ANN_NPROBES_SET = _env_int("WORKBENCH_ANN_NPROBES", 0, 1, 1_000_000)  # 0: not set (or unreadable)
 ANN_NPROBES = _ANN_NPROBES_SET or 100
+# What one call of the MCP server's tuning tools may cost (`retrieval.serve.tuning`): judged
+# queries evaluated, optimiser trials per study, seconds of a sweep or an optimisation, pairs listed.
+MCP_MAX_QUERIES = _env_int("WORKBENCH_MCP_MAX_QUERIES", 2_000, 1, 1_000_000)
+MCP_MAX_TRIALS = _env_int("WORKBENCH_MCP_MAX_TRIALS", 200, 1, 100_000)
+MCP_MAX_SECONDS = _env_int("WORKBENCH_MCP_MAX_SECONDS", 600, 1, 86_400)
+MCP_MAX_ROWS = 1_000  # per-query rows, sweep rows, judging pairs in one answer
 # Probes for an index built before IVF_RQ was the default: IVF_SQ's 25 gave recall@10 0.985 with
 # the static encoder at 1M (0.954 with MiniLM; `collections index` rebuilds it as IVF_RQ).
 LEGACY_NPROBES = {"IvfSq": 25}

@@ -97,22 +97,19 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
 
     if args.queryset:
         name = workbench.resolve(str(args.source))
-        queries = workbench.judgments.queries(name, args.queryset)
-        qrels = {q: d for q, d in workbench.judgments.qrels(name, args.queryset, source=args.judgments).items() if d}
-        if not qrels:
-            raise RetrievalError(f"Query set {args.queryset!r} of {name!r} has no judgments yet")
-        label = judged_label(args.queryset, args.judgments)
-    else:
-        if args.judgments:
-            raise RetrievalError("--judgments chooses among a query set's judgment sources: add --queryset NAME")
-        from retrieval.evaluation.beir_cache import ensure_beir_collection
+        queries, qrels = workbench.judgments.judged_queries(name, args.queryset, args.max_queries,
+                                                            source=args.judgments)
+        return name, queries, qrels, judged_label(args.queryset, args.judgments)
+    if args.judgments:
+        raise RetrievalError("--judgments chooses among a query set's judgment sources: add --queryset NAME")
+    from retrieval.evaluation.beir_cache import ensure_beir_collection
 
-        if not args.source.is_dir():
-            raise RetrievalError(f"{args.source} is not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/); to "
-                                 "judge a collection with a query set of its own, add --queryset NAME")
-        name, corpus = ensure_beir_collection(workbench.store, args.source, args.model, log, log_progress,
-                                              skip_invalid=args.skip_invalid)
-        queries, qrels, label = corpus.queries, corpus.qrels, f"beir:{args.source.name}"
+    if not args.source.is_dir():
+        raise RetrievalError(f"{args.source} is not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/); to "
+                             "judge a collection with a query set of its own, add --queryset NAME")
+    name, corpus = ensure_beir_collection(workbench.store, args.source, args.model, log, log_progress,
+                                          skip_invalid=args.skip_invalid)
+    queries, qrels, label = corpus.queries, corpus.qrels, f"beir:{args.source.name}"
     if args.max_queries:
         qrels = dict(list(qrels.items())[: args.max_queries])
     return name, queries, qrels, label

@@ -174,6 +174,12 @@ class QrelsEvaluator:
         return np.array([(self._number(d), float(g)) for d, g in rows], dtype=np.float64).reshape(len(rows), 2)
 
 
+def worst_queries(per_query: Mapping[str, Mapping[str, float]], metric: str = "ndcg@10", n: int = 5) -> list[str]:
+    """The `n` query ids with the lowest `metric` (ties by id), from one system's per-query values
+    (the Evaluate page's and the MCP server's worst queries)."""
+    return sorted(per_query, key=lambda q: (per_query[q].get(metric, 0.0), q))[:n]
+
+
 def _asked(metrics: list[str]) -> list[str]:
     """The metric list to give ranx. Asked for one metric without saving into a `Run`, ranx 0.3
     returns its values under a wrong key (the base name, e.g. 'ndcg'); asked for two or more it

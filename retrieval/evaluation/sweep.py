@@ -156,6 +156,7 @@ class SweepResult:
     variants: dict[str, Variant]  # label -> variant
     per_query: dict[str, dict[str, dict[str, float]]]
     seconds: dict[str, float] = field(default_factory=dict)
+    stopped: bool = False  # `should_stop` ended it: only the variants judged until then
 
     def best(self) -> Variant:
         """The variant of the first row: the best by the first metric."""
@@ -188,12 +189,14 @@ def run_sweep(
     variants: Iterable[Variant],
     metrics: Iterable[str] = DEFAULT_METRICS,
     progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SweepResult:
     """Judge every variant on the judged queries that have a text (see the module docstring).
 
     `progress(done, total)` is called after each query's retrieval, after each query's rerank
     scoring (when a variant reranks) and after each variant's evaluation: total = number of
-    judged queries (twice with rerank variants) + number of variants.
+    judged queries (twice with rerank variants) + number of variants. `should_stop()` is asked
+    after each variant: the variants judged so far are the result (`stopped`).
     """
     variants = list(variants)
     metrics = tuple(metrics)
@@ -233,7 +236,11 @@ def run_sweep(
             progress(len(judged) + n, total_steps)
     done_before = total_steps - len(variants)
 
+    stopped = False
     for done, variant in enumerate(variants, start=1):
+        if done > 1 and should_stop and should_stop():
+            stopped = True
+            break
         rankings = ranker.rankings(plans[variant.label], judged)
         mean, values = evaluator.evaluate_rankings(rankings, metrics)
         per_query[variant.label] = values
@@ -242,8 +249,8 @@ def run_sweep(
             progress(done_before + done, total_steps)
     order = {label: i for i, label in enumerate(labels)}
     rows.sort(key=lambda row: (*(-row[m] for m in metrics), order[row["label"]]))
-    return SweepResult(metrics, len(judged), rows, {v.label: v for v in variants}, per_query,
-                       {"retrieval": retrieval_seconds, "fusion+metrics": time.perf_counter() - started})
+    return SweepResult(metrics, len(judged), rows, {v.label: v for v in variants if v.label in per_query}, per_query,
+                       {"retrieval": retrieval_seconds, "fusion+metrics": time.perf_counter() - started}, stopped)
 
 
 DESCRIPTION_COLUMNS = ("label", "fusion", "normalization", "combination", "weight", "rrf_k", "rerank_top_n",

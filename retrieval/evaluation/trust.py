@@ -146,3 +146,14 @@ def flip_check(a: Mapping[str, Sequence[str]], b: Mapping[str, Sequence[str]], q
                    for d in dict.fromkeys([*list(a.get(q, ()))[:k], *list(b.get(q, ()))[:k]]) if d not in docs)
     return FlipCheck(metric, delta(judged), delta(completed(a, b, judged, "b", k)),
                      delta(completed(a, b, judged, "a", k)), unjudged)
+
+
+def judgment_trust(run_a: Mapping[str, Mapping[str, float]], run_b: Mapping[str, Mapping[str, float]], qrels: Qrels,
+                   metric: str = "ndcg@10") -> dict:
+    """Beside an A/B result (the Evaluate page's, the MCP server's `compare_configs`): each run's
+    judged@10, nDCG'@10 and bpref (`trust_metrics`), and whether judging the unjudged documents of
+    the two top 10s could reverse it (`flip_check` on `metric`, or nDCG@10 for a metric not cut at 10).
+    Runs are `evaluate.Run`s (doc id -> score, best highest)."""
+    a, b = ({q: sorted(docs, key=docs.get, reverse=True) for q, docs in run.items()} for run in (run_a, run_b))
+    return {"A": trust_metrics(a, qrels)[0], "B": trust_metrics(b, qrels)[0],
+            "flip": flip_check(a, b, qrels, metric if metric.endswith(f"@{TRUST_K}") else "ndcg@10")}

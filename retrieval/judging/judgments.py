@@ -112,6 +112,19 @@ class JudgmentStore(JudgmentTables):
         implicit list of the set."""
         return [CONSENSUS] + [r for r in self.raters(collection, set_name) if is_implicit_rater(r)]
 
+    def judged_queries(self, collection: str, set_name: str, max_queries: int | None = None,
+                       source: str | None = None) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+        """What an evaluation of the set judges (`evaluate --queryset`, the MCP tuning tools): its
+        queries and the judgments (`qrels`' `source`) of its judged queries, the first
+        `max_queries` of them when given."""
+        queries = self.queries(collection, set_name)
+        qrels = {q: d for q, d in self.qrels(collection, set_name, source=source).items() if d}
+        if not qrels:
+            raise RetrievalError(f"Query set {set_name!r} of {collection!r} has no judgments yet")
+        if max_queries:
+            qrels = dict(list(qrels.items())[:max_queries])
+        return queries, qrels
+
     def judged_state(self, collection: str, set_name: str, wait: float = STATE_WAIT_S, source: str | None = None
                      ) -> tuple[dict[str, str], dict[str, dict[str, int]], int]:
         """The set's queries and judgments and the collection's table version, of one committed

@@ -3,6 +3,7 @@
     workbench.py         the facade every front end uses (collections, search, judgments, saved
                          configs, ingest): `Workbench`
     config.py            `SearchConfig`: validation, JSON and URL forms
+    config_help.py       what each config parameter does (labels and help: the page's tooltips, MCP)
     saved_configs.py     named configs in the store's `_configs` table (`ConfigStore`)
     filters.py           metadata filters: field=value, alternatives, ranges
     retriever.py         candidates: every source's hits per query, cached per collection state

@@ -152,6 +152,13 @@ def build_server(service: KnowledgeService, name: str = "search-workbench", toke
         relevance_score, quality_score and the points of every field."""
         return call(service.search_datasources, query, limit)
 
+    from retrieval.serve.resources import register_resources
+    from retrieval.serve.tuning import TuningService
+    from retrieval.serve.tuning_tools import register_tuning_tools
+
+    tuning = TuningService(service)  # the tuning tools, their resources and prompt: tuning_tools.py, resources.py
+    register_tuning_tools(server, tuning)
+    register_resources(server, tuning)
     return server
 
 

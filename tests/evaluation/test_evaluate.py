@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.cli.main import main
-from retrieval.evaluation.evaluate import evaluate_run, run_from_rankings
+from retrieval.evaluation.evaluate import evaluate_run, run_from_rankings, worst_queries
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "xquad"  # the bundled BEIR sample
 
@@ -337,3 +337,9 @@ def test_cli_search_json_meta_covers_every_fused_source(small_beir, tmp_path, ru
     assert keyword_hits and all("description" in meta["keyword_detail"] for meta in keyword_hits)
     bad = run_cli("search", "small", "x", "--keyword", "colour=1", db=db)
     assert bad.returncode == 2 and "unknown keyword parameter" in bad.stderr
+
+
+def test_worst_queries_lowest_first_ties_by_id():
+    per_query = {"q2": {"ndcg@10": 0.5}, "q1": {"ndcg@10": 0.5}, "q3": {"ndcg@10": 0.0}, "q4": {}}
+    assert worst_queries(per_query, "ndcg@10", 3) == ["q3", "q4", "q1"]  # a missing value counts as 0, then by id
+    assert worst_queries(per_query, n=10) == ["q3", "q4", "q1", "q2"]

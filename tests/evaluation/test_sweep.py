@@ -258,3 +258,19 @@ def test_the_headline_puts_the_current_config_beside_the_best_and_names_ties():
     assert with_current(grid, SearchConfig()) == (grid, "weighted l2 arithmetic bm25=0.4 dense=0.6")
     extended, label = with_current(grid, SearchConfig(depth=7))
     assert label == CURRENT_LABEL and extended[-1].config == SearchConfig(depth=7) and len(extended) == 133
+
+
+def test_a_stopped_sweep_keeps_the_variants_judged_so_far(small_sample):
+    workbench, corpus = small_sample
+    grid = default_grid(SearchConfig())[:4]
+    asked = []
+
+    def stop() -> bool:
+        asked.append(True)
+        return len(asked) >= 2  # asked before the 2nd and 3rd variants: stop before the 3rd
+
+    result = run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, grid, should_stop=stop)
+    full = run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, grid[:2])
+    assert result.stopped and not full.stopped
+    assert set(result.per_query) == set(result.variants) == {v.label for v in grid[:2]}
+    assert result.rows == full.rows and result.per_query == full.per_query

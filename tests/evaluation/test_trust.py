@@ -6,7 +6,15 @@ import math
 
 import pytest
 
-from retrieval.evaluation.trust import bpref, completed, condensed, flip_check, judged_at, trust_metrics
+from retrieval.evaluation.trust import (
+    bpref,
+    completed,
+    condensed,
+    flip_check,
+    judged_at,
+    judgment_trust,
+    trust_metrics,
+)
 
 QRELS = {"q1": {"d1": 1, "d2": 0, "d3": 1, "d4": 0}, "q2": {"e1": 2}}
 
@@ -65,3 +73,15 @@ def test_bpref_equals_ranx_where_ranx_defines_it_and_trec_eval_where_it_does_not
     # no judged non-relevant document (N = 0): trec_eval counts each relevant one retrieved as 1
     assert bpref(["x", "r1", "r3"], {"r1": 1, "r2": 1, "r3": 2}) == pytest.approx(2 / 3, abs=1e-12)
     assert bpref(["x"], {"n": 0}) == 0.0  # nothing relevant
+
+
+def test_judgment_trust_reads_runs_best_first():
+    """Runs (doc id -> score) become rankings by score: the A/B page's and compare_configs' check."""
+    run_a = {"q1": {"d1": 3.0, "x": 2.0, "d3": 1.0}, "q2": {"e1": 2.0, "y": 1.0}}
+    run_b = {"q1": {"x": 3.0, "d1": 2.0, "d3": 1.0}, "q2": {"y": 2.0, "e1": 1.0}}
+    a = {"q1": ["d1", "x", "d3"], "q2": ["e1", "y"]}
+    b = {"q1": ["x", "d1", "d3"], "q2": ["y", "e1"]}
+    trust = judgment_trust(run_a, run_b, QRELS, "mrr@10")
+    assert trust["A"] == trust_metrics(a, QRELS)[0] and trust["B"] == trust_metrics(b, QRELS)[0]
+    assert trust["flip"] == flip_check(a, b, QRELS, "mrr@10")
+    assert judgment_trust(run_a, run_b, QRELS, "map")["flip"].metric == "ndcg@10"  # not cut at 10: nDCG@10

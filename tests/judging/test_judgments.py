@@ -272,3 +272,15 @@ def test_tables_written_before_raters_read_as_the_unnamed_rater_and_gain_the_col
     assert "rater" in store.db.open_table(aux_table_name("docs", "judgments")).schema.names
     judgments.set_notes("docs", "s", "q1", "need", "")
     assert judgments.notes("docs", "s") == {"q1": ("need", "")}
+
+
+def test_judged_queries_are_the_judged_ones_first_n_when_asked(judgments):
+    judgments.save_query_set("docs", "s", {"q1": "one", "q2": "two", "q3": "three"},
+                             {"q1": {"d1": 1}, "q3": {"d2": 2, "d3": 0}})
+    queries, qrels = judgments.judged_queries("docs", "s")
+    assert queries == {"q1": "one", "q2": "two", "q3": "three"}
+    assert qrels == {"q1": {"d1": 1}, "q3": {"d2": 2, "d3": 0}}  # q2 has no judgment
+    assert judgments.judged_queries("docs", "s", max_queries=1)[1] == {"q1": {"d1": 1}}
+    judgments.save_query_set("docs", "empty", {"q1": "one"}, {})
+    with pytest.raises(RetrievalError, match="Query set 'empty' of 'docs' has no judgments yet"):
+        judgments.judged_queries("docs", "empty")

@@ -29,13 +29,14 @@ from retrieval.indexing.readers.parse import parse_path
 from retrieval.models.embed import MINILM
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
+from retrieval.serve.tuning_tools import TUNING_TOOLS
 from retrieval.store import Store
 from retrieval.types import Document, ParsedCorpus
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "test-token-0123456789abcdef"
 TOOLS = {"retrieve_knowledge", "kb_qa", "add_knowledge", "list_knowledge_collections", "get_knowledge_stats",
-         "clear_collection", "search_datasources"}
+         "clear_collection", "search_datasources", *TUNING_TOOLS}  # the tuning tools: test_tuning_session.py
 TUNED = SearchConfig(fusion="weighted", weights={"bm25": 0.4, "dense": 0.6}, normalization="minmax", depth=40)
 _QUERY_LINES = (REPO / "sample_data/xquad/queries.jsonl").read_text("utf-8").splitlines()
 QUERIES = [q["text"] for q in map(json.loads, _QUERY_LINES) if q["_id"].startswith("en-")][:6]

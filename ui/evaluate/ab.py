@@ -44,6 +44,7 @@ def ab_section(workbench, collection: str, qset: QuerySet) -> None:
                  help="Evaluate both saved configs on the judged queries and test the per-query differences."):
         from retrieval.evaluation.abtest import compare
         from retrieval.evaluation.evaluate import evaluate_collection
+        from retrieval.evaluation.trust import judgment_trust
 
         try:
             with progress_bar("Comparing…", "Config {part}: query {done} of {total}", parts=("A", "B")) as progress:
@@ -65,16 +66,6 @@ def ab_section(workbench, collection: str, qset: QuerySet) -> None:
         return
     stale_note(workbench, "A/B test", stored, key)
     _show_ab(stored)
-
-
-def judgment_trust(run_a, run_b, judged, metric: str) -> dict[str, Any]:
-    """Beside the A/B result: each config's judged@10, nDCG'@10 and bpref, and whether judging
-    the unjudged documents of the two top 10s could reverse the result (`retrieval.evaluation.trust`)."""
-    from retrieval.evaluation.trust import flip_check, trust_metrics
-
-    a, b = ({q: sorted(docs, key=docs.get, reverse=True) for q, docs in run.items()} for run in (run_a, run_b))
-    return {"A": trust_metrics(a, judged)[0], "B": trust_metrics(b, judged)[0],
-            "flip": flip_check(a, b, judged, metric if metric.endswith("@10") else "ndcg@10")}
 
 
 def _show_trust(trust: dict[str, Any], name_a: str, name_b: str) -> None:

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import plotly.graph_objects as go
 
+from retrieval.evaluation.evaluate import worst_queries  # noqa: F401 - the page's name for the core's
 from retrieval.search.config import SearchConfig
 from retrieval.sources import label
 from ui import state
@@ -116,11 +117,6 @@ def per_query_frame(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], 
     if frame.empty:
         return frame
     return frame.sort_values([metric_label(primary), "query id"], kind="stable").reset_index(drop=True)
-
-
-def worst_queries(per_query: Mapping[str, Mapping[str, float]], metric: str = PRIMARY, n: int = 5) -> list[str]:
-    """The `n` query ids with the lowest `metric` (ties by id), from one system's per-query values."""
-    return sorted(per_query, key=lambda q: (per_query[q].get(metric, 0.0), q))[:n]
 
 
 # ---- sweep -----------------------------------------------------------------------------------

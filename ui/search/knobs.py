@@ -13,7 +13,8 @@ from typing import Any
 import streamlit as st
 
 from retrieval.search.config import BM25_BACKENDS, NORMALIZATIONS, SearchConfig
-from retrieval.search.fusion.methods import COMBINATIONS, FUSION_METHODS, display_help, methods_help
+from retrieval.search.config_help import FIELD_HELP
+from retrieval.search.fusion.methods import COMBINATIONS, FUSION_METHODS
 from retrieval.sources import SOURCES, Param, label
 
 FUSION_LABELS = {name: method.label for name, method in FUSION_METHODS.items()}
@@ -93,87 +94,50 @@ EXTRA_SOURCE_DEFAULT_WEIGHT = 0.5
 
 
 MAIN_KNOBS: tuple[Knob, ...] = (
-    Knob("fusion", "Fusion method",
-         "How the ranked lists become one score. " + methods_help(),
+    Knob("fusion", *FIELD_HELP["fusion"],
          st.selectbox, lambda c: c.fusion, _set("fusion"),
          dict(options=list(FUSION_METHODS), format_func=FUSION_LABELS.get)),
     *(_weight_knob(source) for source in CORE_SOURCES),
-    Knob("rrf_k", "RRF k",
-         "RRF only: each source adds w/(k + rank). A small k makes rank 1 worth far more than rank 10 "
-         "(k=1: 1/2 vs 1/11); a large k flattens the curve (k=60: 1/61 vs 1/70), which squeezes raw "
-         "fused scores into 0.014–0.016. The display score rescales by (k + 1)/Σw so rank 1 everywhere reads 1.0. "
-         "Greyed out for a method that does not use k.",
+    Knob("rrf_k", *FIELD_HELP["rrf_k"],
          st.slider, lambda c: round(_clamp(c.rrf_k, 1, 200)), _set("rrf_k", float),
          dict(min_value=1, max_value=200, step=1)),
-    Knob("normalization", "Score normalisation",
-         "Weighted sum: puts each source's raw scores on one scale before weighting, over this query's "
-         "candidates. min-max: (x − min)/(max − min) in [0, 1]; z-score: (x − mean)/std; none: raw values "
-         "(BM25's 0–30 would swamp cosine's 0–1). Greyed out for a fusion method that does not use it "
-         "(one that ranks, or normalises in its own way: see the fusion method's help).",
+    Knob("normalization", *FIELD_HELP["normalization"],
          st.selectbox, lambda c: c.normalization, _set("normalization"),
          dict(options=list(NORMALIZATIONS), format_func=NORMALIZATION_LABELS.get)),
-    Knob("combination", "Combination",
-         "Weighted sum only: how the weighted, normalised scores combine. "
-         + " ".join(c.help for c in COMBINATIONS.values())
-         + " Harmonic and geometric leave out a source whose normalised score is 0 or missing for that document.",
+    Knob("combination", *FIELD_HELP["combination"],
          st.selectbox, lambda c: c.combination, _set("combination"),
          dict(options=list(COMBINATIONS), format_func=COMBINATION_LABELS.get)),
-    Knob("min_display", "Minimum fused score (display scale)",
-         "Cuts results whose display score is below this (0 = off); ranks above the cut do not change. "
-         "The display score is the fused score as a share of the best possible for this query, a document "
-         "every source ranks first: " + display_help() + ". So 1.0 is the best possible result and 0.5 keeps "
-         "results with at least half of its fused score.",
+    Knob("min_display", *FIELD_HELP["min_display_score"],
          st.slider, lambda c: _clamp(c.min_display_score or 0.0, 0.0, 1.0),
          _set("min_display_score", lambda v: float(v) if v > 0 else None),
          dict(min_value=0.0, max_value=1.0, step=0.01)),
     *(_min_raw_knob(source) for source in CORE_SOURCES if SOURCES[source].min_raw is not None),
-    Knob("top_k", "Top-K results",
-         "How many fused results are shown, after the thresholds. Cuts the tail only: no score changes.",
+    Knob("top_k", *FIELD_HELP["top_k"],
          st.slider, lambda c: int(_clamp(c.top_k, 1, 100)), _set("top_k", int),
          dict(min_value=1, max_value=100, step=1)),
-    Knob("depth", "Candidate depth (per source)",
-         "How many candidates each source retrieves. A document outside a source's depth adds 0 from that "
-         "source, and normalisation is computed over these candidates. Retrieved once per query and cached: "
-         "lowering it reuses the cache, raising it retrieves again.",
+    Knob("depth", *FIELD_HELP["depth"],
          st.slider, lambda c: int(_clamp(c.depth, 1, 500)), _set("depth", int),
          dict(min_value=1, max_value=500, step=1)),
-    Knob("language_aware", "Language-aware fusion",
-         "When the query's script differs from the collection's (Chinese question, English documents or the "
-         "reverse), word-matching sources (BM25, keyword) cannot match anything real, so their weight drops to 0 "
-         "for the fusion; they are still retrieved and shown, and the explanation says so. Off: they count.",
+    Knob("language_aware", *FIELD_HELP["language_aware"],
          st.toggle, lambda c: bool(c.language_aware), _set("language_aware", bool)),
-    Knob("rerank", "Rerank",
-         "Re-scores the first top-N fused results with a second model and reorders them by "
-         "final = λ·norm(fused) + (1 − λ)·norm(rerank); fused scores stay as they were and are still shown.",
+    Knob("rerank", *FIELD_HELP["rerank"],
          st.toggle, lambda c: bool(c.rerank), _set("rerank", bool)),
-    Knob("rerank_top_n", "Rerank top-N",
-         "How many of the best fused results the reranker re-scores; results below them keep their fused "
-         "order (marked 'not reranked').",
+    Knob("rerank_top_n", *FIELD_HELP["rerank_top_n"],
          st.slider, lambda c: int(_clamp(c.rerank_top_n, 1, 100)), _set("rerank_top_n", int),
          dict(min_value=1, max_value=100, step=1)),
-    Knob("rerank_lambda", "Rerank interpolation λ",
-         "final = λ·norm(fused) + (1 − λ)·norm(rerank), both min-max over the reranked top-N: 0 replaces the "
-         "fused order by the reranker's, 1 keeps the fused order. Only reorders: no new retrieval.",
+    Knob("rerank_lambda", *FIELD_HELP["rerank_lambda"],
          st.slider, lambda c: float(_clamp(c.rerank_lambda, 0.0, 1.0)), _set("rerank_lambda", float),
          dict(min_value=0.0, max_value=1.0, step=0.05)),
 )
 
 ADVANCED_KNOBS: tuple[Knob, ...] = (
-    Knob("min_score", "Minimum fused score (raw scale)",
-         "Cuts results whose fused score, before display rescaling, is below this; empty = off. RRF scores "
-         "are at most Σw/(k + 1), e.g. 0.0164 at k = 60.",
+    Knob("min_score", *FIELD_HELP["min_score"],
          st.number_input, lambda c: c.min_score, _set("min_score", lambda v: None if v is None else float(v)),
          dict(value=None, min_value=None, step=0.001, format="%.5f", placeholder="off")),
-    Knob("bm25_backend", "BM25 backend",
-         "Which BM25 implementation scores the text: auto (rank_bm25 below the scale threshold, "
-         "WORKBENCH_SCALE_DOCS, default 50,000 documents; the native index from there on), rank_bm25 in memory "
-         "with the k1 and b below, or LanceDB's native full-text index (its own fixed k1 = 1.2, b = 0.75, "
-         "milliseconds at a million documents). Retrieves BM25 candidates again.",
+    Knob("bm25_backend", *FIELD_HELP["bm25_backend"],
          st.selectbox, lambda c: c.bm25_backend, _set("bm25_backend"), dict(options=list(BM25_BACKENDS))),
     *(_param_knob(p) for source in CORE_SOURCES for p in SOURCES[source].params),
-    Knob("reranker", "Reranker",
-         "'e5' re-scores with multilingual-e5-small (offline); or a CrossEncoder folder inside a folder the "
-         "server allows (WORKBENCH_MODEL_DIRS). Changes only the rerank score and the reranked order.",
+    Knob("reranker", *FIELD_HELP["reranker"],
          st.text_input, lambda c: c.reranker, _set("reranker", lambda v: (v or "").strip() or "e5")),
 )
 
@@ -197,9 +161,7 @@ SOURCE_KNOBS: dict[str, tuple[Knob, ...]] = {
     source: tuple(_param_knob(p) for p in SOURCES[source].params) for source in EXTRA_SOURCES
 }
 SOURCE_KNOBS["graph"] += (
-    Knob("graph_focus", "Focus topics",
-         "Comma-separated topics or tags a user cares about; a chunk whose topics or tags include one gets a "
-         "higher preference score.", st.text_input, lambda c: c.graph_focus,
+    Knob("graph_focus", *FIELD_HELP["graph_focus"], st.text_input, lambda c: c.graph_focus,
          _set("graph_focus", lambda v: (v or "").strip())),
 )
 GRAPH_KNOBS = SOURCE_KNOBS["graph"]
