@@ -1,7 +1,7 @@
 """Judging: relevance judgments, who gave them, and how to get more.
 
-    judgments.py        query sets and graded judgments per rater and collection (`JudgmentStore`),
-                        `QuerySet`
+    judgments.py        query sets and graded judgments per rater and collection (`JudgmentStore`)
+    query_set.py        one query set as read (`QuerySet`) and the consensus source's name
     judgment_tables.py  the two LanceDB tables under it and the all-or-nothing write across them
     validation.py       what a query set may hold: set names, ids, query texts, grades
     raters.py           several raters per judgment: agreement, disagreements, consensus

@@ -23,13 +23,11 @@ names, ids, query texts, grades).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from retrieval.judging.judgment_tables import JudgmentTables, judgment_row
 from retrieval.judging.qrels import format_qrels, format_queries, format_query_set, read_query_set_files
+from retrieval.judging.query_set import CONSENSUS, QuerySet  # noqa: F401 - QuerySet: its public name here
 from retrieval.judging.raters import Rating, consensus_qrels, is_implicit_rater, is_llm_rater, validate_rater
 from retrieval.judging.validation import (
     MAX_IMPORTED_GRADE,
@@ -45,7 +43,6 @@ from retrieval.store import counts_as_write, sql_string, validate_collection_nam
 from retrieval.types import RetrievalError
 
 UNNAMED = ""  # the rater of imported judgments and of ratings given without a name
-CONSENSUS = "consensus"  # the judgment source of the raters' consensus (`qrels`)
 CANT_TELL = -99  # a rater's "can't tell", stored as a grade outside every scale; never counted
 MAX_NOTE_CHARS = 4000  # need and guidelines of one query
 STATE_WAIT_S = 10.0  # how long a snapshot waits for a write to the collection (`judged_state`)
@@ -381,33 +378,3 @@ class JudgmentStore(JudgmentTables):
 def _valid_rater(name: str, allow_reserved: bool = False) -> str:
     """A rater name (`raters.validate_rater`), or '' for the unnamed rater."""
     return UNNAMED if name == UNNAMED else validate_rater(name, allow_reserved=allow_reserved)
-
-
-@dataclass
-class QuerySet:
-    """One query set as read from a `JudgmentStore`: its queries (id -> text) and qrels
-    (query id -> doc id -> grade)."""
-
-    name: str
-    queries: dict[str, str]
-    qrels: dict[str, dict[str, int]]
-    source: str = CONSENSUS  # the judgment source the qrels are (`JudgmentStore.qrels`)
-
-    @property
-    def judged(self) -> list[str]:
-        """Query ids with at least one judgment and a text: the ones evaluation scores."""
-        return [q for q, docs in self.qrels.items() if docs and q in self.queries]
-
-    def fingerprint(self) -> str:
-        data = json.dumps([self.queries, self.qrels], sort_keys=True, ensure_ascii=False)
-        return hashlib.sha1(data.encode()).hexdigest()
-
-    def summary(self) -> str:
-        n_judgments = sum(len(d) for d in self.qrels.values())
-        relevant = sum(1 for d in self.qrels.values() for g in d.values() if g > 0)
-        return (f"Query set '{self.name}': {_plural(len(self.queries), 'query', 'queries')}, "
-                f"{len(self.judged)} of them judged ({_plural(n_judgments, 'judgment')}, {relevant} relevant).")
-
-
-def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"
