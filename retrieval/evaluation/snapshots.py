@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from retrieval.evaluation.evaluate import Qrels, QrelsEvaluator, searched
+from retrieval.evaluation.evaluate import Qrels, QrelsEvaluator, run_from_rankings, searched, trec_run
 from retrieval.evaluation.trust import judged_at
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.models.embed import backend_for
@@ -141,11 +141,12 @@ class Snapshot:
                 "run": {q: [[d, s] for d, s in hits] for q, hits in self.run.items()}}
 
     def trec_run(self) -> str:
-        """The run in TREC format (`qid Q0 doc rank score tag`), the snapshot's name as the tag
-        (spaces as '_': a TREC field has none)."""
-        tag = self.name.replace(" ", "_")
-        return "".join(f"{q} Q0 {d} {rank} {score:.6f} {tag}\n"
-                       for q, hits in self.run.items() for rank, (d, score) in enumerate(hits, start=1))
+        """The run in TREC format (`qid Q0 doc rank score tag`, `evaluate.trec_run`), the
+        snapshot's name as the tag (spaces as '_': a TREC field has none). The scores written are
+        rank-based (n − rank + 1, `evaluate.run_from_rankings`), not the scores shown: trec_eval
+        orders by score, ties by document id descending, and ignores the rank column, so shown
+        scores that tie would be scored in another order than the snapshot's."""
+        return trec_run(run_from_rankings(self.rankings), self.name.replace(" ", "_"))
 
 
 def run_of(workbench, collection: str, queries: Mapping[str, str], config: SearchConfig) -> Scored:

@@ -458,3 +458,27 @@ def test_config_and_corpus_are_not_split_by_a_rerun_on_another_encoder(workbench
                           "the snapshots with all-MiniLM-L6-v2 on onnx-int8, multilingual-e5-small on onnx-int8)"]
     monkeypatch.delenv(embed.BACKEND_ENV)
     assert list(diff(a, b, "ndcg@10", rerun=rerun_at(workbench, "animals"))["causes"]) == ["config", "corpus"]
+
+
+def test_the_trec_export_scores_in_trec_eval_as_in_the_workbench():
+    import pytrec_eval
+
+    from retrieval.evaluation.snapshots import Snapshot
+
+    # the search showed d-a and d-b tied at 0.5, d-a first: trec_eval would put d-b (id descending) first
+    qrels = {"q": {"d-a": 1}}
+    rankings = {"q": ["d-a", "d-b", "d-c"]}
+    snap = Snapshot(name="tied run", collection="c", created="2026-01-01T00:00:00", table_version=1, doc_count=3,
+                    config=SearchConfig(), query_set="default", queries={"q": "x"}, qrels=qrels,
+                    judgments_key=judgments_key(qrels), run={"q": [("d-a", 0.5), ("d-b", 0.5), ("d-c", 0.25)]},
+                    per_query=score_rankings(rankings, qrels))
+    assert snap.per_query["q"]["ndcg@10"] == 1.0
+    exported = snap.trec_run()
+    assert exported == "q Q0 d-a 1 3 tied_run\nq Q0 d-b 2 2 tied_run\nq Q0 d-c 3 1 tied_run\n"
+    run: dict[str, dict[str, float]] = {}
+    for line in exported.splitlines():
+        qid, _, doc_id, _, score, _ = line.split()
+        run.setdefault(qid, {})[doc_id] = float(score)
+    measured = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recip_rank"}).evaluate(run)["q"]
+    assert measured["ndcg_cut_10"] == snap.per_query["q"]["ndcg@10"]
+    assert measured["recip_rank"] == snap.per_query["q"]["mrr"]
