@@ -101,6 +101,22 @@ class Snapshot:
     per_query: dict[str, dict[str, float]]
     encoders: dict[str, str] | None = None  # model -> backend of its query vectors; None: not recorded
 
+    def check_metrics(self, metrics: Sequence[str] = SNAPSHOT_METRICS) -> Snapshot:
+        """This snapshot, or a clear error when a per-query value of `metrics` is missing, not a
+        number, NaN or outside 0–1 (every snapshot metric is a share): a damaged or hand-edited
+        snapshot must not pass a comparison (a NaN Δ is never "worse than the margin")."""
+        if not self.per_query:
+            raise RetrievalError(f"Snapshot {self.name!r} has no per-query metrics: it cannot be compared")
+        for qid, values in self.per_query.items():
+            for metric in metrics:
+                value = values.get(metric) if isinstance(values, Mapping) else None
+                ok = isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+                if not ok:  # NaN fails both comparisons
+                    raise RetrievalError(f"Snapshot {self.name!r} is damaged: its {metric} of query {qid!r} is "
+                                         f"{value!r}, not a number between 0 and 1; it cannot be compared "
+                                         "(take a new snapshot)")
+        return self
+
     @property
     def rankings(self) -> dict[str, list[str]]:
         return {q: [doc_id for doc_id, _ in hits] for q, hits in self.run.items()}
