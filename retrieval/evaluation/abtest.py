@@ -9,11 +9,10 @@ empty scores 0), per query δᵢ = m_B(qᵢ) − m_A(qᵢ); B wins where δ > 0,
 - "randomization": two-sided paired randomization (Fisher) test, the one ranx implements: each
   permutation swaps A and B within each query with probability ½ (i.e. flips the sign of δᵢ),
   and p = (b + 1) / (m + 1), b of the m permutations reaching |mean δ| (`paired.randomization_p`:
-  never 0). ranx's own
-  version seeds numpy inside a parallel numba loop, whose worker threads keep their own random
-  state, so its p-value changes from call to call whatever the seed (measured: 0.5315, 0.5615,
-  0.5245 for one pair of runs with seed 7); this module draws the sign flips from
-  `numpy.random.default_rng(seed)`, so the same seed gives the same p-value.
+  never 0). ranx's own version seeds numpy inside a parallel numba loop, whose worker threads
+  keep their own random state, so its p-value changes from call to call whatever the seed
+  (measured: 0.5315, 0.5615, 0.5245 for one pair of runs with seed 7); this module draws the sign
+  flips from `numpy.random.default_rng(seed)`, so the same seed gives the same p-value.
 
 When every δ is 0 the runs are indistinguishable on this metric and p = 1.
 
