@@ -20,6 +20,8 @@ from retrieval.cli.common import (
 )
 from retrieval.types import RetrievalError
 
+GATE_ALPHA = 0.05  # `--fail-if-worse`: a fall counts when the paired randomization p is below this
+
 
 def add_judged_options(parser: argparse.ArgumentParser) -> None:
     """What `evaluate`, `sweep` and `optimize` judge (`_judged`): SOURCE, --queryset, --model,
@@ -46,7 +48,12 @@ def add_parser(sub) -> None:
     p.add_argument("--snapshot", metavar="NAME", help="also keep this evaluation as snapshot NAME")
     p.add_argument("--baseline", metavar="NAME", help="compare with snapshot NAME (a CI gate with --fail-if-worse)")
     p.add_argument("--fail-if-worse", type=float, dest="fail_if_worse", metavar="MARGIN",
-                   help="with --baseline: exit 2 when the metric falls by more than MARGIN with p < 0.05")
+                   help="with --baseline: exit 2 when the metric falls by more than MARGIN with p < 0.05; also "
+                        "exit 2 when the queries paired with the baseline are too few for any fall to reach "
+                        "p < 0.05 (a gate that cannot fail)")
+    p.add_argument("--allow-underpowered", action="store_true", dest="allow_underpowered",
+                   help="with --fail-if-worse: let a gate that cannot fail (too few paired queries) pass, with "
+                        "a warning")
     p.add_argument("--metric", default="ndcg@10", help="the metric --baseline compares (default ndcg@10)")
     add_config_options(p)
 
@@ -130,8 +137,14 @@ def cmd_evaluate(args) -> int:
 
     if args.fail_if_worse is not None and not args.baseline:
         raise RetrievalError("--fail-if-worse needs --baseline NAME")
+    if args.allow_underpowered and args.fail_if_worse is None:
+        raise RetrievalError("--allow-underpowered needs --fail-if-worse MARGIN")
+    if args.fail_if_worse is not None and not 0 <= args.fail_if_worse < 1:
+        raise RetrievalError(f"--fail-if-worse takes a margin from 0 to below 1 (metrics are 0–1), got "
+                             f"{args.fail_if_worse:g}")
     snapshots = SnapshotStore(workbench.store)
-    baseline = snapshots.get(args.baseline) if args.baseline else None  # bad names fail before the work
+    # bad names and damaged baselines fail before the work
+    baseline = snapshots.get(args.baseline).check_metrics((args.metric,)) if args.baseline else None
     if args.snapshot:
         snapshots.check_free(args.snapshot)
     report = evaluate_collection(workbench, name, queries, qrels, config, progress=progress)
@@ -152,8 +165,10 @@ def _snapshot_and_gate(args, snapshots, baseline, workbench, collection: str, qu
                        query_set: str) -> int:
     """`evaluate … --snapshot NAME` keeps the evaluation; `--baseline NAME` diffs it against that
     snapshot and, with `--fail-if-worse MARGIN`, returns 2 when the metric fell by more than MARGIN
-    with p < 0.05 (the losers printed to stderr), else 0."""
-    from retrieval.evaluation.snapshot_diff import diff, summary
+    with p < `GATE_ALPHA` (the losers printed to stderr), or when the paired queries are too few
+    for that ever to happen (`paired.gate_blind_spot`) unless `--allow-underpowered`, else 0."""
+    from retrieval.evaluation.paired import gate_blind_spot
+    from retrieval.evaluation.snapshot_diff import diff, paired_queries, summary
     from retrieval.evaluation.snapshots import rerun_at, take_snapshot
 
     current = take_snapshot(workbench, collection, args.snapshot or "current", config, queries, qrels, query_set)
@@ -164,8 +179,19 @@ def _snapshot_and_gate(args, snapshots, baseline, workbench, collection: str, qu
         return 0
     d = diff(baseline, current, args.metric, rerun=rerun_at(workbench, collection))
     log(summary(d))
-    if args.fail_if_worse is not None and d["delta"] < -args.fail_if_worse and d["p_value"] < 0.05:
-        log(f"worse than the baseline by more than {args.fail_if_worse:g} (p < 0.05); the queries that lost most:")
+    if args.fail_if_worse is None:
+        return 0
+    blind = gate_blind_spot([baseline.per_query[q][args.metric] for q in paired_queries(baseline, current)],
+                            GATE_ALPHA)
+    if blind and not args.allow_underpowered:
+        log(f"The gate cannot fail: {blind}. Judge more queries (or keep a baseline with more), or pass "
+            "--allow-underpowered to let it pass anyway.")
+        return 2
+    if blind:
+        log(f"warning: the gate cannot fail ({blind}); passing because of --allow-underpowered")
+    if d["delta"] < -args.fail_if_worse and d["p_value"] < GATE_ALPHA:
+        log(f"worse than the baseline by more than {args.fail_if_worse:g} (p < {GATE_ALPHA:g}); the queries that "
+            "lost most:")
         for entry in d["losers"]:
             log(f"  {entry['delta']:+.4f}  {entry['query_id']}  {entry['query']}")
         return 2

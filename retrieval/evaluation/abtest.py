@@ -4,28 +4,33 @@ For a metric m and the judged queries q₁…qₙ (`evaluate.evaluate_run`: a ju
 empty scores 0), per query δᵢ = m_B(qᵢ) − m_A(qᵢ); B wins where δ > 0, loses where δ < 0.
 
 - "t-test": two-sided paired Student's t-test, t = mean(δ) / (sd(δ) / √n) with n − 1 degrees of
-  freedom. The p-value is ranx's (`ranx.compare(..., stat_test="student")`, which calls
-  `scipy.stats.ttest_rel`).
+  freedom (`paired.t_test_p`: `scipy.stats.ttest_rel`, what ranx's "student" test calls). With
+  one query, or every δ the same non-zero value, there is no p: "not enough queries" (None).
 - "randomization": two-sided paired randomization (Fisher) test, the one ranx implements: each
   permutation swaps A and B within each query with probability ½ (i.e. flips the sign of δᵢ),
-  and p = (permutations with |mean of the flipped δ| ≥ |mean δ|) / n_permutations. ranx's own
-  version seeds numpy inside a parallel numba loop, whose worker threads keep their own random
-  state, so its p-value changes from call to call whatever the seed (measured: 0.5315, 0.5615,
-  0.5245 for one pair of runs with seed 7); this module draws the sign flips from
-  `numpy.random.default_rng(seed)`, so the same seed gives the same p-value.
+  and p = (b + 1) / (m + 1), b of the m permutations reaching |mean δ| (`paired.randomization_p`:
+  never 0). ranx's own version seeds numpy inside a parallel numba loop, whose worker threads
+  keep their own random state, so its p-value changes from call to call whatever the seed
+  (measured: 0.5315, 0.5615, 0.5245 for one pair of runs with seed 7); this module draws the sign
+  flips from `numpy.random.default_rng(seed)`, so the same seed gives the same p-value.
 
 When every δ is 0 the runs are indistinguishable on this metric and p = 1.
+
+The verdict (`verdict`) is the one place that says whether to believe the difference: it weighs
+the test and, when given, the trust check of the judgments' holes (`trust.flip_check`) — a
+difference significant on today's judgments that judging the unjudged documents could reverse
+is not a "yes".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from retrieval.evaluation.evaluate import Qrels, QrelsEvaluator, Run
-from retrieval.evaluation.paired import randomization_p
+from retrieval.evaluation.paired import NOT_ENOUGH_QUERIES, p_text, randomization_p, t_test_p
+from retrieval.evaluation.trust import FlipCheck
 from retrieval.types import RetrievalError
 
 TESTS = ("t-test", "randomization")
@@ -47,21 +52,45 @@ class ABResult:
     wins: int  # queries where B is better
     ties: int
     losses: int  # queries where B is worse
-    p_value: float
+    p_value: float | None  # None: not enough queries for the test (see the module docstring)
     alpha: float
     n_permutations: int | None = None  # randomization only
     seed: int | None = None  # randomization only
 
     @property
     def significant(self) -> bool:
-        """p < alpha."""
-        return self.p_value < self.alpha
+        """p < alpha (never without a p)."""
+        return self.p_value is not None and self.p_value < self.alpha
 
-    def summary(self) -> str:
-        verdict = "significant" if self.significant else "not significant"
+    def summary(self, flip: FlipCheck | None = None) -> str:
         return (f"{self.metric}: A {self.mean_a:.4f}, B {self.mean_b:.4f} (Δ {self.mean_delta:+.4f}) over "
                 f"{self.n_queries} queries; B wins {self.wins}, ties {self.ties}, loses {self.losses}; "
-                f"{self.test} p = {self.p_value:.4g} ({verdict} at α = {self.alpha:g})")
+                f"{self.test} {p_text(self.p_value)}: {verdict(self, flip).sentence}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether to believe B's difference from A: a short answer and the sentence saying why."""
+
+    answer: str  # "yes", "no", "not yet: judge first", "not enough queries"
+    sentence: str
+    believed: bool  # significant, and the judgments' holes cannot reverse it (as far as checked)
+
+
+def verdict(result: ABResult, flip: FlipCheck | None = None) -> Verdict:
+    """The one verdict of an A/B comparison (see the module docstring): the test's answer at α,
+    unless judging the holes could reverse the difference (`flip.can_flip`)."""
+    level = f"α = {result.alpha:g}"
+    if result.p_value is None:
+        return Verdict(NOT_ENOUGH_QUERIES, f"{NOT_ENOUGH_QUERIES} for a {result.test} (it needs at least two "
+                       "queries whose differences are not all the same): no verdict", False)
+    if not result.significant:
+        return Verdict("no", f"not significant at {level}: the difference may be noise over these queries", False)
+    if flip is not None and flip.can_flip:
+        return Verdict("not yet: judge first", f"significant at {level} on today's judgments, but judging the "
+                       "unjudged documents of the two top 10s could reverse it: judge them before trusting it",
+                       False)
+    return Verdict("yes", f"significant at {level}", True)
 
 
 def compare(
@@ -95,7 +124,7 @@ def compare(
     if not np.any(deltas):
         p_value = 1.0
     elif test == "t-test":
-        p_value = ranx_t_test_p(evaluator, run_a, run_b, metric)
+        p_value = t_test_p(a, b)
     else:
         p_value = randomization_p(deltas, n_permutations, seed)
     return ABResult(
@@ -105,37 +134,7 @@ def compare(
         deltas=dict(zip(query_ids, deltas.tolist(), strict=True)),
         mean_a=float(a.mean()), mean_b=float(b.mean()), mean_delta=float(b.mean() - a.mean()),
         wins=int((deltas > 0).sum()), ties=int((deltas == 0).sum()), losses=int((deltas < 0).sum()),
-        p_value=float(p_value), alpha=alpha,
+        p_value=None if p_value is None else float(p_value), alpha=alpha,
         n_permutations=n_permutations if test == "randomization" else None,
         seed=seed if test == "randomization" else None,
     )
-
-
-def ranx_t_test_p(evaluator: QrelsEvaluator, run_a: Run, run_b: Run, metric: str) -> float:
-    """ranx's two-sided paired t-test p-value for B vs A on the evaluator's judged queries."""
-    from ranx import Run as RanxRun
-    from ranx import compare as ranx_compare
-
-    runs = [RanxRun(_nonempty(run, evaluator.judged) or _placeholder(evaluator), name=name)
-            for run, name in ((run_a, "A"), (run_b, "B"))]
-    report = ranx_compare(evaluator.ranx_qrels, runs, [metric], stat_test="student", make_comparable=True)
-    return float(report.comparisons["A", "B"][metric]["p_value"])
-
-
-def _nonempty(run: Run, judged: Mapping[str, Mapping[str, int]]) -> Run:
-    """ranx refuses empty per-query dicts; `make_comparable` scores the missing queries 0."""
-    return {q: docs for q, docs in run.items() if docs and q in judged}
-
-
-def _placeholder(evaluator: QrelsEvaluator) -> Run:
-    """A run retrieving nothing relevant: one unjudged document for the first judged query."""
-    qid = evaluator.query_ids[0]
-    return {qid: {_unjudged_id(evaluator.judged[qid]): 1.0}}
-
-
-def _unjudged_id(judged_docs: Mapping[str, int]) -> str:
-    name = "\x00none"
-    while name in judged_docs:
-        name += "_"
-    return name
-

@@ -10,9 +10,20 @@ into k folds (`query_folds`: fold i holds every k-th query; no query is in two f
 fold a study of N trials on the other folds' queries chooses a config, which is scored on the
 fold's own queries; `cv` is the mean over all queries of those held-out values. `in_sample` is a
 study on all the queries, scored on the same queries (optimistic: chosen where it is scored);
-its config is the one returned. 95 % intervals: percentile bootstrap of the mean over queries
-(`paired.bootstrap_ci`); the gain over the base config is paired per query, and a gain whose
-interval reaches 0 is said to be inside the noise.
+its config is the one returned.
+
+Inner validation (`inner_split`, `checked_against_start`): a study never sees all of its training
+queries. Every `VALIDATION_EVERY`-th of them (shuffled by the study's seed; none when there are
+fewer than `MIN_INNER_QUERIES`) is held back, the study tunes on the rest, and the tuned config is
+kept only when its mean on the held-back queries is above the base config's; else the study
+returns the base config. A tuning that does not generalise (many parameters, few queries, a
+learned ranker that memorises) then falls back to where it started instead of ending below it on
+held-out queries: the cross-validated score measures this whole procedure, choice included, and
+the config returned is chosen the same way on all the queries.
+
+95 % intervals: percentile bootstrap of the mean over queries (`paired.bootstrap_ci`); the gain
+over the base config is paired per query, and a gain whose interval reaches 0 is said to be
+inside the noise.
 """
 
 from __future__ import annotations
@@ -32,6 +43,8 @@ from retrieval.search.config import SearchConfig
 from retrieval.types import RetrievalError
 
 MIN_QUERIES_PER_FOLD = 2
+VALIDATION_EVERY = 4  # inner validation: one training query in 4 (25 %) checks the tuned config
+MIN_INNER_QUERIES = 8  # fewer training queries: no inner validation (2 checking queries say nothing)
 FEW_QUERIES_PER_FOLD = 10  # fewer held-out queries than this per fold: the estimate is noisy (warned)
 
 
@@ -49,6 +62,34 @@ def query_folds(query_ids: Iterable[str], folds: int, seed: int = 0) -> list[lis
     order = np.random.default_rng(seed).permutation(len(ids))
     shuffled = [ids[i] for i in order]
     return [shuffled[i::folds] for i in range(folds)]
+
+
+def inner_split(query_ids: Sequence[str], seed: int) -> tuple[list[str], list[str]]:
+    """(tune on, check on): every `VALIDATION_EVERY`-th of `query_ids` shuffled by `seed` is
+    checked on, the rest tuned on, each in the input's order; nothing checked on fewer than
+    `MIN_INNER_QUERIES` queries."""
+    ids = list(query_ids)
+    if len(ids) < MIN_INNER_QUERIES:
+        return ids, []
+    order = np.random.default_rng(seed).permutation(len(ids))
+    check = {ids[i] for i in order[::VALIDATION_EVERY]}
+    return [q for q in ids if q not in check], [q for q in ids if q in check]
+
+
+def checked_against_start(prepared: Prepared, study: Study, check: Sequence[str]) -> Study:
+    """`study` keeping its tuned config when it beats the base config on the `check` queries
+    (mean metric, strictly above), else the base config (see the module docstring); what was
+    compared is in `study.validation`."""
+    if not check:
+        return study
+    base = prepared.space.base
+    tuned = float(np.mean(list(prepared.values(study.config, check, study.learned).values())))
+    start = float(np.mean(list(prepared.values(base, check).values())))
+    kept = "tuned" if tuned > start else "start"
+    study.validation = {"queries": len(check), "tuned": tuned, "start": start, "kept": kept}
+    if kept == "start":
+        study.config, study.learned, study.model_text = base, None, ""
+    return study
 
 
 def mean_ci(values: Sequence[float], seed: int = 42) -> dict[str, Any]:
@@ -103,6 +144,7 @@ class OptimizeResult:
             "seed": self.seed,
             "queries": len(self.per_query["cv"]),
             "fold_configs": [c.to_dict() for c in self.fold_configs],
+            "validation": [s.validation for s in self.studies],
             "importance": {k: round(v, 4) for k, v in self.full.importance.items()},
             "best_so_far": [round(h["best"], 6) for h in self.full.history],
             "warnings": self.warnings,
@@ -127,10 +169,13 @@ class OptimizeResult:
 
 def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: int = 0,
                    seconds: float | None = None, should_stop: Callable[[], bool] | None = None,
-                   progress: Callable[[dict[str, Any]], None] | None = None) -> OptimizeResult:
+                   progress: Callable[[dict[str, Any]], None] | None = None,
+                   inner_validation: bool = True) -> OptimizeResult:
     """k studies on the folds' training queries and one on all (see the module docstring).
     `seconds` bounds the whole run (each study gets an equal share); `progress` receives
-    {study, studies, label, trial, trials, value, best} after every trial."""
+    {study, studies, label, trial, trials, value, best} after every trial. `inner_validation`
+    False: each study tunes on all its training queries and keeps what it found (the optimiser
+    before the inner check, for comparisons)."""
     if trials < 1:
         raise RetrievalError(f"--trials must be at least 1, got {trials}")
     started = time.perf_counter()
@@ -152,6 +197,7 @@ def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: i
     for index in range(n_studies):
         is_full = index == folds
         train = query_ids if is_full else [q for f, ids in enumerate(fold_ids) if f != index for q in ids]
+        train, check = inner_split(train, seed + index) if inner_validation else (train, [])
         label = "all queries" if is_full else f"fold {index + 1}/{folds}"
 
         def on_trial(study: Study, number: int, index: int = index, label: str = label) -> None:
@@ -168,7 +214,7 @@ def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: i
         else:
             study = run_study(prepared, train, trials, seed + index, label, per_study_seconds,
                               stop if not stop_event.is_set() else (lambda: True), on_trial)
-        studies.append(study)
+        studies.append(checked_against_start(prepared, study, check))
         if not is_full:
             held_out.update(prepared.values(study.config, fold_ids[index], study.learned))
     default_values = prepared.values(prepared.space.base, query_ids)
@@ -178,6 +224,10 @@ def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: i
     gains = [held_out[q] - default_values[q] for q in query_ids]
     gain = mean_ci(gains)
     gain["inside_noise"] = bool(gain["ci95"][0] <= 0.0 <= gain["ci95"][1])
+    if full.validation and full.validation["kept"] == "start":
+        cautions.append(f"The tuned config scored {full.validation['tuned']:.4f} on the {full.validation['queries']} "
+                        f"queries held back to check it, the base config {full.validation['start']:.4f}: the base "
+                        "config is kept (the tuning did not generalise).")
     if gain["inside_noise"]:
         cautions.append(f"The cross-validated gain over the base config, {gain['value']:+.4f}, is inside the noise "
                         f"(95 % CI {gain['ci95'][0]:+.4f} … {gain['ci95'][1]:+.4f} reaches 0): keep the base config "

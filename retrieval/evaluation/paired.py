@@ -2,11 +2,23 @@
 
 For a metric and queries q₁…qₙ, δᵢ = m_B(qᵢ) − m_A(qᵢ).
 
-- `randomization_p`: two-sided paired randomization (Fisher) test. Each permutation flips the
-  sign of every δᵢ with probability ½; p = (permutations with |mean| ≥ |mean δ|) / permutations.
+- `randomization_p`: two-sided paired randomization (Fisher) test. Each of m random permutations
+  flips the sign of every δᵢ with probability ½; with b of them reaching |mean| ≥ |mean δ|,
+  p = (b + 1) / (m + 1) (the observed assignment counts as one of the permutations: Phipson &
+  Smyth 2010, "Permutation p-values should never be zero"), so p ≥ 1 / (m + 1), never 0.
   Sign flips come from `numpy.random.default_rng(seed)`: the same seed, the same p.
 - `t_test_p`: two-sided paired Student's t-test, t = mean(δ) / (sd(δ) / √n), n − 1 degrees of
-  freedom (`scipy.stats.ttest_rel`); p = 1 when every δ is 0.
+  freedom (`scipy.stats.ttest_rel`); p = 1 when every δ is 0; None ("not enough queries") with
+  one query or when every δ is the same non-zero value (sd 0: t is undefined, not a p of 0).
+- `p_text`: a p-value as shown: "p = 0.0123", "p < 0.001" below 0.001 (a sampled p is an
+  estimate, its smallest values a bound), "not enough queries" for None.
+- `smallest_p`: the smallest two-sided p the sign-flip test can give on n paired queries,
+  2 / 2ⁿ (every δ of one sign: only the identity and the all-flipped assignment reach |mean δ|);
+  a gate at α cannot fail when it is ≥ α.
+- `gate_blind_spot`: why a gate "fail when the mean fell by more than a margin with p < α" cannot
+  fail on the paired queries, or None. Only a query with a baseline value above 0 can fall (the
+  metrics are 0–1), so with k such queries the smallest p is `smallest_p(k)`: when it is ≥ α no
+  fall, however large, can fail the gate.
 - `bootstrap_ci`: percentile bootstrap confidence interval of a mean: resample the n values with
   replacement `n_resamples` times, take the mean of each, and report the (1 − c)/2 and (1 + c)/2
   quantiles of those means (linear interpolation), c the confidence.
@@ -28,6 +40,8 @@ def randomization_p(deltas: Iterable[float], n_permutations: int = 10_000, seed:
     d = np.asarray(list(deltas), dtype=np.float64)
     if not np.any(d):
         return 1.0
+    if not (isinstance(n_permutations, int) and n_permutations >= 1):
+        raise RetrievalError(f"n_permutations must be a whole number ≥ 1, got {n_permutations!r}")
     observed = abs(d.mean())
     rng = np.random.default_rng(seed)
     count = 0
@@ -38,11 +52,41 @@ def randomization_p(deltas: Iterable[float], n_permutations: int = 10_000, seed:
         means = np.abs((signs * d).mean(axis=1))
         # A relative tolerance so the identity flip (and its equal-valued twins) always counts.
         count += int((means >= observed - 1e-12 * max(1.0, observed)).sum())
-    return count / n_permutations
+    return (count + 1) / (n_permutations + 1)
 
 
-def t_test_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided paired t-test p-value of B against A (see the module docstring)."""
+NOT_ENOUGH_QUERIES = "not enough queries"
+P_FLOOR = 0.001  # smaller p-values are shown as this bound
+
+
+def p_text(p: float | None) -> str:
+    """A p-value for a person (see the module docstring)."""
+    if p is None:
+        return NOT_ENOUGH_QUERIES
+    return f"p < {P_FLOOR:g}" if p < P_FLOOR else f"p = {p:.3g}"
+
+
+def smallest_p(n_queries: int) -> float:
+    """The smallest two-sided sign-flip p on `n_queries` pairs (see the module docstring)."""
+    return min(1.0, 2.0 / 2.0 ** n_queries) if n_queries > 0 else 1.0
+
+
+def gate_blind_spot(baseline: Sequence[float], alpha: float) -> str | None:
+    """Why the gate cannot fail on these paired queries (each one's `baseline` value), or None
+    (see the module docstring)."""
+    values = np.asarray(baseline, dtype=np.float64)
+    can_fall = int((values > 0).sum())
+    floor = smallest_p(can_fall)
+    if floor >= alpha:
+        return (f"{values.size} queries are paired with the baseline and {can_fall} of them can fall (score above "
+                f"0): the smallest p the paired randomization test can give on {can_fall} is {floor:.3g}, not below "
+                f"the gate's {alpha:g}, so no drop can fail it")
+    return None
+
+
+def t_test_p(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Two-sided paired t-test p-value of B against A; None when the queries cannot give one (see
+    the module docstring)."""
     from scipy.stats import ttest_rel
 
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
@@ -51,11 +95,11 @@ def t_test_p(a: Sequence[float], b: Sequence[float]) -> float:
     deltas = b - a
     if not np.any(deltas):
         return 1.0
-    if a.size < 2:
-        raise RetrievalError("A paired t-test needs at least two queries")
-    if np.all(deltas == deltas[0]):  # no spread: t is infinite
-        return 0.0
-    return float(ttest_rel(b, a).pvalue)
+    # one query, or no spread (up to rounding: 0.1 − 0 against 0.3 − 0.2): t is undefined
+    if a.size < 2 or np.ptp(deltas) <= 1e-12 * max(1.0, float(np.abs(deltas).max())):
+        return None
+    p = float(ttest_rel(b, a).pvalue)
+    return None if np.isnan(p) else p
 
 
 def bootstrap_ci(values: Sequence[float], confidence: float = 0.95, n_resamples: int = 10_000,

@@ -28,7 +28,7 @@ import numpy as np
 
 from retrieval.evaluation.attribution import shapley, subsets
 from retrieval.evaluation.compare import rank_changes
-from retrieval.evaluation.paired import bootstrap_ci, holm, randomization_p, t_test_p
+from retrieval.evaluation.paired import bootstrap_ci, holm, p_text, randomization_p, t_test_p
 from retrieval.evaluation.snapshots import SNAPSHOT_METRICS, Rerun, Snapshot, score_rankings
 from retrieval.models.embed import backend_for
 from retrieval.types import RetrievalError
@@ -147,6 +147,8 @@ def diff(a: Snapshot, b: Snapshot, metric: str = "ndcg@10", n_permutations: int 
     `causes_of`; `snapshots.rerun_at`) lets config and corpus changes be told apart."""
     if metric not in SNAPSHOT_METRICS:
         raise RetrievalError(f"metric must be one of {', '.join(SNAPSHOT_METRICS)}, got {metric!r}")
+    a.check_metrics((metric,))
+    b.check_metrics((metric,))
     common = paired_queries(a, b)
     va = np.array([a.per_query[q][metric] for q in common])
     vb = np.array([b.per_query[q][metric] for q in common])
@@ -168,7 +170,7 @@ def diff(a: Snapshot, b: Snapshot, metric: str = "ndcg@10", n_permutations: int 
         "delta": total,
         "delta_ci95": list(bootstrap_ci(vb - va, seed=seed)),
         "p_value": randomization_p(vb - va, n_permutations, seed),
-        "t_test_p": t_test_p(va, vb) if len(common) > 1 else None,
+        "t_test_p": t_test_p(va, vb),  # None: not enough queries
         "n_queries": len(common),
         "only_in_a": sum(1 for q in a.per_query if q not in b.per_query),
         "only_in_b": sum(1 for q in b.per_query if q not in a.per_query),
@@ -199,10 +201,10 @@ def result_lists(a: Snapshot, b: Snapshot, query_id: str, k: int = 10) -> tuple[
 
 def summary(d: dict) -> str:
     """One line for a person: the values, Δ with its interval, p (and Holm's when several)."""
-    holm_p = f", Holm {d['p_holm']:.4g}" if "p_holm" in d else ""
+    holm_p = f", Holm-adjusted {p_text(d['p_holm'])}" if "p_holm" in d else ""
     return (f"{d['metric']}: {d['a']['name']} {d['a']['value']:.4f} → {d['b']['name']} {d['b']['value']:.4f} "
             f"(Δ {d['delta']:+.4f}, 95 % CI {d['delta_ci95'][0]:+.4f} … {d['delta_ci95'][1]:+.4f}, "
-            f"p = {d['p_value']:.4g}{holm_p}) over {d['n_queries']} queries; {d['wins']} better, {d['losses']} worse")
+            f"{p_text(d['p_value'])}{holm_p}) over {d['n_queries']} queries; {d['wins']} better, {d['losses']} worse")
 
 
 def diff_many(snapshots: Sequence[Snapshot], metric: str = "ndcg@10", n_permutations: int = 10_000,

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 
+from retrieval.evaluation.paired import p_text
 from retrieval.evaluation.snapshot_diff import result_lists
 from retrieval.evaluation.snapshots import Snapshot
 
@@ -127,7 +128,7 @@ def report_html(d: Mapping, a: Snapshot, b: Snapshot, top: int = 5) -> str:
         f"<h1>{escape(d['metric'])}: {escape(a.name)} → {escape(b.name)}</h1>",
         f'<p class="big {"good" if better else "bad" if d["delta"] < 0 else ""}">{d["a"]["value"]:.4f} → '
         f'{d["b"]["value"]:.4f} (Δ {d["delta"]:+.4f}, {verdict})</p>',
-        f"<p>95 % interval of Δ: {low:+.4f} … {high:+.4f}; paired randomization test p = {d['p_value']:.4g} "
+        f"<p>95 % interval of Δ: {low:+.4f} … {high:+.4f}; paired randomization test {p_text(d['p_value'])} "
         f"({significant} at 0.05); {d['n_queries']} queries judged in both: {d['wins']} better, "
         f"{d['losses']} worse, {d['ties']} equal.</p>",
         "<h2>What changed</h2><ul>" + "".join(f"<li>{escape(line)}</li>" for line in changes_in_words(a, b)) + "</ul>",

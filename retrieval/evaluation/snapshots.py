@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from retrieval.evaluation.evaluate import Qrels, QrelsEvaluator, searched
+from retrieval.evaluation.evaluate import Qrels, QrelsEvaluator, run_from_rankings, searched, trec_run
 from retrieval.evaluation.trust import judged_at
 from retrieval.judging.judgments import CONSENSUS, JudgmentStore
 from retrieval.models.embed import backend_for
@@ -101,6 +101,22 @@ class Snapshot:
     per_query: dict[str, dict[str, float]]
     encoders: dict[str, str] | None = None  # model -> backend of its query vectors; None: not recorded
 
+    def check_metrics(self, metrics: Sequence[str] = SNAPSHOT_METRICS) -> Snapshot:
+        """This snapshot, or a clear error when a per-query value of `metrics` is missing, not a
+        number, NaN or outside 0–1 (every snapshot metric is a share): a damaged or hand-edited
+        snapshot must not pass a comparison (a NaN Δ is never "worse than the margin")."""
+        if not self.per_query:
+            raise RetrievalError(f"Snapshot {self.name!r} has no per-query metrics: it cannot be compared")
+        for qid, values in self.per_query.items():
+            for metric in metrics:
+                value = values.get(metric) if isinstance(values, Mapping) else None
+                ok = isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+                if not ok:  # NaN fails both comparisons
+                    raise RetrievalError(f"Snapshot {self.name!r} is damaged: its {metric} of query {qid!r} is "
+                                         f"{value!r}, not a number between 0 and 1; it cannot be compared "
+                                         "(take a new snapshot)")
+        return self
+
     @property
     def rankings(self) -> dict[str, list[str]]:
         return {q: [doc_id for doc_id, _ in hits] for q, hits in self.run.items()}
@@ -141,11 +157,12 @@ class Snapshot:
                 "run": {q: [[d, s] for d, s in hits] for q, hits in self.run.items()}}
 
     def trec_run(self) -> str:
-        """The run in TREC format (`qid Q0 doc rank score tag`), the snapshot's name as the tag
-        (spaces as '_': a TREC field has none)."""
-        tag = self.name.replace(" ", "_")
-        return "".join(f"{q} Q0 {d} {rank} {score:.6f} {tag}\n"
-                       for q, hits in self.run.items() for rank, (d, score) in enumerate(hits, start=1))
+        """The run in TREC format (`qid Q0 doc rank score tag`, `evaluate.trec_run`), the
+        snapshot's name as the tag (spaces as '_': a TREC field has none). The scores written are
+        rank-based (n − rank + 1, `evaluate.run_from_rankings`), not the scores shown: trec_eval
+        orders by score, ties by document id descending, and ignores the rank column, so shown
+        scores that tie would be scored in another order than the snapshot's."""
+        return trec_run(run_from_rankings(self.rankings), self.name.replace(" ", "_"))
 
 
 def run_of(workbench, collection: str, queries: Mapping[str, str], config: SearchConfig) -> Scored:

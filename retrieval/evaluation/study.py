@@ -211,6 +211,7 @@ class Study:
     stopped: bool = False
     model_text: str = ""  # lambdamart: the model the config's `ranker` names
     learned: LearnedRanker | None = None
+    validation: dict[str, Any] | None = None  # the optimiser's inner check (`optimize.checked_against_start`)
 
 
 @dataclass

@@ -323,8 +323,10 @@ class Headline:
                    "may be noise over these queries")
         tie = (f" {len(self.tied)} variants tie at the best; the first in the table is offered, any of them "
                "scores the same." if len(self.tied) > 1 else "")
-        return (head + f" (Δ {self.best_value - self.current_value:+.4f}, paired randomization p = "
-                f"{self.p_value:.3g}: {verdict}).{tie}")
+        from retrieval.evaluation.paired import p_text
+
+        return (head + f" (Δ {self.best_value - self.current_value:+.4f}, paired randomization "
+                f"{p_text(self.p_value)}: {verdict}).{tie}")
 
 
 def headline(result: SweepResult, current: str, metric: str | None = None, seed: int = 42) -> Headline:

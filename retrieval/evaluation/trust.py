@@ -3,7 +3,7 @@ count as non-relevant in nDCG@k (trec_eval's rule), so a run that finds document
 looks worse than it is, and a comparison of two runs can rest on what was never judged.
 
 For a query q with judged documents J(q) (any grade, 0 included), R relevant (grade > 0) and N
-judged non-relevant (grade ≤ 0), and a ranking d₁, d₂, …:
+judged non-relevant (grade ≤ 0; bpref: grade 0, see below), and a ranking d₁, d₂, …:
 
     judged@k   = |{d₁ … d_k} ∩ J(q)| / k                         the top k's judged share
     nDCG'@k    = nDCG@k of the condensed list: the ranking with the unjudged documents removed
@@ -11,7 +11,9 @@ judged non-relevant (grade ≤ 0), and a ranking d₁, d₂, …:
     bpref      = 1/R · Σ over relevant retrieved r (1 − min(n_r, R) / min(R, N)), n_r the judged
                  non-relevant documents ranked above r (Buckley & Voorhees 2004); a term is 1 when
                  n_r = 0 (so with N = 0 bpref is the share of relevant documents retrieved);
-                 unjudged documents are ignored. trec_eval's m_bpref.c (ranx 0.3 gives NaN for N = 0).
+                 unjudged documents are ignored, and so are documents with a negative grade: here
+                 N counts grade 0 only (trec_eval's m_bpref.c, where a negative grade means
+                 "unjudged"; ranx 0.3 counts them as non-relevant and gives NaN for N = 0).
 
 Computed the usual way, every metric stays exactly as it is; these are shown beside it.
 
@@ -19,8 +21,10 @@ Whether holes can change a conclusion (`flip_check`): for configs A and B, compl
 judgments two ways — every unjudged document of either top k relevant (the judgments' highest
 grade) where B ranks it above A (or only B has it in its top k) and non-relevant otherwise, which
 favours B; and the mirror, which favours A — and compute Δ = mean(B) − mean(A) of the metric
-under each. Each completion is a concrete set of judgments someone could give, so when one of
-them reverses the sign of today's Δ, judging those documents can change the conclusion. (They are
+under each. Each completion is a concrete set of judgments someone could give, so when either of
+them reverses the sign of today's Δ, judging those documents can change the conclusion. Both are
+tried whatever today's sign: a relevant document also raises its query's ideal DCG, so the
+completion "favouring" A can help B (and the mirror). (They are
 witnesses, not the extreme bounds over every completion.)
 """
 
@@ -49,13 +53,13 @@ def condensed(ranking: Sequence[str], judged: Iterable[str]) -> list[str]:
 def bpref(ranking: Sequence[str], judgments: Mapping[str, int]) -> float:
     """trec_eval's bpref of one query (see the module docstring); 0 when nothing is relevant."""
     relevant = sum(1 for g in judgments.values() if g > 0)
-    nonrelevant = sum(1 for g in judgments.values() if g <= 0)
+    nonrelevant = sum(1 for g in judgments.values() if g == 0)
     if not relevant:
         return 0.0
     total, above = 0.0, 0
     for doc_id in dict.fromkeys(ranking):
         grade = judgments.get(doc_id)
-        if grade is None:
+        if grade is None or grade < 0:  # trec_eval: a negative grade is unjudged
             continue
         if grade > 0:
             total += 1.0 - min(above, relevant) / min(relevant, nonrelevant) if above else 1.0
@@ -111,12 +115,16 @@ class FlipCheck:
 
     @property
     def can_flip(self) -> bool:
-        """Whether one completion reverses (or, from a tie, breaks) today's sign of Δ."""
+        """Whether either completion reverses (or, from a tie, breaks) today's sign of Δ. Both are
+        tried whatever Δ's sign: judging relevant a document one run ranks higher also raises the
+        query's ideal DCG, which can help the other run, so the completion favouring A can move Δ
+        towards B (and the mirror)."""
+        completions = (self.delta_favouring_a, self.delta_favouring_b)
         if self.delta > 0:
-            return self.delta_favouring_a < 0
+            return any(d < 0 for d in completions)
         if self.delta < 0:
-            return self.delta_favouring_b > 0
-        return self.delta_favouring_a != 0 or self.delta_favouring_b != 0
+            return any(d > 0 for d in completions)
+        return any(d != 0 for d in completions)
 
     def sentence(self) -> str:
         """The check for a person (Δ of `metric`)."""
@@ -125,7 +133,8 @@ class FlipCheck:
         if not self.can_flip:
             return (f"{self.unjudged} (query, document) pairs in the two top 10s are unjudged, but neither way of "
                     f"judging them tried reverses the result ({self.metric} Δ stays between "
-                    f"{self.delta_favouring_a:+.4f} and {self.delta_favouring_b:+.4f}).")
+                    f"{min(self.delta_favouring_a, self.delta_favouring_b):+.4f} and "
+                    f"{max(self.delta_favouring_a, self.delta_favouring_b):+.4f}).")
         return (f"Unjudged documents could change this conclusion: {self.unjudged} (query, document) pairs in the "
                 f"two top 10s have no judgment; judged in B's favour {self.metric} Δ would be "
                 f"{self.delta_favouring_b:+.4f}, in A's favour {self.delta_favouring_a:+.4f}. Judge them before "

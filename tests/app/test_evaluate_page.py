@@ -17,6 +17,7 @@ from retrieval.indexing.readers.parse import parse_path
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.search.config import SearchConfig
 from ui.evaluate import charts as eval_charts
+from ui.evaluate.common import shown_p
 from ui.state import VIEW_KEY, with_ui_sources
 
 SEARCH = "pages/1_Search.py"
@@ -314,7 +315,7 @@ def test_ab_test_of_two_saved_configs_is_the_core_comparison(small_set, workbenc
     shown = {m.label: m.value for m in at.metric}
     assert shown["nDCG@10 A"] == f"{expected.mean_a:.4f}" and shown["nDCG@10 B"] == f"{expected.mean_b:.4f}"
     assert shown["win / tie / loss"] == f"{expected.wins} / {expected.ties} / {expected.losses}"
-    assert shown["p-value"] == f"{expected.p_value:.4g}"
+    assert shown["p-value"] == shown_p(expected.p_value)
     deltas = next(d.value for d in at.dataframe if "delta (B − A)" in d.value.columns)
     assert dict(zip(deltas["query id"], deltas["delta (B − A)"], strict=True)) == dict(expected.deltas)
     # beside it: how far the judgments can be trusted, the core's own figures
@@ -325,8 +326,15 @@ def test_ab_test_of_two_saved_configs_is_the_core_comparison(small_set, workbenc
     for row, run in zip(trust.to_dict("records"), (run_a, run_b), strict=True):
         means = trust_metrics(rank(run), qrels)[0]
         assert row == {"config": row["config"], **{k: round(v, 4) for k, v in means.items()}}
-    said = flip_check(rank(run_a), rank(run_b), qrels).sentence()
+    flip = flip_check(rank(run_a), rank(run_b), qrels)
+    said = flip.sentence()
     assert any(plain(x.value) == said for x in [*at.warning, *at.caption]), said
+    # one verdict, from the test and the holes together: never "yes" when the holes could reverse it
+    from retrieval.evaluation.abtest import verdict
+
+    assert shown["verdict"] == verdict(expected, flip).answer
+    assert shown["verdict"] != "yes" or not flip.can_flip
+    assert any(plain(x.value) == f"Verdict: {verdict(expected, flip).sentence}." for x in [*at.warning, *at.caption])
 
 
 def test_configs_save_load_and_import(workbench):

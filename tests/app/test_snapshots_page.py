@@ -11,6 +11,7 @@ from retrieval.evaluation.snapshots import SnapshotStore
 from retrieval.indexing.readers.parse import parse_path
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.store import Store
+from ui.evaluate.common import shown_p
 from ui.evaluate.snapshots import side_by_side
 
 EVALUATE = "pages/5_Evaluate.py"
@@ -55,7 +56,7 @@ def test_keep_two_snapshots_and_diff_them(snap_set):
     assert values["hybrid now"] == f"{expected['a']['value']:.4f}"
     assert values["vector top 1"] == f"{expected['b']['value']:.4f}"
     assert values["Δ (B − A)"] == f"{expected['delta']:+.4f}"
-    assert values["p (randomization)"] == f"{expected['p_value']:.4g}"
+    assert values["p (randomization)"] == shown_p(expected["p_value"])
     assert any(plain(m.value).startswith("Changed between the two: config.") for m in at.markdown)
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     trend = next(c for c in charts if c["data"][0]["type"] == "scatter")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_rel
 
-from retrieval.evaluation.abtest import compare
+from retrieval.evaluation.abtest import ABResult, compare, verdict
 from retrieval.evaluation.evaluate import evaluate_run, run_from_rankings
 from retrieval.evaluation.paired import randomization_p
 from retrieval.sources.bm25 import RankBM25Source
@@ -88,3 +88,40 @@ def test_identical_runs_and_bad_input(runs):
         compare(qrels, run_a, run_a, test="wilcoxon")
     with pytest.raises(RetrievalError, match="n_permutations"):
         compare(qrels, run_a, run_a, test="randomization", n_permutations=5)
+
+
+def test_a_t_test_without_enough_queries_says_so():
+    # one query: B finds the relevant document first, A second
+    one = compare({"q": {"r": 1}}, {"q": {"x": 2.0, "r": 1.0}}, {"q": {"r": 2.0, "x": 1.0}}, "mrr@10", "t-test")
+    assert one.mean_delta == 0.5 and one.p_value is None and not one.significant
+    assert one.summary().endswith("t-test not enough queries: not enough queries for a t-test (it needs at least two "
+                                  "queries whose differences are not all the same): no verdict")
+    # two queries, each better by exactly 0.5: no spread, no p (scipy would give NaN)
+    qrels = {"q1": {"r": 1}, "q2": {"s": 1}}
+    a = {"q1": {"x": 2.0, "r": 1.0}, "q2": {"y": 2.0, "s": 1.0}}
+    b = {"q1": {"r": 2.0, "x": 1.0}, "q2": {"s": 2.0, "y": 1.0}}
+    equal = compare(qrels, a, b, "mrr@10", "t-test")
+    assert equal.deltas == {"q1": 0.5, "q2": 0.5} and equal.p_value is None
+    assert verdict(equal).answer == "not enough queries"
+    randomized = compare(qrels, a, b, "mrr@10", "randomization", n_permutations=999)
+    assert 0 < randomized.p_value <= 1  # the sign-flip test has a p: (b + 1) / (m + 1), about 2/4 here
+    assert randomized.p_value == pytest.approx(0.5, abs=0.06)
+
+
+def test_one_verdict_weighs_the_test_and_the_holes():
+    from retrieval.evaluation.trust import FlipCheck
+
+    def result(p):
+        return ABResult(metric="ndcg@10", test="t-test", n_queries=40, per_query_a={}, per_query_b={}, deltas={},
+                        mean_a=0.4, mean_b=0.5, mean_delta=0.1, wins=30, ties=0, losses=10, p_value=p, alpha=0.05)
+
+    holes = FlipCheck("ndcg@10", delta=0.1, delta_favouring_b=0.2, delta_favouring_a=-0.01, unjudged=12)
+    settled = FlipCheck("ndcg@10", delta=0.1, delta_favouring_b=0.2, delta_favouring_a=0.05, unjudged=12)
+    assert holes.can_flip and not settled.can_flip
+    said = verdict(result(0.001), holes)
+    assert (said.answer, said.believed) == ("not yet: judge first", False)  # never "yes" above "judge these"
+    assert "judge them before trusting it" in said.sentence
+    assert (verdict(result(0.001), settled).answer, verdict(result(0.001), settled).believed) == ("yes", True)
+    assert verdict(result(0.001)).answer == "yes"  # no trust check given
+    assert verdict(result(0.2), holes).answer == "no"
+    assert "not yet: judge first" not in result(0.001).summary() and "judge them" in result(0.001).summary(holes)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import bootstrap
 
-from retrieval.evaluation.paired import bootstrap_ci, holm, randomization_p, t_test_p
+from retrieval.evaluation.paired import bootstrap_ci, holm, p_text, randomization_p, smallest_p, t_test_p
 from retrieval.types import RetrievalError
 
 
@@ -17,14 +17,20 @@ def test_t_test_p_by_hand():
     assert t_test_p([0, 0, 0], [1, 2, 3]) == pytest.approx(1 - math.sqrt(12) / math.sqrt(14), abs=1e-12)
     assert t_test_p([1, 2, 3], [0, 0, 0]) == pytest.approx(1 - math.sqrt(12) / math.sqrt(14), abs=1e-12)
     assert t_test_p([0.3, 0.5], [0.3, 0.5]) == 1.0  # the same values: indistinguishable
-    assert t_test_p([0.0, 0.5], [0.25, 0.75]) == 0.0  # every query better by the same amount
+    from scipy.stats import ttest_rel
+
+    a, b = [0.1, 0.4, 0.2], [0.3, 0.5, 0.6]
+    assert t_test_p(a, b) == pytest.approx(ttest_rel(b, a).pvalue, abs=1e-12)
 
 
-def test_t_test_needs_pairs():
+def test_t_test_needs_pairs_and_spread():
     with pytest.raises(RetrievalError, match="same queries: 2 against 3"):
         t_test_p([0, 1], [0, 1, 2])
-    with pytest.raises(RetrievalError, match="at least two queries"):
-        t_test_p([0], [1])
+    # no p, not p = 0 or NaN: one query, or every query better by the same amount (sd 0, t undefined)
+    assert t_test_p([0], [1]) is None
+    assert t_test_p([0.0, 0.5], [0.25, 0.75]) is None
+    assert t_test_p([0.0, 0.2], [0.1, 0.3]) is None  # 0.1 − 0 and 0.3 − 0.2 differ only by rounding
+    assert p_text(t_test_p([0], [1])) == "not enough queries"
 
 
 def test_randomization_p_is_the_exact_share_of_sign_flips():
@@ -32,6 +38,26 @@ def test_randomization_p_is_the_exact_share_of_sign_flips():
     assert randomization_p([1.0, 1.0], n_permutations=40_000, seed=3) == pytest.approx(0.5, abs=0.01)
     assert randomization_p([0.0, 0.0, 0.0]) == 1.0
     assert randomization_p([0.2, -0.1, 0.4], seed=5) == randomization_p([0.2, -0.1, 0.4], seed=5)
+
+
+def test_a_randomization_p_is_never_0():
+    # 30 queries all better by 1: no random flip of 10,000 reaches |mean| 1 (chance 2 / 2³⁰ each),
+    # so b = 0 and p = (0 + 1) / (10,000 + 1), the observed assignment counted once
+    assert randomization_p([1.0] * 30, n_permutations=10_000) == 1 / 10_001
+    # δ = (1, 1, 1): the exact p is 2/8; (b + 1)/(m + 1) with b ≈ m/4
+    p = randomization_p([1.0, 1.0, 1.0], n_permutations=999, seed=0)
+    b = round(p * 1000) - 1
+    assert p == (b + 1) / 1000 and b / 999 == pytest.approx(0.25, abs=0.05)
+
+
+def test_p_text_and_the_smallest_p_of_a_sign_flip_test():
+    assert p_text(0.01234) == "p = 0.0123" and p_text(0.05) == "p = 0.05"
+    assert p_text(1 / 10_001) == "p < 0.001" and p_text(0.001) == "p = 0.001"
+    assert p_text(None) == "not enough queries"
+    assert smallest_p(2) == 0.5 and smallest_p(5) == 2 / 32 and smallest_p(6) == 2 / 64 and smallest_p(0) == 1.0
+    # enumerated: δ all of one sign, every flip of 5 queries: the identity and its mirror reach |mean δ|
+    flips = np.array(np.meshgrid(*[[1, -1]] * 5)).reshape(5, -1).T
+    assert np.mean(np.abs((flips * np.ones(5)).mean(axis=1)) >= 1) == smallest_p(5)
 
 
 def test_bootstrap_ci_by_hand():

@@ -346,6 +346,57 @@ def test_the_ci_gate_exits_0_when_as_good_and_2_when_worse(tmp_path, beir_folder
     assert "A snapshot named 'base' already exists" in capsys.readouterr().err
 
 
+def test_a_damaged_baseline_is_an_error_not_a_pass(tmp_path, beir_folder, capsys):
+    import dataclasses
+
+    from retrieval.cli import main as cli
+
+    db = str(tmp_path / "gate-db")
+    run = lambda *extra: cli.main(["--db", db, "evaluate", str(beir_folder), *extra])  # noqa: E731
+    assert run("--snapshot", "base") == 0
+    store = SnapshotStore(Store(db))
+    base = store.get("base")
+    first = next(iter(base.per_query))
+    for name, value in (("nan-base", float("nan")), ("minus-base", -1.0), ("text-base", "0.5")):
+        per_query = {**base.per_query, first: {**base.per_query[first], "ndcg@10": value}}
+        store.add(dataclasses.replace(base, name=name, per_query=per_query))
+    capsys.readouterr()
+    for name, shown in (("nan-base", "nan"), ("minus-base", "-1.0"), ("text-base", "'0.5'")):
+        assert run("--baseline", name, "--fail-if-worse", "0.01") == 2
+        err = capsys.readouterr().err
+        assert (f"Snapshot {name!r} is damaged: its ndcg@10 of query {first!r} is {shown}, not a number between 0 "
+                "and 1") in err
+        assert "queries" not in err and "Δ" not in err  # refused before the work, never a "Δ +nan"
+    with pytest.raises(RetrievalError, match="'nan-base' is damaged"):
+        diff(store.get("nan-base"), base)
+    assert diff(store.get("minus-base"), base, metric="mrr")["n_queries"] == len(base.per_query)  # only its metric
+
+
+def test_a_gate_that_cannot_fail_says_so_and_fails(tmp_path, beir_folder, capsys):
+    from retrieval.cli import main as cli
+    from retrieval.evaluation.paired import gate_blind_spot
+
+    db = str(tmp_path / "gate-db")
+    run = lambda *extra: cli.main(["--db", db, "evaluate", str(beir_folder), "--max-queries", "2", *extra])  # noqa: E731
+    assert run("--snapshot", "two") == 0
+    Workbench(Store(db)).configs.save("one candidate", SearchConfig(depth=1))
+    capsys.readouterr()
+    # 2 paired queries: the smallest p the sign-flip test can give is 2/4 = 0.5, so no fall can fail the gate
+    assert run("--baseline", "two", "--fail-if-worse", "0.01", "--config", "one candidate") == 2
+    err = capsys.readouterr().err
+    assert ("The gate cannot fail: 2 queries are paired with the baseline and 2 of them can fall (score above 0): "
+            "the smallest p the paired randomization test can give on 2 is 0.5, not below the gate's 0.05") in err
+    assert "--allow-underpowered" in err
+    assert run("--baseline", "two", "--fail-if-worse", "0.01", "--config", "one candidate",
+               "--allow-underpowered") == 0
+    assert "warning: the gate cannot fail" in capsys.readouterr().err
+    assert run("--baseline", "two", "--allow-underpowered") == 2
+    assert "--allow-underpowered needs --fail-if-worse MARGIN" in capsys.readouterr().err
+    # by hand: 5 queries that can fall give 2/32 ≥ 0.05, 6 give 2/64 < 0.05; a query at 0 cannot fall
+    assert gate_blind_spot([0.5] * 5, 0.05) is not None and gate_blind_spot([0.5] * 6, 0.05) is None
+    assert gate_blind_spot([0.5] * 5 + [0.0] * 10, 0.05).startswith("15 queries are paired with the baseline and 5")
+
+
 def test_the_html_report_stands_alone_and_keeps_user_text_literal(workbench, tmp_path, capsys):
     import re
 
@@ -458,3 +509,27 @@ def test_config_and_corpus_are_not_split_by_a_rerun_on_another_encoder(workbench
                           "the snapshots with all-MiniLM-L6-v2 on onnx-int8, multilingual-e5-small on onnx-int8)"]
     monkeypatch.delenv(embed.BACKEND_ENV)
     assert list(diff(a, b, "ndcg@10", rerun=rerun_at(workbench, "animals"))["causes"]) == ["config", "corpus"]
+
+
+def test_the_trec_export_scores_in_trec_eval_as_in_the_workbench():
+    import pytrec_eval
+
+    from retrieval.evaluation.snapshots import Snapshot
+
+    # the search showed d-a and d-b tied at 0.5, d-a first: trec_eval would put d-b (id descending) first
+    qrels = {"q": {"d-a": 1}}
+    rankings = {"q": ["d-a", "d-b", "d-c"]}
+    snap = Snapshot(name="tied run", collection="c", created="2026-01-01T00:00:00", table_version=1, doc_count=3,
+                    config=SearchConfig(), query_set="default", queries={"q": "x"}, qrels=qrels,
+                    judgments_key=judgments_key(qrels), run={"q": [("d-a", 0.5), ("d-b", 0.5), ("d-c", 0.25)]},
+                    per_query=score_rankings(rankings, qrels))
+    assert snap.per_query["q"]["ndcg@10"] == 1.0
+    exported = snap.trec_run()
+    assert exported == "q Q0 d-a 1 3 tied_run\nq Q0 d-b 2 2 tied_run\nq Q0 d-c 3 1 tied_run\n"
+    run: dict[str, dict[str, float]] = {}
+    for line in exported.splitlines():
+        qid, _, doc_id, _, score, _ = line.split()
+        run.setdefault(qid, {})[doc_id] = float(score)
+    measured = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recip_rank"}).evaluate(run)["q"]
+    assert measured["ndcg_cut_10"] == snap.per_query["q"]["ndcg@10"]
+    assert measured["recip_rank"] == snap.per_query["q"]["mrr"]

@@ -203,6 +203,50 @@ def test_parse_grade():
     assert parse_grade("I cannot judge this.") is None and parse_grade("") is None
 
 
+@pytest.mark.parametrize(("answer", "grade"), [
+    ("2/3", 2),  # N/M is N
+    ("I'd rate it 2 out of 3.", 2),
+    ("Score: 2 (on a scale of 0-3)", 2),  # the number after the label, not the scale's end
+    ("O: 1, M: 2, T: 3", 1),  # UMBRELA's overall grade beside its aspects
+    ("Overall: 2. M: 1, T: 3", 2),
+    ("Final score (O): 2", 2),
+    ("final score: -1", None),  # out of range under a label: rejected, not read as 1
+    ("M: 2, T: 3", None),  # two grade-like numbers and no overall one: not guessed
+    ("Score: 2. Score: 3", None),
+    ("score: 2-3", None),
+    ("On a scale of 0 to 3, I'd give it 2.", 2),
+    ("The passage from 1990 is relevant: 2", 2),  # 1990 is no grade
+    ("2.0", 2), ("2.5", None), ("-1", None), ("Overall score: 3/3", 3),
+])
+def test_parse_grade_reads_the_labelled_grade_and_refuses_to_guess(answer, grade):
+    assert parse_grade(answer) == grade
+
+
+def test_cached_grades_read_by_an_older_parser_are_read_again(tmp_path):
+    from retrieval.judging.llm.client import Answer
+    from retrieval.judging.llm.settings import PARSER_VERSION
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)  # a cache written before grades named their parser (it read "the last number")
+    db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, base_url TEXT NOT NULL, model TEXT NOT NULL, "
+               "grade INTEGER NOT NULL, answer TEXT NOT NULL, input_tokens INTEGER NOT NULL, "
+               "output_tokens INTEGER NOT NULL, seconds REAL NOT NULL, created TEXT NOT NULL)")
+    db.executemany("INSERT INTO answers VALUES (?, 'http://h/v1', 'm', ?, ?, 10, 2, 0.5, '2026-01-01')",
+                   [("k1", 3, "2/3"), ("k2", 3, "O: 1, M: 2, T: 3"), ("k3", 3, "M: 2, T: 3"),
+                    ("k4", 1, "##final score: 1")])
+    db.commit()
+    db.close()
+    with JudgeCache(path) as cache:
+        found = cache.get_many(["k1", "k2", "k3", "k4"])
+        assert {k: a.grade for k, a in found.items()} == {"k1": 2, "k2": 1, "k4": 1}  # k3: asked again
+        settings = LLMSettings(base_url="http://h/v1", model="m")
+        cache.put("k5", settings, Answer("Score: 2 (on a scale of 0-3)", 2, 10, 2, 0.5))
+        assert cache.get_many(["k5"])["k5"].grade == 2
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT parser FROM answers WHERE key = 'k5'").fetchone() == (PARSER_VERSION,)
+        assert db.execute("SELECT parser FROM answers WHERE key = 'k1'").fetchone() == (1,)
+
+
 def test_passage_of_a_document():
     assert passage_of({"title": "Cats", "text": "Cats sleep."}) == "Cats sleep."  # the title starts the text
     assert passage_of({"title": "Owls", "text": "Birds of prey."}) == "Owls\nBirds of prey."

@@ -91,6 +91,11 @@ def test_contributions_add_up_to_the_score_and_every_path_ranks_alike(learned, x
     for qid, values in lean.per_query["hybrid"].items():
         assert result.per_query["in_sample"][qid] == pytest.approx(values["ndcg@10"], abs=1e-12)
     assert result.in_sample["value"] > result.default["value"]  # a model fits its training queries
+    # the inner check: the final model beat the start on the 8 queries held back from it; the first
+    # fold's did not (a tie on its 4), so that fold's held-out queries were ranked by the start
+    assert [s.validation["kept"] for s in result.studies] == ["start", "start", "tuned"]
+    assert result.studies[-1].validation["queries"] == 8
+    assert result.fold_configs[0] == SearchConfig() and not result.fold_configs[0].ranker
 
 
 def test_a_model_round_trips_and_the_mcp_server_ranks_as_the_workbench(learned, xsmall):

@@ -11,7 +11,7 @@ import streamlit as st
 from retrieval.evaluation.evaluate import DEFAULT_METRICS
 from retrieval.judging.judgments import QuerySet
 from ui.evaluate import charts as eval_charts
-from ui.evaluate.common import results, stale_note
+from ui.evaluate.common import results, shown_p, stale_note
 from ui.progress import progress_bar
 from ui.search import views
 from ui.state import memo_read
@@ -83,6 +83,8 @@ def _show_trust(trust: dict[str, Any], name_a: str, name_b: str) -> None:
 
 
 def _show_ab(stored: dict[str, Any]) -> None:
+    from retrieval.evaluation.abtest import verdict
+
     _, _, name_a, name_b, metric, test, _ = stored["key"]
     result = stored["result"]
     label = eval_charts.metric_label(metric)
@@ -92,10 +94,15 @@ def _show_ab(stored: dict[str, Any]) -> None:
                    help=views.markdown_safe(f"Mean {label} of '{name_b}' and its difference to A"))
     cols[2].metric("win / tie / loss", f"{result.wins} / {result.ties} / {result.losses}",
                    help="Queries where B scores higher / the same / lower than A")
-    cols[3].metric("p-value", f"{result.p_value:.4g}", help=f"{AB_TESTS.get(test, test)}, two-sided")
-    cols[4].metric(f"significant (p < {result.alpha:g})", "yes" if result.significant else "no",
-                   help=f"Whether the difference is unlikely under 'A and B are equally good' at the "
-                        f"{result.alpha:.0%} level")
+    cols[3].metric("p-value", shown_p(result.p_value), help=f"{AB_TESTS.get(test, test)}, two-sided")
+    said = verdict(result, stored["trust"]["flip"] if "trust" in stored else None)
+    cols[4].metric("verdict", said.answer,
+                   help=views.markdown_safe(f"Whether to believe the difference: {said.sentence}. Significant "
+                                            f"means unlikely under 'A and B are equally good' at the "
+                                            f"{result.alpha:.0%} level; a result the judgments' holes could "
+                                            "reverse is not believed yet."))
+    (st.warning if result.significant and not said.believed else st.caption)(
+        views.markdown_safe(f"Verdict: {said.sentence}."))
     if "trust" in stored:
         _show_trust(stored["trust"], name_a, name_b)
     st.plotly_chart(eval_charts.delta_chart(result.deltas, stored["queries"], metric), width="stretch")

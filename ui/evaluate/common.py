@@ -43,3 +43,11 @@ def config_label(config: SearchConfig) -> str:
     weights = ", ".join(f"{label(s)} {w:g}" for s, w in config.weights.items())
     head = method_of(config).title(config)
     return f"{head}, {weights}, depth {config.depth}" + (", rerank" if config.rerank else "")
+
+
+def shown_p(p: float | None) -> str:
+    """A p-value in a metric box or table cell: 0.0123, < 0.001, or "not enough queries"
+    (`paired.p_text` without its "p")."""
+    from retrieval.evaluation.paired import p_text
+
+    return p_text(p).removeprefix("p = ").removeprefix("p ")

@@ -17,7 +17,7 @@ from retrieval.judging.judgments import QuerySet
 from retrieval.search.config import SearchConfig
 from retrieval.types import RetrievalError
 from ui import state
-from ui.evaluate.common import config_label
+from ui.evaluate.common import config_label, shown_p
 from ui.search import views
 
 RUN_KEY = "_workbench_optimize_run"
@@ -204,7 +204,7 @@ def _row(name: str, values: list[float], base: list[float] | None, in_sample: fl
         gain = mean_ci([v - b for v, b in zip(values, base, strict=True)])
         row["gain over config A"] = f"{gain['value']:+.4f} ({gain['ci95'][0]:+.4f} … {gain['ci95'][1]:+.4f})"
     if p is not None:
-        row["p"] = round(p, 4)
+        row["p"] = shown_p(p)
     if seconds:
         row["time"] = seconds
     return row

@@ -14,6 +14,7 @@ from retrieval.evaluation.snapshots import SNAPSHOT_METRICS, Snapshot, SnapshotS
 from retrieval.judging.judgments import QuerySet
 from retrieval.search.config import SearchConfig
 from ui.evaluate import charts as eval_charts
+from ui.evaluate.common import shown_p
 from ui.search import views
 from ui.state import memo_read
 
@@ -121,7 +122,7 @@ def show_diff(d: dict) -> None:
                         f"interval {low:.4f} … {high:.4f}")
     cols[2].metric("Δ (B − A)", f"{d['delta']:+.4f}",
                    help=f"95 % bootstrap interval {d['delta_ci95'][0]:+.4f} … {d['delta_ci95'][1]:+.4f}")
-    cols[3].metric("p (randomization)", f"{d['p_value']:.4g}",
+    cols[3].metric("p (randomization)", shown_p(d["p_value"]),
                    help="Paired randomization test, two-sided: how often random swaps of A and B per query give a "
                         "difference at least this large.")
     changed = ", ".join(d["changed"]) or "nothing"

@@ -7,6 +7,11 @@ text). The base URL is part of it because one model name on two servers can be t
 quantisations, a fine-tune under the same tag). Each answer is committed when it arrives, before
 it is saved as a judgment: a run that is killed keeps every answer it got, and the next run saves
 them without asking. An answer without a grade is not cached: the next run asks again.
+
+Each grade is kept with the version of the rules that read it from the answer
+(`settings.PARSER_VERSION`): a grade read by other rules (an older parser) is not reused but read
+again from the kept answer, and an answer the current rules find no grade in counts as not
+cached (asked again).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from retrieval.judging.llm.client import Answer
-from retrieval.judging.llm.settings import SYSTEM_MESSAGE, LLMSettings
+from retrieval.judging.llm.settings import PARSER_VERSION, SYSTEM_MESSAGE, LLMSettings, parse_grade
 
 CACHE_FILE = "judge_cache.sqlite"
 _KEY_VERSION = 1  # bump when what a key covers changes
@@ -55,7 +60,11 @@ class JudgeCache:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, base_url TEXT NOT NULL, model TEXT NOT NULL, "
             "grade INTEGER NOT NULL, answer TEXT NOT NULL, input_tokens INTEGER NOT NULL, "
-            "output_tokens INTEGER NOT NULL, seconds REAL NOT NULL, created TEXT NOT NULL)")
+            "output_tokens INTEGER NOT NULL, seconds REAL NOT NULL, created TEXT NOT NULL, "
+            f"parser INTEGER NOT NULL DEFAULT {PARSER_VERSION})")
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
+        if "parser" not in columns:  # a cache from before grades named their parser: version 1
+            self._db.execute("ALTER TABLE answers ADD COLUMN parser INTEGER NOT NULL DEFAULT 1")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Answer]:
         keys = list(dict.fromkeys(keys))
@@ -64,10 +73,13 @@ class JudgeCache:
             for start in range(0, len(keys), 500):
                 chunk = keys[start:start + 500]
                 marks = ",".join("?" * len(chunk))
-                for key, text, grade, tin, tout, seconds in self._db.execute(
-                        f"SELECT key, answer, grade, input_tokens, output_tokens, seconds FROM answers "
+                for key, text, grade, tin, tout, seconds, parser in self._db.execute(
+                        f"SELECT key, answer, grade, input_tokens, output_tokens, seconds, parser FROM answers "
                         f"WHERE key IN ({marks})", chunk):
-                    found[key] = Answer(text, grade, tin, tout, seconds)
+                    if parser != PARSER_VERSION:  # read by other rules: read the answer again
+                        grade = parse_grade(text)
+                    if grade is not None:
+                        found[key] = Answer(text, grade, tin, tout, seconds)
         return found
 
     def put(self, key: str, settings: LLMSettings, answer: Answer) -> None:
@@ -76,10 +88,11 @@ class JudgeCache:
             return  # asked again next time (module docstring)
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO answers (key, base_url, model, grade, answer, input_tokens, output_tokens, "
+                "seconds, created, parser) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, settings.base_url.strip().rstrip("/"), settings.model.strip(), answer.grade, answer.text,
                  answer.input_tokens, answer.output_tokens, answer.seconds,
-                 datetime.now(UTC).isoformat(timespec="seconds")))
+                 datetime.now(UTC).isoformat(timespec="seconds"), PARSER_VERSION))
 
     def measured(self, settings: LLMSettings) -> tuple[int, float | None, float | None]:
         """(answers, mean seconds per request, mean output tokens) recorded for this server and

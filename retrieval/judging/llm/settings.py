@@ -14,8 +14,9 @@ in a query or a document is never read as a placeholder. The default is UMBRELA'
 prompt (`UMBRELA_PROMPT`: Upadhyay, Pradeep, Thakur, Craswell & Lin 2024, "UMBRELA: UMbrela is
 the (Open-Source Reproduction of the) Bing RELevance Assessor", arXiv:2406.06519; the text of
 castorini/umbrela's `prompts/qrel_zeroshot_bing.txt`, sent after its system message, as there).
-The grade is the last `final score: N` of the answer, else its last number, if it is 0–3
-(`parse_grade`). An answer without one is a failure of that pair: nothing is saved for it and it
+The grade is the number after a grade label (`final score: N`, the overall grade, `score: N`),
+else the one grade-like number of the answer, if it is 0–3; an answer whose numbers compete is
+not guessed at (`parse_grade`). An answer without one is a failure of that pair: nothing is saved for it and it
 is not cached, so the next run asks again (a "can't tell" would stop it ever being asked again).
 """
 
@@ -128,19 +129,57 @@ def render_prompt(template: str, query: str, passage: str, need: str = "") -> st
 
 
 _THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)  # reasoning models' thoughts
-_FINAL_SCORE_RE = re.compile(r"final[\s_]*score[\s*:=#]*(\d+(?:\.\d+)?)", re.I)
-_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+PARSER_VERSION = 2  # bump when `parse_grade` reads an answer differently: cached grades are read again
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+_LABEL_END = r"(?:\s*\(O\))?[\s*:=#]*(?:(?:is|of)\b[\s*:=#]*)?"  # "score (O): ", "**Score:** ", "grade of "
+# Grade labels, strongest first: the format the prompt asks for, the overall grade (UMBRELA's "O"
+# beside its aspects M and T), then a plain score or grade.
+_LABELS = (
+    re.compile(r"final[\s_]*score" + _LABEL_END + _NUMBER, re.I),
+    re.compile(r"(?:(?i:\boverall(?:[\s_]*(?:score|grade|rating|relevance))?" + _LABEL_END + r")|(?<![\w(])O\s*[:=]\s*)"
+               + _NUMBER),
+    re.compile(r"\b(?:score|grade|rating)" + _LABEL_END + _NUMBER, re.I),
+)
+_RANGE_AFTER = re.compile(r"\s*(?:-|–|to|or)\s*\d")  # "score: 2-3", "2 or 3": no single grade
+_SCALE_RE = re.compile(r"(?:scale|range)\s*(?:of|from)?\s*\d+\s*(?:-|–|to)\s*\d+|\(\s*\d+\s*(?:-|–)\s*\d+\s*\)"
+                       r"|\bfrom\s+\d+\s+to\s+\d+", re.I)
+_OUT_OF_RE = re.compile(r"(-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*\d+(?:\.\d+)?", re.I)
+_BARE_NUMBER_RE = re.compile(r"(?<![\w.])" + _NUMBER + r"(?![\w]|\.\d)")
+MIN_GRADE, MAX_GRADE = 0, 3
+
+
+def _grade_of(number: str) -> int | None:
+    value = float(number)
+    return int(value) if value.is_integer() and MIN_GRADE <= value <= MAX_GRADE else None
 
 
 def parse_grade(answer: str) -> int | None:
-    """The grade in an answer: its last `final score: N`, else its last number, when that is an
-    integer 0–3; None otherwise."""
+    """The grade in an answer (reasoning in `<think>` ignored), an integer 0–3, or None when the
+    answer gives none or is ambiguous:
+
+    - a labelled number, strongest label first: `final score: N` (the last one: a later one is
+      the model's revision), then the overall grade (`overall: N`, UMBRELA's `O: N` beside its
+      aspects `M:` and `T:`), then `score`/`grade`/`rating: N`; several different values under
+      that label, a range (`score: 2-3`) or a value out of 0–3 (`final score: -1`) is None,
+      never a fall-back to another number;
+    - else the answer's numbers once a scale is taken out (`on a scale of 0-3`, `(0-3)`) and
+      "N/M" or "N out of M" read as N: the grade when they name exactly one value 0–3, None when
+      different ones compete (`M: 2, T: 3`) or none is a grade.
+
+    `PARSER_VERSION` names these rules: a cached grade read by other rules is read again."""
     text = _THINK_RE.sub(" ", answer or "")
-    found = _FINAL_SCORE_RE.findall(text) or _NUMBER_RE.findall(text)
-    if not found:
-        return None
-    value = float(found[-1])
-    return int(value) if value.is_integer() and 0 <= value <= 3 else None
+    for rank, label in enumerate(_LABELS):
+        found = list(label.finditer(text))
+        if not found:
+            continue
+        if any(_RANGE_AFTER.match(text, m.end()) for m in found):
+            return None
+        values = {m.group(1) for m in found} if rank else {found[-1].group(1)}
+        grades = {_grade_of(v) for v in values}
+        return grades.pop() if len(grades) == 1 else None
+    bare = _OUT_OF_RE.sub(lambda m: m.group(1), _SCALE_RE.sub(" ", text))
+    grades = {_grade_of(n) for n in _BARE_NUMBER_RE.findall(bare)} - {None}
+    return grades.pop() if len(grades) == 1 else None
 
 
 def rater_name(model: str) -> str:
