@@ -167,7 +167,7 @@ class TuningService:
         """The Evaluate page's A/B test of B against A (`abtest.compare` on both configs' runs of
         `evaluate_collection`), Δ's 95 % paired bootstrap interval (`paired.bootstrap_ci`), the
         winners and losers, and the trust check (`trust.judgment_trust`)."""
-        from retrieval.evaluation.abtest import compare
+        from retrieval.evaluation.abtest import compare, verdict
         from retrieval.evaluation.evaluate import DEFAULT_METRICS, evaluate_collection
         from retrieval.evaluation.paired import bootstrap_ci
         from retrieval.evaluation.trust import judgment_trust
@@ -183,6 +183,7 @@ class TuningService:
         result = compare(judged, runs[0], runs[1], metric=metric, test=test)
         trust = judgment_trust(runs[0], runs[1], judged, metric)
         flip = trust["flip"]
+        judged_verdict = verdict(result, flip)  # the A/B page's one verdict: the test and the holes together
         order = sorted(result.deltas, key=lambda q: (-result.deltas[q], q))
 
         def mover(qid: str) -> dict[str, Any]:
@@ -194,13 +195,16 @@ class TuningService:
                 "b": {"config_name": name_b, "config": config_b.to_dict(), metric: result.mean_b},
                 "metric": metric, "test": test, "n_queries": result.n_queries, "delta": result.mean_delta,
                 "delta_ci95": [low, high], "p_value": result.p_value, "significant": result.significant,
+                "verdict": {"answer": judged_verdict.answer, "sentence": judged_verdict.sentence,
+                            "believed": judged_verdict.believed},
                 "wins": result.wins, "ties": result.ties, "losses": result.losses,
                 "winners": [mover(q) for q in order[:MOVERS] if result.deltas[q] > 0],
                 "losers": [mover(q) for q in reversed(order[-MOVERS:]) if result.deltas[q] < 0],
                 "trust": {"A": trust["A"], "B": trust["B"], "can_flip": flip.can_flip, "unjudged": flip.unjudged,
                           "delta_favouring_a": flip.delta_favouring_a, "delta_favouring_b": flip.delta_favouring_b,
                           "warning": flip.sentence() if flip.can_flip else None},
-                "summary": f"{result.summary()} Δ 95 % CI {low:+.4f} … {high:+.4f}. {flip.sentence()}"}
+                "summary": f"{result.summary()} Δ 95 % CI {low:+.4f} … {high:+.4f}. Verdict: {judged_verdict.answer} "
+                           f"({judged_verdict.sentence}). {flip.sentence()}"}
 
     # ---- diagnosis ---------------------------------------------------------------------------
     def explain_result(self, query: str, doc_id: str, config: Any = None, collection_name: str | None = None

@@ -293,6 +293,9 @@ def test_compare_equals_the_cli_evaluations(session, db, capsys, tmp_path):
     # the same paired randomization test as the snapshots' diff of the two configs
     assert data["p_value"] == session["diff"]["diffs"][0]["p_value"]
     assert data["delta"] == pytest.approx(session["diff"]["diffs"][0]["delta"], abs=1e-12)
+    # the A/B page's one verdict (abtest.verdict): believed only when significant and no hole can flip it
+    assert data["verdict"]["believed"] == (data["significant"] and not data["trust"]["can_flip"])
+    assert data["verdict"]["answer"] in data["summary"]
 
 
 def test_why_not_on_the_worst_query_equals_the_cli(session, db, capsys, tmp_path):
