@@ -39,7 +39,7 @@ def test_the_text_is_written_back_unchanged():
     text = (DATA / "common_rules.txt").read_text(encoding="utf-8")
     assert write_rules(parse_rules(text)) == text
     # and another indent, kept as the file's
-    four = "a b =>\n    SYNONYM(0.25): c\n    UP(100): * year>=2010\n"
+    four = "a b =>\n    SYNONYM(0.25): c\n    UP(100): * year>=2010\n    DELETE\n"
     assert write_rules(parse_rules(four)) == four
 
 
@@ -63,6 +63,7 @@ def test_every_bad_line_is_named_with_its_number_and_nothing_is_read():
 @pytest.mark.parametrize(("text", "expected"), [
     ("SYNONYM: a\n", "line 1: an instruction before any input ('term =>')"),
     ("a =>\n", "line 1: rule 'a =>' has no instructions"),
+    ("a =>\n  SYNONYM\n", "line 2: SYNONYM needs a colon and its argument"),
     ("a =>\n  SYNONYM(2): b\n", "line 2: SYNONYM's weight must be in [0.25, 1], got 2"),
     ("a =>\n  UP(x): * c:d\n", "line 2: UP's weight must be a number, got 'x'"),
     ("a =>\n  UP(0): * c:d\n", "line 2: UP's weight must be > 0"),

@@ -10,9 +10,16 @@ ranking plan and the retriever.
 Entry points: `parse_rules`, `write_rules`, `query_rules`.
 """
 
-from retrieval.search.rules.apply import QueryRules, boosted_scores, pinned_order, query_rules
+from retrieval.search.rules.apply import (
+    QueryRules,
+    boosted_scores,
+    pinned_entries,
+    pinned_order,
+    query_rules,
+    rules_for,
+)
 from retrieval.search.rules.model import Instruction, Rule, RuleSet
 from retrieval.search.rules.text import parse_rules, write_rules
 
-__all__ = ["Instruction", "QueryRules", "Rule", "RuleSet", "boosted_scores", "parse_rules", "pinned_order",
-           "query_rules", "write_rules"]
+__all__ = ["Instruction", "QueryRules", "Rule", "RuleSet", "boosted_scores", "parse_rules", "pinned_entries",
+           "pinned_order", "query_rules", "rules_for", "write_rules"]

@@ -31,10 +31,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from retrieval.search.filters import Filter
 from retrieval.search.rules.model import Match, RuleSet, normalize_term
+from retrieval.search.rules.text import parse_rules
+from retrieval.types import FusedResult
 
 QUARTERS = 4  # synonym weights are applied in steps of 1/QUARTERS (by repetition)
 
@@ -114,6 +117,14 @@ def query_rules(rules: RuleSet | None, query: str) -> QueryRules | None:
                       tuple({d: (n, d) for n, d in hides}.values()), tuple(rewrites))
 
 
+def rules_for(text: str, queries: Sequence[str]) -> list[QueryRules | None]:
+    """Per query, what the rules of `text` (a config's `rules`) do to it (None: no rule fires)."""
+    if not text:
+        return [None] * len(queries)
+    rules = parse_rules(text)
+    return [query_rules(rules, q) for q in queries]
+
+
 def lexical_text(kept: Sequence[str], synonyms: Mapping[str, float]) -> str:
     """The query words `kept` and the `synonyms` (term → weight) as one text, weights applied by
     repetition (the module docstring): all weights 1 → 'job employment'; employment 0.5 →
@@ -156,13 +167,20 @@ def pinned_order(ids: Sequence[str], rules: QueryRules, exists: Callable[[str], 
     return order, effects
 
 
-def hidden_by(rules: QueryRules | None, doc_id: str) -> int | None:
-    """The number of the rule that hides `doc_id` for this query, or None."""
-    if rules is None:
-        return None
-    return next((n for n, d in rules.hides if d == doc_id), None)
-
-
-def filtered_by(rules: QueryRules | None) -> list[tuple[int, Filter]]:
-    """The rule filters of this query (rule number, filter)."""
-    return list(rules.filters) if rules is not None else []
+def pinned_entries(ordered: list[tuple[FusedResult, Any]], ranked, rules: QueryRules
+                   ) -> list[tuple[FusedResult, Any]]:
+    """`ordered` ((fused result, rerank result or None), best first) after PIN/HIDE (`pinned_order`):
+    a pinned document keeps its fused result (from `ranked`, every candidate, when not in
+    `ordered`; with no score when it is no candidate) and says which rule pinned it."""
+    entries = {fused.doc_id: (fused, reranked) for fused, reranked in ordered}
+    order, effects = pinned_order(list(entries), rules)
+    positions = {doc_id: i for i, doc_id in enumerate(getattr(ranked, "ids", ()))}
+    out = []
+    for doc_id in order:
+        fused, reranked = entries.get(doc_id, (None, None))
+        if fused is None:
+            fused = ranked[positions[doc_id]] if doc_id in positions else FusedResult(doc_id, 0, 0.0, 0.0, {})
+        if doc_id in effects:
+            fused = replace(fused, rules=fused.rules + tuple(effects[doc_id]))
+        out.append((fused, reranked))
+    return out

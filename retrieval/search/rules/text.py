@@ -7,7 +7,7 @@
       UP(2): * category:guide   raise documents whose metadata passes the filter
       DOWN(0.5): * year<2000    lower them
       FILTER: * category:guide  only documents that pass (joins the config's filters)
-      DELETE: notebook          stop searching these input terms (no terms: the whole input)
+      DELETE: notebook          stop searching these input terms (`DELETE` alone: the whole input)
       PIN: doc-42, doc-7        these documents first, in this order (Elasticsearch's pinned)
       HIDE: doc-13              never show this document (Elasticsearch's exclude)
     "apple" =>                  `"` boundaries: `"a` at the query's start, `a"` at its end,
@@ -38,7 +38,7 @@ ERRORS_SHOWN = 10  # bad lines named in one message
 SYNONYM_WEIGHT_MIN = 0.25  # SYNONYM(w): w in [0.25, 1], applied in quarters (`rewrite.lexical_text`)
 BOOST_MAX = 1000.0  # UP(w) / DOWN(w): w in (0, 1000]
 
-_INSTRUCTION = re.compile(r"^([A-Za-z]+)\s*(?:\(\s*([^)]*?)\s*\))?\s*:\s*(.*)$")
+_INSTRUCTION = re.compile(r"^([A-Za-z]+)\s*(?:\(\s*([^)]*?)\s*\))?\s*(?::\s*(.*))?$")
 _LUCENE_TERM = re.compile(r"^([^\s:=<>|]+):(.+)$")
 
 
@@ -127,9 +127,11 @@ def _instruction(line: str, number: int, input_terms: tuple[str, ...]) -> Instru
     match = _INSTRUCTION.match(line)
     if not match:
         raise _LineError(f"expected an instruction like 'SYNONYM: term' or an input 'term =>', got {line!r}")
-    name, weight_text, body = match.group(1).upper(), match.group(2), match.group(3).strip()
+    name, weight_text, body = match.group(1).upper(), match.group(2), (match.group(3) or "").strip()
     if name not in KINDS:
         raise _LineError(f"unknown instruction {match.group(1)!r}; known: {', '.join(KINDS)}")
+    if match.group(3) is None and name != "DELETE":
+        raise _LineError(f"{name} needs a colon and its argument: '{name}: …'")
     weight = _weight(name, weight_text) if weight_text is not None else None
     if name == "SYNONYM":
         terms = tuple(normalize_term(w) for w in body.split())
@@ -197,5 +199,5 @@ def write_rules(rules: RuleSet) -> str:
                 lines.append(ins.text)
                 continue
             weight = f"({format_weight(ins.weight)})" if ins.weight is not None else ""
-            lines.append(f"{rules.indent}{ins.kind}{weight}:{' ' + ins.text if ins.text else ''}")
+            lines.append(f"{rules.indent}{ins.kind}{weight}{': ' + ins.text if ins.text else ''}")
     return "\n".join(lines) + "\n" if lines else ""
