@@ -97,3 +97,17 @@ def test_a_bad_rules_file_is_a_one_line_error_with_its_line(tmp_path, capsys):
     assert f"{bad}: Bad rules: line 3: unknown instruction 'BOOST'" in err
     assert cli.main(["rules", "check", str(tmp_path / "none.txt")]) == 2
     assert "No rules file" in capsys.readouterr().err
+
+
+def test_rules_are_evaluated_saved_and_served_with_their_config(db, tmp_path, capsys):
+    rules = tmp_path / "rules.txt"
+    rules.write_text(RULES, encoding="utf-8")
+    assert cli.main(["--db", db, "evaluate", "animals", "--queryset", "judged", "--weights", "bm25=1",
+                     "--rules", str(rules), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["hybrid"]["ndcg@10"] == pytest.approx(2 / 3, abs=1e-6)
+    wb = Workbench(Store(db))
+    wb.configs.save("with-rules", SearchConfig(**BM25, rules=RULES), overwrite=True)
+    assert wb.configs.load("with-rules").rules == RULES
+    assert cli.main(["--db", db, "search", "animals", "kitten", "--config", "with-rules", "--json"]) == 0
+    [item] = json.loads(capsys.readouterr().out)["results"]
+    assert (item["id"], item["_meta"].get("rules")) == ("cat", None)  # found by the synonym: no per-result effect
