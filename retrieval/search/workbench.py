@@ -251,7 +251,7 @@ class Workbench:
                                tie_values(documents, config.tie_field))
         for source in candidates.sources.values():  # a large collection's graph not built yet: said with the results
             outcome.notes.extend(n for n in source.notes if not source.hits and n.startswith("graph index:"))
-        rules = candidates.rules if config.rules else None  # candidates fetched under another config keep theirs
+        rules = plan.query_rules(candidates.query) if config.rules else None  # this config's, not the fetch's
         if candidates.filtered is not None:
             left, total = candidates.filtered
             filters = config.filters + (rules.filter_texts if rules is not None else [])
