@@ -13,7 +13,8 @@ One package per domain, in layers (docs/architecture.md; a package imports only 
     indexing/    files in, and the one write path                                  (5)
     search/      config, ranking plan, fusion, retriever, the Workbench facade     (6)
     evaluation/  metrics, sweeps, optimiser, A/B, snapshots                        (7)
-    cli/         the command line; serve/ the MCP server                           (8)
+    rule_tuning/ query rules measured (each left out in turn) and suggested        (8)
+    cli/         the command line; serve/ the MCP server                           (9)
 """
 
 import os

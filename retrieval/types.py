@@ -120,6 +120,9 @@ class FusedResult:
     tie_value: float | None = None  # the configured quality field, used to break ties
     # With a learned ranker: each feature's contribution to `score` and 'bias' (they add up to it).
     learned: dict[str, float] | None = None
+    # What query rules did to it, in words ("UP 1.5 by rule 7: category=guide", "pinned at 1 by rule
+    # 3"); an UP/DOWN is in `score`, beside the sources' contributions (`search.rules.apply`).
+    rules: tuple[str, ...] = ()
 
 
 @dataclass

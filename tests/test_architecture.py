@@ -135,8 +135,9 @@ LAYERS: dict[str, int] = {
     "retrieval.indexing": 5,                                    # files in, the one write path
     "retrieval.search": 6,                                      # config, plan, fusion, retriever, Workbench
     "retrieval.evaluation": 7,                                  # metrics, sweep, A/B, snapshots, optimiser
-    "retrieval.cli": 8, "retrieval.serve": 8, "ui": 8,          # the front ends
-    "retrieval.__main__": 9,
+    "retrieval.rule_tuning": 8,                                 # query rules measured and suggested
+    "retrieval.cli": 9, "retrieval.serve": 9, "ui": 9,          # the front ends
+    "retrieval.__main__": 10,
 }
 LAYER_EXCEPTIONS = {
     ("retrieval.cli", "retrieval.serve"),  # `retrieval serve` starts the MCP server

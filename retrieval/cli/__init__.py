@@ -6,6 +6,7 @@
     ingest.py       `ingest`
     search.py       `search` (and `--explain-doc`)
     evaluate.py     `evaluate`, `sweep`, `optimize`
+    rules.py        `rules`: check, impact, suggest (query rules)
     snapshot.py     `snapshot`: create, list, rename, delete, export, diff, report
     collections.py  `collections`: list, stats, versions, index, graph, delete, clear
     queryset.py     `queryset`: list, export, import

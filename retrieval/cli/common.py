@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from retrieval.search.config import (
     BM25_BACKENDS,
@@ -21,6 +22,7 @@ from retrieval.search.config import (
 from retrieval.search.fusion.methods import COMBINATIONS as COMBINATION_REGISTRY
 from retrieval.search.fusion.methods import FUSION_METHODS as METHOD_REGISTRY
 from retrieval.sources import SOURCES
+from retrieval.types import RetrievalError
 
 
 def log(message: str) -> None:
@@ -68,6 +70,9 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         g.add_argument(f"--{group}",
                        help=f"{SOURCES[group].label} parameters as name=value,…; names: {', '.join(names)}")
     g.add_argument("--focus", dest="graph_focus", help="entity graph focus topics, comma-separated")
+    g.add_argument("--rules", metavar="FILE", type=Path,
+                   help="query rules in Querqy's common-rules text (SYNONYM, UP/DOWN, FILTER, DELETE, PIN, HIDE; "
+                        "docs/guide/rules.md); replaces the config's rules")
 
 
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
@@ -94,7 +99,26 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
     for group in PARAM_GROUPS:
         if getattr(args, group):
             data[group] = {**data.get(group, {}), **parse_weights(getattr(args, group))}
+    if getattr(args, "rules", None) is not None:
+        data["rules"] = read_rules_file(args.rules)
     return SearchConfig.from_dict(data)
+
+
+def read_rules_file(path: Path) -> str:
+    """A rules file's text, checked (`search.rules.parse_rules`: every bad line named by number)."""
+    from retrieval.search.rules import parse_rules
+
+    if not path.is_file():
+        raise RetrievalError(f"No rules file {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RetrievalError(f"Cannot read rules file {path}: {exc}") from exc
+    try:
+        parse_rules(text)
+    except RetrievalError as exc:
+        raise RetrievalError(f"{path}: {exc}") from exc
+    return text
 
 
 def at_least(minimum: int):

@@ -45,6 +45,8 @@ def cmd_search(args) -> int:
         parts = [f"{s}#{meta[f'{s}_rank'] or '-'}" for s in config.sources]
         print(f"{meta['rank']:>3}. {item['display_score']:.3f} ({item['score']:.5f}) [{' '.join(parts)}] "
               f"{item['id']}  {(item['title'] or item['text'])[:70]}")
+        if meta.get("rules"):
+            print(f"       rules: {'; '.join(meta['rules'])}")
     return 0
 
 

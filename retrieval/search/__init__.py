@@ -14,6 +14,7 @@
     query_features.py    query features and query-dependent weights
     learned_ranker.py    LambdaMART over each candidate's features; ranker_models.py keeps models
     rerank.py            rerankers and the rerank stage
+    rules/               query rules (Querqy's common rules, PIN, HIDE): read, written, matched, applied
     whynot/              "why not this document?": where it stands, the stage that dropped it, the
                          smallest config change that brings it into the top-K; recall gaps
     result_json.py       the JSON of one search (CLI `--json`, MCP)

@@ -40,6 +40,7 @@ from retrieval.search.filters import parse_filters
 from retrieval.search.fusion.methods import COMBINATIONS as COMBINATION_REGISTRY
 from retrieval.search.fusion.methods import FUSION_METHODS as METHOD_REGISTRY
 from retrieval.search.fusion.normalize import NORMALIZERS
+from retrieval.search.rules.text import parse_rules
 from retrieval.sources import SOURCES
 from retrieval.types import RetrievalError
 
@@ -143,6 +144,9 @@ class SearchConfig:
     # A learned ranker (`learned_ranker`, a model kept in the store's `ranker_models` under this
     # id) that reorders the fused candidates; "" = the fusion's order.
     ranker: str = ""
+    # Query rules in Querqy's common-rules text (`search.rules`): synonyms, deletes, filters, UP/DOWN,
+    # PIN/HIDE per query; "" = none. Kept as text: saved, snapshotted and exported as written.
+    rules: str = ""
 
     def __post_init__(self) -> None:
         # Complete the parameter dicts from the defaults, once their values are known to be numbers
@@ -215,6 +219,13 @@ class SearchConfig:
             except RetrievalError as exc:
                 problems.append(str(exc))
         problems += self._query_weights_problems()
+        if not isinstance(self.rules, str):
+            problems.append(f"rules must be the text of a rules file, got {type(self.rules).__name__}")
+        elif self.rules:
+            try:
+                parse_rules(self.rules)  # cached per text: a config validated per search parses once
+            except RetrievalError as exc:
+                problems.append(str(exc))
         if not isinstance(self.ranker, str):
             problems.append(f"ranker must be a string, got {self.ranker!r}")
         elif self.ranker:
@@ -320,7 +331,7 @@ class SearchConfig:
         out: dict[str, str] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None or (f.name == "filters" and not value):
+            if value is None or (f.name in ("filters", "rules") and not value):
                 continue
             if f.name == "query_weights" and not value:
                 continue

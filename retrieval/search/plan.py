@@ -6,6 +6,11 @@
     tie field, id) ──► minimum fused score, minimum display score (`eligible`) ──► rerank of the
     top-N (`reranked`) ──► top-K
 
+Query rules (`config.rules`, `search.rules`): their rewrites and FILTERs change the candidates
+(the `Retriever` searches each source's rewritten text); here UP/DOWN move the fused (or learned)
+scores after they are computed, before the order (`rules.boosted_scores`), and PIN/HIDE act last,
+after the rerank, before top-K (`rules.pinned_order`; the explained path: `SearchResult.final_ranking`).
+
 A search runs it explained (`explain`: every result's per-source parts, what each threshold
 removed), evaluation, the sweep and "why not?" run it lean (`first_stage`, `final_ids`: ids and
 scores only); both are these same methods, so the four can only differ in what they are asked,
@@ -39,6 +44,7 @@ from retrieval.search.language import language_rule
 from retrieval.search.learned_ranker import LearnedRanker
 from retrieval.search.query_features import QueryWeights, query_features
 from retrieval.search.rerank import interpolated_order
+from retrieval.search.rules import QueryRules, boosted_scores, parse_rules, pinned_order, query_rules
 from retrieval.sources import source_params
 from retrieval.types import FusedResult, FusionOutcome, RetrievalError, SourceResult
 
@@ -55,11 +61,17 @@ class RankingPlan:
     """`config` compiled once: its fusion method, and per query the config the fusion uses (the
     language rule's). Cheap to build; holds no candidates."""
 
-    __slots__ = ("config", "learned", "method", "query_weights")
+    __slots__ = ("config", "learned", "members", "method", "query_weights", "rules")
 
-    def __init__(self, config: SearchConfig, learned: LearnedRanker | None = None):
-        """`learned`: the model `config.ranker` names, loaded (`Workbench.plan` loads it)."""
+    def __init__(self, config: SearchConfig, learned: LearnedRanker | None = None,
+                 members: Callable[[tuple[str, ...]], frozenset[str]] | None = None):
+        """`learned`: the model `config.ranker` names, loaded (`Workbench.plan` loads it).
+        `members(filters)`: the ids of the collection passing every filter (text) of `filters`,
+        what UP/DOWN and PIN rules need (`Workbench.plan` gives it); without it an UP/DOWN rule
+        that fires is an error and a pin is not checked against the collection."""
         self.config = config
+        self.rules = parse_rules(config.rules) if config.rules else None
+        self.members = members
         self.method: FusionMethod = method_of(config)
         self.query_weights = QueryWeights.from_dict(config.query_weights) if config.query_weights else None
         if config.ranker and (learned is None or learned.model_id != config.ranker):
@@ -90,6 +102,30 @@ class RankingPlan:
         if note:
             notes.append(note)
         return config, "; ".join(notes) or None
+
+    def query_rules(self, query: str) -> QueryRules | None:
+        """The config's rules that fire on `query` and what they do (`rules.query_rules`)."""
+        return query_rules(self.rules, query)
+
+    def boosted(self, scores: dict[str, float], rules: QueryRules | None, factor: float
+                ) -> tuple[dict[str, float], dict[str, list[str]]]:
+        """`scores` after the UP/DOWN rules of this query (`rules.boosted_scores`: + w / `factor`
+        each, i.e. + w on the display score), and what each rule did per document."""
+        if rules is None or not rules.boosts:
+            return scores, {}
+        if self.members is None:
+            raise RetrievalError("UP/DOWN rules need the collection's metadata: rank through the Workbench "
+                                 "(Workbench.plan)")
+        unit = 1.0 / factor if factor > 0 and factor != float("inf") else 1.0
+        return boosted_scores(scores, rules, unit, lambda flt: self.members((str(flt),)))
+
+    def pinnable(self, rules: QueryRules) -> QueryRules:
+        """`rules` with only the pins of documents that exist and pass the config's and the rules'
+        filters (all of them when the plan has no `members`)."""
+        if not rules.pins or self.members is None:
+            return rules
+        allowed = self.members(tuple(self.config.filters) + tuple(rules.filter_texts))
+        return dataclasses.replace(rules, pins=tuple(p for p in rules.pins if p[1] in allowed))
 
     def prepare(self, sources: Mapping[str, SourceResult], fused: SearchConfig, explained: bool = False,
                 memo: MutableMapping[tuple, PreparedSource] | None = None, memo_key: Any = None
@@ -145,8 +181,12 @@ class RankingPlan:
         scores = self.scores(prepared, fused)
         if self.learned is not None:  # the model's score orders; it is also what is shown
             scores = self.learned.scores(query, sources, prepared, scores)
-            return rank_ids(scores, tie_values, limit), scores, 1.0
-        return rank_ids(scores, tie_values, limit), scores, self.display_factor(fused, prepared)
+            factor = 1.0
+        else:
+            factor = self.display_factor(fused, prepared)
+        if self.rules is not None:
+            scores = self.boosted(scores, self.query_rules(query), factor)[0]
+        return rank_ids(scores, tie_values, limit), scores, factor
 
     def eligible(self, ranked_ids: Sequence[str], scores: Mapping[str, float], factor: float) -> list[str]:
         """The prefix of `ranked_ids` (best first) that passes the fused-score thresholds."""
@@ -177,14 +217,19 @@ class RankingPlan:
         """What the search shows, as ids: the first stage, the thresholds, the rerank of the top-N
         when the config reranks (`rerank_scores(head ids)` gives the reranker's scores), top-K."""
         config = self.config
+        rules = self.query_rules(query) if self.rules is not None else None
         limit = None if config.min_score is not None or config.min_display_score is not None else (
             max(config.top_k, config.rerank_top_n) if config.rerank else config.top_k)
+        if limit is not None and rules is not None:
+            limit += len(rules.hides)  # hidden documents leave the list after the cut
         ids, scores, factor = self._first_stage(sources, query, language, tie_values, limit, memo, memo_key)
         if config.min_score is not None or config.min_display_score is not None:
             ids = self.eligible(ids, scores, factor)
         if config.rerank:
             head = ids[: config.rerank_top_n]
             ids = self.reranked(ids, scores, rerank_scores(head) if head else {})
+        if rules is not None and (rules.pins or rules.hides):
+            ids = pinned_order(ids, self.pinnable(rules))[0]
         return ids[: config.top_k]
 
     def explain(self, sources: Mapping[str, SourceResult], query: str, language: str | None,
@@ -195,27 +240,44 @@ class RankingPlan:
         fused, note = self.fused_config(query, language, sources)
         prepared = self.prepare(sources, fused, explained=True)
         scores = self.scores(prepared, fused)
+        rules = self.query_rules(query) if self.rules is not None else None
         if self.learned is not None:
-            outcome = self._explain_learned(sources, query, fused, prepared, scores, tie_values)
+            outcome = self._explain_learned(sources, query, fused, prepared, scores, tie_values, rules)
         else:
-            outcome = explain(sources, fused, prepared, scores, rank_ids(scores, tie_values), tie_values,
-                              self.display_factor(fused, prepared))
+            factor = self.display_factor(fused, prepared)
+            boosted, effects = self.boosted(scores, rules, factor)
+            order = rank_ids(boosted, tie_values)
+            outcome = explain(sources, fused, prepared, boosted, order, tie_values, factor)  # thresholds: boosted
+            if effects:  # each result's parts are the fusion's; the rules' boost is added to its score
+                plain = explain(sources, fused, prepared, scores, order, tie_values, factor).ranked
+
+                def boosted_result(rank: int, doc_id: str) -> FusedResult:
+                    return dataclasses.replace(plain[rank - 1], score=boosted[doc_id],
+                                               display_score=boosted[doc_id] * factor,
+                                               rules=tuple(effects.get(doc_id, ())))
+
+                outcome.ranked = ExplainedRanking(order, boosted_result)
+                outcome.results = outcome.ranked[: len(outcome.results)]
+        if rules is not None:
+            outcome.notes[:0] = rules.notes()
         if note:
             outcome.notes.insert(0, note)
         return outcome
 
-    def _explain_learned(self, sources, query, fused, prepared, scores, tie_values) -> FusionOutcome:
+    def _explain_learned(self, sources, query, fused, prepared, scores, tie_values,
+                         rules: QueryRules | None = None) -> FusionOutcome:
         """The fusion explained in the learned ranker's order: each result's score (and display
         score) is the model's, its `learned` the features' contributions (TreeSHAP, adding up to
         it), its per-source parts the fusion's, whose fused score is the feature 'fused'."""
         learned = self.learned.scores(query, sources, prepared, scores)  # the lean path's scores, to the bit
         parts = self.learned.contributions(query, sources, prepared, scores)
+        learned, effects = self.boosted(learned, rules, 1.0)
         order = rank_ids(learned, tie_values)
         outcome = explain(sources, fused, prepared, scores, order, tie_values, 1.0)
 
         def relabel(result: FusedResult) -> FusedResult:
             return dataclasses.replace(result, score=learned[result.doc_id], display_score=learned[result.doc_id],
-                                       learned=parts[result.doc_id])
+                                       learned=parts[result.doc_id], rules=tuple(effects.get(result.doc_id, ())))
 
         fused_ranking = outcome.ranked
         outcome.ranked = ExplainedRanking(order, lambda rank, _doc_id: relabel(fused_ranking[rank - 1]))

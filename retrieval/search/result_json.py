@@ -11,8 +11,8 @@ from typing import Any
 
 def result_items(result) -> list[dict[str, Any]]:
     """Per result, best first: id, title, text, the fused and display scores and a `_meta` object
-    with overall rank, per-source rank, raw, normalised score, contribution and detail, the RRF k
-    and (when reranked) the rerank score (seed 001 §4.4)."""
+    with overall rank, per-source rank, raw, normalised score, contribution and detail, the RRF k,
+    (when reranked) the rerank score (seed 001 §4.4) and what query rules did to it (`rules`)."""
     config = result.config
     items = []
     for position, (fused_result, reranked) in enumerate(result.final_ranking(), start=1):
@@ -25,6 +25,8 @@ def result_items(result) -> list[dict[str, Any]]:
             meta[f"{source}_contribution"] = c.contribution
             if c.detail:
                 meta[f"{source}_detail"] = c.detail
+        if fused_result.rules:  # what query rules did to it ("UP 1.5 by rule 7: category=guide")
+            meta["rules"] = list(fused_result.rules)
         if result.reranked is not None:
             meta["rerank_score"] = reranked.rerank_score if reranked else None
             if reranked:  # final = λ·first_stage_norm + (1 − λ)·rerank_norm (`rerank.interpolate`)

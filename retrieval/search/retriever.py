@@ -6,6 +6,9 @@ A source's `load` receives a `StateContext` (`sources.base.LoadContext`): the co
 and columns as they are at the state being loaded, that state's row-id map, query vectors cached
 per (model, query), and where a large collection's entity graph build stands (the graph source
 reports it; the build itself runs on the write side, never from a search).
+
+Query rules (`config.rules`): each source searches its rewritten text (`QueryRules.text_for`) among
+what the config's and rules' FILTERs allow; the candidate cache keys on that text and those filters.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from retrieval.cache import Caches
 from retrieval.models.embed import load_encoder
 from retrieval.search.collection_reads import CollectionReads
 from retrieval.search.config import SearchConfig
+from retrieval.search.rules import QueryRules, pinned_entries, rules_for
 from retrieval.sources import SOURCES, Source, run_source, run_source_batch, run_sources, source_params, unknown_source
 from retrieval.sources.dense import vector_space
 from retrieval.store import Store
@@ -54,6 +58,7 @@ class CandidateSet:
     from_cache: bool = False
     filtered: tuple[int, int] | None = None  # (documents the filters left, documents in all)
     language: str | None = None  # the collection's language ('en', 'zh', 'mixed'): `retrieval.search.language`
+    rules: QueryRules | None = None  # the config's query rules that fire on `query` (`search.rules`)
     # Reads rows by id at this set's collection state (the row cache); None: `documents` is all there is.
     reader: Callable[[set[str]], dict[str, dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
 
@@ -120,7 +125,9 @@ class Retriever:
             return 0
         info = self.store.info(collection)
         todo: dict[str, list[str]] = {}  # model -> its queries not cached yet
-        for query in dict.fromkeys(queries):
+        queries = list(queries)  # the vector sources embed each query's text after the rules' deletes
+        texts = [r.vector if r else q for q, r in zip(queries, rules_for(config.rules, queries), strict=True)]
+        for query in dict.fromkeys(texts):
             # The vector source's model for this query (the cross-lingual one across languages,
             # `vector_space`); any other source that embeds uses the collection's model.
             models = {vector_space(query, info.model, info.language, info.xl_model, config.language_aware).model
@@ -157,13 +164,15 @@ class Retriever:
         with the candidates' rows already cached; the rest are read on demand (`CandidateSet.rows`)."""
         state = self.store.state_key(collection)
         self.reads.require_documents(collection, state)
-        allowed, filtered = self.reads.allowed(collection, config.filters, state)
-        [results], seconds, all_cached = self._retrieve(collection, [query], config, state, allowed)
+        [rules] = rules_for(config.rules, [query])
+        filters = config.filters + (rules.filter_texts if rules is not None else [])
+        allowed, filtered = self.reads.allowed(collection, filters, state)
+        [results], seconds, all_cached = self._retrieve(collection, [query], config, state, allowed, [rules])
         doc_ids = {h.doc_id for r in results.values() for h in r.hits}
         cached = self.reads.cached_rows(collection, state, doc_ids)
         row_ids = {h.doc_id: h.row_id for r in results.values() for h in r.hits if h.row_id is not None}
         return CandidateSet(collection, state, query, config.depth, results, cached, seconds, all_cached, filtered,
-                            self.reads.language(collection, state),
+                            self.reads.language(collection, state), rules,
                             reader=partial(self.reads.documents, collection, state=state, row_ids=row_ids))
 
     def source_results(self, collection: str, queries: list[str], config: SearchConfig,
@@ -174,20 +183,37 @@ class Retriever:
         collection state, so a long evaluation checks the table version once."""
         state = state if state is not None else self.store.state_key(collection)
         self.reads.require_documents(collection, state)
-        allowed, _ = self.reads.allowed(collection, config.filters, state)
-        return self._retrieve(collection, queries, config, state, allowed)[0]
+        rules = rules_for(config.rules, queries)
+        groups: dict[tuple[str, ...], list[int]] = {}  # queries by the rule filters they add
+        for i, fired in enumerate(rules):
+            groups.setdefault(tuple(fired.filter_texts) if fired is not None else (), []).append(i)
+        results: list[dict[str, SourceResult]] = [{} for _ in queries]
+        for extra, members in groups.items():
+            allowed, _ = self.reads.allowed(collection, config.filters + list(extra), state)
+            found = self._retrieve(collection, [queries[i] for i in members], config, state, allowed,
+                                   [rules[i] for i in members])[0]
+            for i, result in zip(members, found, strict=True):
+                results[i] = result
+        return results
 
     def _retrieve(self, collection: str, queries: list[str], config: SearchConfig, state: tuple,
-                  allowed: frozenset[str] | None) -> tuple[list[dict[str, SourceResult]], dict[str, float], bool]:
+                  allowed: frozenset[str] | None, rules: list[QueryRules | None] | None = None
+                  ) -> tuple[list[dict[str, SourceResult]], dict[str, float], bool]:
         """Per query, each configured source's result (config order), from the candidate cache or
         from the source (`run_source_batch`: errors reported per query, not cached); the seconds
-        each source spent retrieving; whether every result came from the cache."""
+        each source spent retrieving; whether every result came from the cache. `rules`: per
+        query the rules that fire on it (each source then searches its rewritten text; all the
+        queries' rule filters are the same, and in `allowed`)."""
         results: list[dict[str, SourceResult]] = [{} for _ in queries]
         seconds: dict[str, float] = {}
         all_cached = True
-        fetches: list[tuple[str, list[tuple], list[int]]] = []  # (source, cache keys, queries to fetch)
+        rules = rules if rules is not None else [None] * len(queries)
+        extra = next(((("rule filters", *r.filter_texts),) for r in rules if r is not None and r.filters), ())
+        fetches: list[tuple[str, list[tuple], list[int], list[str]]] = []  # (source, keys, queries to fetch, texts)
         for name in config.sources:
-            keys = [(collection, state) + source_params(name, config) + (query,) for query in queries]
+            lexical = name in SOURCES and SOURCES[name].lexical
+            texts = [r.text_for(lexical) if r is not None else q for q, r in zip(queries, rules, strict=True)]
+            keys = [(collection, state) + source_params(name, config) + (text,) + extra for text in texts]
             missing = []
             for i, key in enumerate(keys):
                 cached = self.caches.candidates.get(key)
@@ -202,16 +228,16 @@ class Retriever:
                 for i in missing:
                     results[i][name] = SourceResult(name, (), error=unknown_source(name))
                 continue
-            fetches.append((name, keys, missing))
+            fetches.append((name, keys, missing, texts))
 
-        def fetch(name: str, keys: list[tuple], missing: list[int]) -> None:
+        def fetch(name: str, keys: list[tuple], missing: list[int], texts: list[str]) -> None:
             started = time.perf_counter()
             source = self._built(collection, name, config, state)
             if isinstance(source, SourceResult):
                 for i in missing:
                     results[i][name] = source
                 return
-            fetched = run_source_batch(source, [queries[i] for i in missing], config.depth, allowed)
+            fetched = run_source_batch(source, [texts[i] for i in missing], config.depth, allowed)
             seconds[name] = time.perf_counter() - started
             for i, result in zip(missing, fetched, strict=True):
                 self._keep(source, keys[i], config.depth, result)
@@ -230,7 +256,7 @@ class Retriever:
         return results, seconds, all_cached
 
     def _fetch_together(self, collection: str, query: str, config: SearchConfig, state: tuple,
-                        allowed: frozenset[str] | None, fetches: list[tuple[str, list[tuple], list[int]]],
+                        allowed: frozenset[str] | None, fetches: list[tuple[str, list[tuple], list[int], list[str]]],
                         results: dict[str, SourceResult], seconds: dict[str, float]) -> None:
         """One query's sources (`fetches`: each needs it), built side by side (a first search
         after a write loads each one's data), then searched by `run_sources`: the LanceDB
@@ -238,7 +264,7 @@ class Retriever:
         the slower of the two, with none of the sync API's per-search overhead
         (docs/experiments/peers.md). Each source's seconds are the whole fetch's."""
         started = time.perf_counter()
-        names = [name for name, _keys, _missing in fetches]
+        names = [name for name, _keys, _missing, _texts in fetches]
         built = {name: self.caches.sources(name).get(built_key(collection, state, name, config)) for name in names}
         if any(source is None for source in built.values()):  # a first search at this state: load side by side
             built = dict(zip(names, source_pool().map(lambda n: self._built(collection, n, config, state), names),
@@ -247,9 +273,10 @@ class Retriever:
         # embedding (~5 ms) and the vector search are the longer path; BM25 starts right after.
         sources = {name: built[name] for name in sorted(names, key=lambda n: not SOURCES[n].embeds_query)
                    if not isinstance(built[name], SourceResult)}
-        fetched = run_sources(sources, query, config.depth, allowed, pool=source_pool())
+        texts = {name: texts[0] for name, _keys, _missing, texts in fetches}  # each source's rewritten query
+        fetched = run_sources(sources, texts, config.depth, allowed, pool=source_pool())
         elapsed = time.perf_counter() - started
-        for name, keys, _missing in fetches:
+        for name, keys, _missing, _texts in fetches:
             if name not in sources:  # could not be built: its error is its result
                 results[name] = built[name]
                 continue
@@ -279,11 +306,15 @@ class Retriever:
         source's `ranking(query, allowed)` hook when it has one (the keyword scorer: no result
         limit, no minimum), else they are its returned hits. Cached per source params and query."""
         state = self.store.state_key(collection)
-        allowed = self.reads.filtered_ids(collection, config.filters, state)[0] if config.filters else None
+        [rules] = rules_for(config.rules, [query])
+        filters = config.filters + (rules.filter_texts if rules is not None else [])
+        allowed = self.reads.filtered_ids(collection, filters, state)[0] if filters else None
         size = self.reads.size(collection, state)
         rankings = {}
         for name in config.sources:
-            def run(name=name):
+            text = rules.text_for(name in SOURCES and SOURCES[name].lexical) if rules is not None else query
+
+            def run(name=name, query=text):
                 if name not in SOURCES:
                     return SourceResult(name, (), error=unknown_source(name)), (), ""
                 try:
@@ -296,7 +327,7 @@ class Retriever:
                     scored = tuple(source.ranking(query, allowed))
                 return returned, scored, getattr(source, "unscored", "the source gives it no score for this query")
 
-            key = (collection, state) + source_params(name, config) + (query,)
+            key = (collection, state) + source_params(name, config) + (text, tuple(filters))
             rankings[name] = self.caches.rankings.get_or_create(key, run)
         return rankings
 
@@ -340,6 +371,7 @@ class SearchResult:
     reranked: list[RerankedResult] | None = None
     reranker_name: str | None = None
     reranker_kind: str | None = None
+    rules: QueryRules | None = None  # the query rules that fired, pins checked (`RankingPlan.pinnable`)
 
     @property
     def documents(self) -> dict[str, dict[str, Any]]:
@@ -353,9 +385,16 @@ class SearchResult:
     def final_ranking(self) -> list[tuple[FusedResult, RerankedResult | None]]:
         """What is shown, best first, at most top-K: without rerank the fused results; with rerank
         the reranked top-N, then (when N < K) the next first-stage results, not reranked."""
+        rules = self.rules if self.rules is not None and (self.rules.pins or self.rules.hides) else None
         if self.reranked is None:
-            return [(r, None) for r in self.outcome.results]
-        reranked_ids = {r.doc_id for r in self.reranked}
-        ordered = [(r.fused, r) for r in self.reranked]
-        ordered += [(r, None) for r in self.eligible() if r.doc_id not in reranked_ids]
+            if rules is None:
+                return [(r, None) for r in self.outcome.results]
+            ordered = [(r, None) for r in self.eligible()]
+        else:
+            reranked_ids = {r.doc_id for r in self.reranked}
+            ordered = [(r.fused, r) for r in self.reranked]
+            ordered += [(r, None) for r in self.eligible() if r.doc_id not in reranked_ids]
+        if rules is not None:  # pins and hides act last (`RankingPlan.final_ids` does the same)
+            ordered = pinned_entries(ordered, self.outcome.ranked, rules)
         return ordered[: self.config.top_k]
+

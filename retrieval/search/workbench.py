@@ -13,7 +13,7 @@ collections, judgments and saved configs through it, so none of them talks to th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -212,9 +212,14 @@ class Workbench:
 
     def plan(self, collection: str, config: SearchConfig, state: tuple | None = None) -> RankingPlan:
         """`config`'s ranking plan, with its learned ranker loaded when it names one (the model
-        from the store's `ranker_models`, the collection's document stats at `state`)."""
+        from the store's `ranker_models`, the collection's document stats at `state`), and with query
+        rules, the collection's ids per filter (what UP/DOWN and PIN read)."""
+        members = None
+        if config.rules:
+            state = state if state is not None else self.reads.state(collection)
+            members = partial(self._members, collection, state)
         if not config.ranker:
-            return RankingPlan(config)
+            return RankingPlan(config, members=members)
         from retrieval.search.learned_ranker import LearnedRanker
         from retrieval.search.ranker_models import RankerModels
 
@@ -225,7 +230,15 @@ class Workbench:
             return LearnedRanker(RankerModels(self.store).load(config.ranker), docs, config.ranker)
 
         learned = self.caches.loaded.get_or_create(("_ranker", config.ranker, collection, state), load)
-        return RankingPlan(config, learned)
+        return RankingPlan(config, learned, members)
+
+    def _members(self, collection: str, state: tuple, filters: tuple[str, ...]) -> frozenset[str]:
+        """The ids passing `filters` at `state` (cached); none when a filter names a field the
+        collection lacks (an UP rule written for another collection boosts nothing here)."""
+        try:
+            return self.reads.filtered_ids(collection, list(filters), state)[0]
+        except RetrievalError:
+            return frozenset()
 
     def rank(self, candidates: CandidateSet, config: SearchConfig) -> SearchResult:
         """`config`'s ranking plan run explained on `candidates` (what a slider move that does not
@@ -233,15 +246,19 @@ class Workbench:
         when the config reranks; the rows of what is shown are read."""
         config.validate()  # a UI may hold an edited config (`config.edited`) that was never checked
         documents = candidates.rows(candidates.all_ids()) if config.tie_field else candidates.documents
-        outcome = self.plan(candidates.collection, config).explain(
-            candidates.sources, candidates.query, candidates.language, tie_values(documents, config.tie_field))
+        plan = self.plan(candidates.collection, config, candidates.version if config.rules else None)
+        outcome = plan.explain(candidates.sources, candidates.query, candidates.language,
+                               tie_values(documents, config.tie_field))
         for source in candidates.sources.values():  # a large collection's graph not built yet: said with the results
             outcome.notes.extend(n for n in source.notes if not source.hits and n.startswith("graph index:"))
+        rules = plan.query_rules(candidates.query) if config.rules else None  # this config's, not the fetch's
         if candidates.filtered is not None:
             left, total = candidates.filtered
-            outcome.notes.insert(0, f"filter {' AND '.join(config.filters)} left {left} of {total} documents; "
+            filters = config.filters + (rules.filter_texts if rules is not None else [])
+            outcome.notes.insert(0, f"filter {' AND '.join(filters)} left {left} of {total} documents; "
                                     "every source ranked only those (BM25 statistics stay the whole collection's)")
-        result = SearchResult(candidates.query, config, candidates, outcome)
+        result = SearchResult(candidates.query, config, candidates, outcome,
+                              rules=plan.pinnable(rules) if rules is not None else None)
         if config.rerank:
             self.apply_rerank(result)
         candidates.rows([r.doc_id for r in outcome.results] + [f.doc_id for f, _ in result.final_ranking()])

@@ -174,35 +174,36 @@ def failed_result(source: Source, query: str, exc: BaseException) -> SourceResul
     return SourceResult(source.name, (), error=f"{type(exc).__name__}: {exc}")
 
 
-def run_sources(sources: Mapping[str, Source], query: str, depth: int, allowed: frozenset[str] | None = None,
-                pool: Executor | None = None) -> dict[str, SourceResult]:
+def run_sources(sources: Mapping[str, Source], query: str | Mapping[str, str], depth: int,
+                allowed: frozenset[str] | None = None, pool: Executor | None = None) -> dict[str, SourceResult]:
     """`run_source` for each of one query's sources (name → built source), the same results,
     faster: each LanceDB search (`lance_request`) starts on LanceDB's event loop as soon as it is
     made, the other sources search meanwhile (side by side on `pool` when there are several),
     and each LanceDB search's rows are read into hits as soon as they arrive — BM25's while the
-    vector search is still running."""
+    vector search is still running. `query` may be a text per source (query rules' rewrites)."""
+    texts = {name: query if isinstance(query, str) else query[name] for name in sources}
     started: dict[Future, tuple[str, LanceRequest]] = {}
     results: dict[str, SourceResult] = {}
     for name, source in sources.items():
         make = getattr(source, "lance_request", None)
         try:
-            request = make(query, depth, allowed) if make is not None else None
+            request = make(texts[name], depth, allowed) if make is not None else None
         except Exception as exc:
-            results[name] = failed_result(source, query, exc)
+            results[name] = failed_result(source, texts[name], exc)
             continue
         if request is not None:
             started[start_request(request)] = (name, request)
     searching = {name for name, _ in started.values()}
     others = [name for name in sources if name not in searching and name not in results]
     run = (pool.map if pool is not None and len(others) > 1 else map)
-    results.update(zip(others, run(lambda name: run_source(sources[name], query, depth, allowed), others),
+    results.update(zip(others, run(lambda name: run_source(sources[name], texts[name], depth, allowed), others),
                        strict=True))
     for future in as_completed(started):
         name, request = started[future]
         try:
-            results[name] = checked_result(sources[name], query, request.read(future.result()))
+            results[name] = checked_result(sources[name], texts[name], request.read(future.result()))
         except Exception as exc:
-            results[name] = failed_result(sources[name], query, exc)
+            results[name] = failed_result(sources[name], texts[name], exc)
     return {name: results[name] for name in sources}
 
 

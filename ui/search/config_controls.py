@@ -30,6 +30,7 @@ from ui.search.knobs import (
     SOURCES_KNOB,
     Knob,
 )
+from ui.search.rule_controls import rule_controls
 from ui.search.views import markdown_safe
 
 # Config fields some fusion method reads: a control of one the current method does not read is greyed out.
@@ -125,6 +126,7 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
                     for knob in SOURCE_KNOBS[source]:
                         _draw(knob, which)
         filter_controls(which)
+        rule_controls(which)
         with st.expander("Advanced"):
             for knob in ADVANCED_KNOBS:
                 _draw(knob, which)

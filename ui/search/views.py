@@ -132,6 +132,8 @@ def card_html(row: ResultRow, segments: Sequence[results.BarSegment], two_sided:
         tip = "each feature's contribution to the learned ranker's score (TreeSHAP); the bar shows the fusion"
         said = results.learned_explanation(row.fused.learned)
         extra += f'<br><span title="{html.escape(tip)}">{html.escape(said)}</span>'
+    if row.fused.rules:  # what query rules did to it ("UP 1.5 by rule 7: category=guide")
+        extra += f"<br>rules: {html.escape('; '.join(row.fused.rules))}"
     return (
         f'<div class="wb-card"><b>#{row.rank}</b> <span style="{_MUTED}">{html.escape(row.doc_id)}'
         f" · display {row.fused.display_score:.3f}{extra}</span>"

@@ -218,6 +218,11 @@ class ExplainedRanking(Sequence):
     def __len__(self) -> int:
         return len(self._ids)
 
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The doc ids, best first (no result built)."""
+        return self._ids
+
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self._ids)))]

@@ -75,7 +75,10 @@ def explain(workbench, collection: str, query: str, config: SearchConfig, doc_id
     standings = [standing(name, doc_id, scored, returned, base.candidates.sources.get(name),
                           config.min_raw.get(name), unscored)
                  for name, (returned, scored, unscored) in rankings.items()]
-    stage, reason = first_dropping_stage(base, doc_id, allowed)
+    rule_filters = base.candidates.rules.filter_texts if base.candidates.rules is not None else []
+    rule_allowed = (workbench.reads.filtered_ids(collection, config.filters + rule_filters)[0]
+                    if rule_filters else None)
+    stage, reason = first_dropping_stage(base, doc_id, allowed, rule_allowed)
     fused = next((r for r in base.outcome.ranked if r.doc_id == doc_id), None)
     explanation = Explanation(
         collection, query, doc_id, row.get("title") or "", config, stage, reason,

@@ -15,10 +15,11 @@ when the filters remove this one, to say what it would have been):
 A document a source does not score at all (BM25: no shared term; keyword: no field matches;
 graph: not activated) has no rank there, and says so.
 
-The stages of a search, in pipeline order (`first_dropping_stage`): filter → depth (no source
-returned it within the depth) → per-source minimum raw score (every source that returned it has
-it below its minimum) → fused minimum (min_score, then min_display_score) → top-K → rerank (it
-was in the top-K before rerank and is not after). A document in the final top-K is "shown".
+The stages of a search, in pipeline order (`first_dropping_stage`): filter → a query rule's FILTER
+→ depth (no source returned it within the depth) → per-source minimum raw score (every source
+that returned it has it below its minimum) → fused minimum (min_score, then min_display_score) →
+a query rule's HIDE → top-K → rerank (it was in the top-K before rerank and is not after). A
+document in the final top-K is "shown".
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from retrieval.types import Hit, SourceResult
 # Stages, in pipeline order; SHOWN: it is in the final top-K.
 FILTER, DEPTH, MIN_RAW, MIN_FUSED, MIN_DISPLAY, TOP_K, RERANK, SHOWN = (
     "filter", "depth", "min raw", "min fused score", "min display score", "top-k", "rerank", "shown")
-STAGES = (FILTER, DEPTH, MIN_RAW, MIN_FUSED, MIN_DISPLAY, TOP_K, RERANK)
+RULE_FILTER, RULE_HIDE = "rule filter", "rule hide"  # query rules (`search.rules`)
+STAGES = (FILTER, RULE_FILTER, DEPTH, MIN_RAW, MIN_FUSED, MIN_DISPLAY, RULE_HIDE, TOP_K, RERANK)
 
 
 @dataclass(frozen=True)
@@ -121,15 +123,21 @@ def uncut_position(result: SearchResult, doc_id: str) -> int | None:
     return eligible.index(doc_id) + 1 if doc_id in eligible else None
 
 
-def first_dropping_stage(result: SearchResult, doc_id: str, allowed: frozenset[str] | None) -> tuple[str, str]:
+def first_dropping_stage(result: SearchResult, doc_id: str, allowed: frozenset[str] | None,
+                         rule_allowed: frozenset[str] | None = None) -> tuple[str, str]:
     """(stage, sentence): the first stage of `result`'s search that dropped the document, in the
-    module doc's order, or SHOWN with its rank."""
+    module doc's order, or SHOWN with its rank. `rule_allowed`: the ids the config's filters and
+    the query rules' FILTERs allow together (None: no rule filters this query)."""
     config = result.config
     shown = final_ids(result)
     if doc_id in shown:
         return SHOWN, f"It is shown: rank {shown.index(doc_id) + 1} of the top {config.top_k}."
     if allowed is not None and doc_id not in allowed:
         return FILTER, f"The filter {' AND '.join(config.filters)} removes it before any source ranks."
+    rules = result.candidates.rules
+    if rule_allowed is not None and doc_id not in rule_allowed and rules is not None:
+        which = ", ".join(f"FILTER {f} of rule {n}" for n, f in rules.filters)
+        return RULE_FILTER, f"The query rules' {which} remove it for this query before any source ranks."
     sources = result.candidates.sources
     returned_by = [s for s in config.sources if s in sources and any(h.doc_id == doc_id for h in sources[s].hits)]
     if not returned_by:
@@ -146,6 +154,9 @@ def first_dropping_stage(result: SearchResult, doc_id: str, allowed: frozenset[s
                                f"{config.min_score:g}.")
         return MIN_DISPLAY, (f"Its display score {fused.display_score:.4g} is below the minimum display score "
                              f"{config.min_display_score:g}.")
+    hidden = next((n for n, d in result.rules.hides if d == doc_id), None) if result.rules is not None else None
+    if hidden is not None:
+        return RULE_HIDE, f"HIDE of rule {hidden} removes it from this query's results (rules act last)."
     if config.rerank and doc_id in {r.doc_id for r in result.outcome.results}:
         reranked = next((r for r in result.reranked or () if r.doc_id == doc_id), None)
         where = f"rank {reranked.rank} after rerank" if reranked else "below the reranked results"
