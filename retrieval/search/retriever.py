@@ -25,8 +25,9 @@ from retrieval.cache import Caches
 from retrieval.models.embed import load_encoder
 from retrieval.search.collection_reads import CollectionReads
 from retrieval.search.config import SearchConfig
-from retrieval.sources import SOURCES, Source, run_source, run_source_batch, run_sources, source_params, unknown_source
+from retrieval.sources import Source, run_source, run_source_batch, run_sources, source_params, unknown_source
 from retrieval.sources.dense import vector_space
+from retrieval.sources.external import SourceSpecs, outside_rows
 from retrieval.store import Store
 from retrieval.types import FusedResult, FusionOutcome, Hit, RerankedResult, SourceResult
 
@@ -62,6 +63,9 @@ class CandidateSet:
         missing = {i for i in ids if i not in self.documents}
         if missing and self.reader is not None:
             self.documents.update(self.reader(missing))
+        outside = [i for i in missing if i not in self.documents]
+        if outside:  # an outside engine's hit the collection lacks: what the engine said of it
+            self.documents.update(outside_rows(self.sources, outside))
         return self.documents
 
     def all_ids(self) -> set[str]:
@@ -91,9 +95,9 @@ def truncated(result: SourceResult, depth: int) -> SourceResult:
                         result.coverage)
 
 
-def built_key(collection: str, state: tuple, name: str, config: SearchConfig) -> tuple:
+def built_key(collection: str, state: tuple, name: str, config: SearchConfig, spec=None) -> tuple:
     """What a built source is cached under: the collection state and the source's parameters."""
-    return (collection, state) + source_params(name, config)
+    return (collection, state) + source_params(name, config, spec)
 
 
 class Retriever:
@@ -102,6 +106,7 @@ class Retriever:
     def __init__(self, store: Store, caches: Caches, reads: CollectionReads, graph_note: Callable[[str], str]):
         # graph_note(collection): where its entity graph build stands (the Workbench's `GraphBuilds`).
         self.store, self.caches, self.reads, self.graph_note = store, caches, reads, graph_note
+        self.specs = SourceSpecs(store)  # built-in sources, then outside engines (run-only, registered)
 
     # ---- query vectors (shared by every source that embeds) -------------------------------
     def query_vector(self, model: str, query: str) -> np.ndarray:
@@ -115,7 +120,7 @@ class Retriever:
         embedding source of `config` uses for them: what evaluation and sweeps do before their
         per-query loop (one batch of 64 costs far less than 64 single encodes). Returns how many
         were embedded."""
-        embedding = [name for name in config.sources if name in SOURCES and SOURCES[name].embeds_query]
+        embedding = [name for name in config.sources if (spec := self.specs.get(name)) and spec.embeds_query]
         if not embedding:
             return 0
         info = self.store.info(collection)
@@ -139,14 +144,14 @@ class Retriever:
         """The built source `name` for the collection's current state (or `state`) and `config`:
         the collection is read once per state (`SourceSpec.load`), the source built once per
         parameters (`SourceSpec.build`)."""
-        spec = SOURCES.get(name)
+        spec = self.specs.get(name)
         if spec is None:
             raise KeyError(unknown_source(name))
         state = state if state is not None else self.store.state_key(collection)
         loaded_key = (collection, state, name)
         context = StateContext(self, state)
         return self.caches.sources(name).get_or_create(
-            built_key(collection, state, name, config),
+            built_key(collection, state, name, config, spec),
             lambda: spec.build(self.caches.loaded.get_or_create(loaded_key, lambda: spec.load(context, collection)),
                                config))
 
@@ -187,7 +192,8 @@ class Retriever:
         all_cached = True
         fetches: list[tuple[str, list[tuple], list[int]]] = []  # (source, cache keys, queries to fetch)
         for name in config.sources:
-            keys = [(collection, state) + source_params(name, config) + (query,) for query in queries]
+            spec = self.specs.get(name)
+            keys = [(collection, state) + source_params(name, config, spec) + (query,) for query in queries]
             missing = []
             for i, key in enumerate(keys):
                 cached = self.caches.candidates.get(key)
@@ -198,7 +204,7 @@ class Retriever:
             if not missing:
                 continue
             all_cached = False
-            if name not in SOURCES:
+            if spec is None:
                 for i in missing:
                     results[i][name] = SourceResult(name, (), error=unknown_source(name))
                 continue
@@ -239,13 +245,14 @@ class Retriever:
         (docs/experiments/peers.md). Each source's seconds are the whole fetch's."""
         started = time.perf_counter()
         names = [name for name, _keys, _missing in fetches]
-        built = {name: self.caches.sources(name).get(built_key(collection, state, name, config)) for name in names}
+        built = {name: self.caches.sources(name).get(built_key(collection, state, name, config, self.specs.get(name)))
+                 for name in names}
         if any(source is None for source in built.values()):  # a first search at this state: load side by side
             built = dict(zip(names, source_pool().map(lambda n: self._built(collection, n, config, state), names),
                              strict=True))
         # Those that embed the query make their request first: at 1M documents with MiniLM the
         # embedding (~5 ms) and the vector search are the longer path; BM25 starts right after.
-        sources = {name: built[name] for name in sorted(names, key=lambda n: not SOURCES[n].embeds_query)
+        sources = {name: built[name] for name in sorted(names, key=lambda n: not self.specs.get(n).embeds_query)
                    if not isinstance(built[name], SourceResult)}
         fetched = run_sources(sources, query, config.depth, allowed, pool=source_pool())
         elapsed = time.perf_counter() - started
@@ -284,7 +291,7 @@ class Retriever:
         rankings = {}
         for name in config.sources:
             def run(name=name):
-                if name not in SOURCES:
+                if self.specs.get(name) is None:
                     return SourceResult(name, (), error=unknown_source(name)), (), ""
                 try:
                     source = self.source(collection, name, config, state)
@@ -296,7 +303,7 @@ class Retriever:
                     scored = tuple(source.ranking(query, allowed))
                 return returned, scored, getattr(source, "unscored", "the source gives it no score for this query")
 
-            key = (collection, state) + source_params(name, config) + (query,)
+            key = (collection, state) + source_params(name, config, self.specs.get(name)) + (query,)
             rankings[name] = self.caches.rankings.get_or_create(key, run)
         return rankings
 
@@ -329,6 +336,11 @@ class StateContext:
 
     def row_id_map(self, collection: str):
         return self.retriever.reads.row_id_map(collection, self.state)
+
+    @property
+    def responses(self):
+        """Outside engines' answers (`Caches.responses`), kept across collection states."""
+        return self.retriever.caches.responses
 
 
 @dataclass
