@@ -8,6 +8,7 @@
     evaluate.py     `evaluate`, `sweep`, `optimize`
     snapshot.py     `snapshot`: create, list, rename, delete, export, diff, report
     collections.py  `collections`: list, stats, versions, index, graph, delete, clear
+    sources.py      `sources`: add, list, remove outside engines (HTTP search APIs, MCP search tools)
     queryset.py     `queryset`: list, export, import
     judge.py        `judge`: next, agreement, disagreements, adjudicate, llm, import, export
     serve.py        `serve`: its options; starts the MCP server (`retrieval.serve`)

@@ -66,7 +66,7 @@ def test_kind_specific_fields():
         parse_descriptor({**GOOD, "body": {"q": "{query}"}})
     post = parse_descriptor({**GOOD, "method": "POST", "params": None, "body": {"query": {"match": {"t": "{query}"}}}})
     assert post.body == {"query": {"match": {"t": "{query}"}}}
-    with pytest.raises(RetrievalError, match="either command .* or url"):
+    with pytest.raises(RetrievalError, match=r"either command .* or url"):
         parse_descriptor({"name": "m", "kind": "mcp", "tool": "t", "hits": "r", "id": "id", "score": "s"})
     mcp = parse_descriptor({"name": "m", "kind": "mcp", "command": ["python", "-m", "x"], "tool": "search",
                             "hits": "results", "id": "id", "score": "score"})
@@ -83,7 +83,7 @@ def test_templates_keep_types_for_whole_placeholders_and_never_evaluate(monkeypa
         "q": "sore throat", "size": 25, "text": "n=25 for sore throat", "vec": [0.5, -1.0], "f": ["year>=2010"],
         "in": "only year>=2010", "team": "search", "code": "{__import__('os')}", "nested": [{"k": 25}], "n": 3}
     monkeypatch.delenv("TEAM")
-    with pytest.raises(RetrievalError, match="environment variable TEAM .* is not set"):
+    with pytest.raises(RetrievalError, match=r"environment variable TEAM .* is not set"):
         fill("${TEAM}", values)
 
 
