@@ -79,8 +79,13 @@ def test_answers_are_cached_so_a_slider_never_calls_the_engine_again(workbench, 
     workbench.caches.candidates.clear()
     fresh.search("xsmall", query, hybrid(bm25=1.0, engine=1.0))
     assert engine.calls == calls
-    workbench.search("xsmall", query + " again", hybrid(bm25=1.0, engine=1.0))
+    assert len(workbench.caches.responses) >= 1  # the Workbench's cache, not one of the built source's own
+    workbench.caches.candidates.clear()
+    workbench.caches.responses.clear()  # caching off: asked again
+    workbench.search("xsmall", query, hybrid(bm25=1.0, engine=1.0))
     assert engine.calls == calls + 1
+    workbench.search("xsmall", query + " again", hybrid(bm25=1.0, engine=1.0))
+    assert engine.calls == calls + 2
 
 
 @pytest.mark.parametrize(("path", "extra", "message"), [

@@ -137,7 +137,8 @@ def outside_rows(results: Mapping[str, SourceResult], ids: Iterable[str]) -> dic
 
 
 def load(descriptor: Descriptor, context: LoadContext, collection: str) -> LoadedEngine:
-    responses = getattr(context, "responses", None) or LRU(1024)
+    responses = getattr(context, "responses", None)  # (an empty LRU is falsy: no `or` here)
+    responses = responses if responses is not None else LRU(1024)
     vectorize = None
     if descriptor.uses_query_vector:
         model = context.store.info(collection).model
