@@ -149,3 +149,21 @@ def test_post_with_a_json_body_and_a_credential_from_the_environment(xsmall, eng
     result = wb.search("xsmall", "Super Bowl halftime", hybrid(posted=1.0))
     assert result.candidates.sources["posted"].error is None
     assert engine.requests[-1] == {"path": "/search", "json": {"query": "Super Bowl halftime", "size": 20}}
+
+
+def test_why_not_says_what_can_be_known_of_an_outside_engine(workbench, engine):
+    query = "Broncos defense"
+    config = hybrid(bm25=1.0, engine=1.0)
+    returned = [i for i, _ in engine.search(query, 1000)]
+    local = next(i for i in returned if i != OUTSIDE[0])
+    found = workbench.explain_document("xsmall", query, config, local)
+    part = next(s for s in found.standings if s.source == "engine")
+    assert (part.scored, part.position, part.in_candidates) == (True, returned.index(local) + 1, True)
+    assert engine.requests[-1]["args"]["size"] == "60"  # the collection's size (60), under max_depth 1000
+    unreturned = next(i for i in workbench.reads.documents("xsmall", [f"en-{n:03d}" for n in range(1, 61)])
+                      if i not in returned)
+    part = next(s for s in workbench.explain_document("xsmall", query, config, unreturned).standings
+                if s.source == "engine")
+    assert not part.scored
+    assert part.note == ("engine does not score it: engine (an outside engine) did not return it among its first "
+                         "1000 results; its scores for other documents are unknown")

@@ -5,7 +5,7 @@ called, so a bad descriptor is refused with a message naming every problem.
      "method": "GET" | "POST", "headers": {"Authorization": "Bearer ${PROD_KEY}"},
      "params": {"q": "{query}", "size": "{depth}"}  (GET)  |  "body": {...}  (POST),
      "hits": "hits.hits", "id": "_id", "score": "_score", "title": "_source.title"?, "text": ...?,
-     "timeout_s": 10?, "max_concurrent": 4?, "max_bytes": 5000000?, "label": "production"?}
+     "timeout_s": 10?, "max_concurrent": 4?, "max_bytes": 5000000?, "max_depth": 1000?, "label": "production"?}
 
     {"name": "other-workbench", "kind": "mcp", "command": ["python", "-m", "retrieval", "serve", …]
      | "url": "http://127.0.0.1:8765/mcp", "tool": "retrieve_knowledge",
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from retrieval.limits import NAME_MAX
+from retrieval.limits import DEPTH_MAX, NAME_MAX
 from retrieval.sources.external.mapping import ResultPaths, compile_paths
 from retrieval.sources.external.templates import ENV_RE, placeholders_in
 from retrieval.types import RetrievalError
@@ -45,13 +45,15 @@ METHODS = ("GET", "POST")
 TIMEOUT_DEFAULT_S, TIMEOUT_MAX_S = 10.0, 120.0
 CONCURRENT_DEFAULT, CONCURRENT_MAX = 4, 32
 BYTES_DEFAULT, BYTES_MAX = 5_000_000, 100_000_000
+DEPTH_DEFAULT = 1000  # results asked for at most: "why not?" asks for the whole collection's depth
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,63}")
 # Host names of cloud metadata services (their addresses are link-local and refused as such).
 METADATA_HOSTS = frozenset({"metadata", "metadata.google.internal", "metadata.goog", "instance-data",
                             "instance-data.ec2.internal"})
 CREDENTIAL_HEADER = re.compile(r"authorization|cookie|key|token|secret|password", re.IGNORECASE)
 _FIELDS = {"name", "kind", "label", "url", "method", "headers", "params", "body", "command", "env", "tool",
-           "arguments", "hits", "id", "score", "title", "text", "timeout_s", "max_concurrent", "max_bytes"}
+           "arguments", "hits", "id", "score", "title", "text", "timeout_s", "max_concurrent", "max_bytes",
+           "max_depth"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class Descriptor:
     timeout_s: float = TIMEOUT_DEFAULT_S
     max_concurrent: int = CONCURRENT_DEFAULT
     max_bytes: int = BYTES_DEFAULT
+    max_depth: int = DEPTH_DEFAULT
     data: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -115,6 +118,7 @@ def parse_descriptor(data: Any) -> Descriptor:
     timeout_s = _number(data, "timeout_s", TIMEOUT_DEFAULT_S, 0.1, TIMEOUT_MAX_S, problems)
     max_concurrent = int(_number(data, "max_concurrent", CONCURRENT_DEFAULT, 1, CONCURRENT_MAX, problems, whole=True))
     max_bytes = int(_number(data, "max_bytes", BYTES_DEFAULT, 1_000, BYTES_MAX, problems, whole=True))
+    max_depth = int(_number(data, "max_depth", DEPTH_DEFAULT, 1, DEPTH_MAX, problems, whole=True))
     try:
         paths = compile_paths(data)
     except RetrievalError as exc:
@@ -129,7 +133,8 @@ def parse_descriptor(data: Any) -> Descriptor:
         shown = name if isinstance(name, str) else "?"
         raise RetrievalError(f"source descriptor {shown!r}: " + "; ".join(problems))
     return Descriptor(name=name, kind=kind, label=label, paths=paths, timeout_s=timeout_s,
-                      max_concurrent=max_concurrent, max_bytes=max_bytes, data=dict(data), **fields)
+                      max_concurrent=max_concurrent, max_bytes=max_bytes, max_depth=max_depth, data=dict(data),
+                      **fields)
 
 
 def _number(data: dict, key: str, default: float, low: float, high: float, problems: list[str],

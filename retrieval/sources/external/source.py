@@ -83,7 +83,9 @@ class ExternalSource:
         self.name = self.descriptor.name
         where = self.descriptor.url or " ".join(self.descriptor.command[:2])
         self.backend = f"outside engine ({self.descriptor.kind}: {where})"
-        self.unscored = f"{self.descriptor.label} did not return it among the results asked for"
+        # "Why not?" knows only what the engine returned: in its first N, or not.
+        self.unscored = (f"{self.descriptor.label} (an outside engine) did not return it among its first "
+                         f"{self.descriptor.max_depth} results; its scores for other documents are unknown")
 
     def fetch(self, query: str, depth: int) -> list[OutsideHit]:
         """The engine's first `depth` results for `query`: from the response cache, else asked."""
@@ -101,6 +103,7 @@ class ExternalSource:
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         if not query.strip():
             return []
+        depth = min(depth, self.descriptor.max_depth)  # "why not?" asks for the whole collection
         found = self.fetch(query, depth)
         if allowed is not None:
             found = [h for h in found if h.doc_id in allowed]
