@@ -167,3 +167,18 @@ def test_why_not_says_what_can_be_known_of_an_outside_engine(workbench, engine):
     assert not part.scored
     assert part.note == ("engine does not score it: engine (an outside engine) did not return it among its first "
                          "1000 results; its scores for other documents are unknown")
+
+
+def test_query_vector_is_the_query_embedded_by_the_collections_own_encoder(xsmall, engine):
+    from retrieval.models.embed import load_encoder
+
+    d = parse_descriptor({"name": "knn", "kind": "http", "url": engine.base + "/search", "method": "POST",
+                          "body": {"query": "{query}", "size": "{depth}", "vector": "{query_vector}"},
+                          "hits": "hits.hits", "id": "_id", "score": "_score"})
+    wb = Workbench(xsmall.store)
+    wb.use_source(d)
+    query = "Who sang at the halftime show?"
+    assert wb.search("xsmall", query, hybrid(knn=1.0)).candidates.sources["knn"].error is None
+    sent = engine.requests[-1]["json"]["vector"]
+    expected = load_encoder(xsmall.store.info("xsmall").model).encode_queries([query])[0]
+    assert len(sent) == len(expected) and sent == pytest.approx([float(x) for x in expected], abs=1e-6)
