@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ui import page, state
+from ui.corpus import outside
 from ui.corpus import views as corpus_views
 
 context = page.context()
@@ -18,3 +19,5 @@ st.subheader("Add documents")
 corpus_views.upload_form(context.workbench)
 st.subheader("Delete or clear a collection")
 corpus_views.manage(context.workbench)
+st.subheader("Outside engines")
+outside.outside_engines(context.workbench)

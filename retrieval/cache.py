@@ -23,6 +23,10 @@ and ages out of its LRU.
                                                                      row id (`RowIdMap`: 19 MB of
                                                                      ids at 1M documents)
     rerank          (reranker, query, doc id, hash(text))         -> rerank score
+    responses       (descriptor fingerprint, request sent)        -> an outside engine's mapped hits
+                                                                     (`sources/external/`): a slider,
+                                                                     a write or another collection
+                                                                     never asks the engine again
     passage_vectors (reranker model, hash(text))                  -> the text's E5 passage
                                                                      embedding (rerank re-scores a
                                                                      document for a new query with
@@ -134,6 +138,7 @@ class Caches:
         self.runs = LRU(RUNS_KEPT)
         self.rerank = RerankCache()
         self.passage_vectors = LRU(50_000)  # 384 floats each: ≤ 77 MB
+        self.responses = LRU(8192)
 
     def sources(self, name: str) -> LRU:
         """The LRU of built sources of one source name."""

@@ -9,6 +9,7 @@
     rules.py        `rules`: check, impact, suggest (query rules)
     snapshot.py     `snapshot`: create, list, rename, delete, export, diff, report
     collections.py  `collections`: list, stats, versions, index, graph, delete, clear
+    sources.py      `sources`: add, list, remove outside engines (HTTP search APIs, MCP search tools)
     queryset.py     `queryset`: list, export, import
     judge.py        `judge`: next, agreement, disagreements, adjudicate, llm, import, export
     judge_implicit.py  `judge implicit`: judgments from behaviour logs by a click model

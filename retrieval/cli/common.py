@@ -73,6 +73,9 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--rules", metavar="FILE", type=Path,
                    help="query rules in Querqy's common-rules text (SYNONYM, UP/DOWN, FILTER, DELETE, PIN, HIDE; "
                         "docs/guide/rules.md); replaces the config's rules")
+    g.add_argument("--source", dest="outside", action="append", metavar="FILE",
+                   help="an outside engine's descriptor (JSON, docs/sources.md) used as a source for this run "
+                        "without registering it, repeatable; weigh it by its name in --weights")
 
 
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
@@ -149,7 +152,13 @@ def open_workbench(args):
     from retrieval.search.workbench import Workbench
     from retrieval.store import Store
 
-    return Workbench(Store(args.db))
+    workbench = Workbench(Store(args.db))
+    if getattr(args, "outside", None):  # `--source FILE`: outside engines for this run only
+        from retrieval.sources.external import read_descriptor
+
+        for path in args.outside:
+            workbench.use_source(read_descriptor(path))
+    return workbench
 
 
 class StageBars:

@@ -1,5 +1,5 @@
-"""Command line:
-`python -m retrieval {ingest,search,evaluate,sweep,optimize,rules,collections,snapshot,queryset,judge,serve,prepare} …`
+"""Command line: `python -m retrieval
+{ingest,search,evaluate,sweep,optimize,rules,collections,sources,snapshot,queryset,judge,serve,prepare} …`
 (`judge`: judge.py).
 
 Results and JSON go to stdout; progress and messages go to stderr. search, evaluate, sweep,
@@ -13,14 +13,26 @@ import argparse
 import logging
 import sys
 
-from retrieval.cli import collections, evaluate, ingest, judge, prepare, queryset, rules, search, serve, snapshot
+from retrieval.cli import (
+    collections,
+    evaluate,
+    ingest,
+    judge,
+    prepare,
+    queryset,
+    rules,
+    search,
+    serve,
+    snapshot,
+    sources,
+)
 from retrieval.cli.common import log
 from retrieval.types import RetrievalError
 
 # The command groups in the order `--help` lists them: each module adds its commands' subparsers
 # (`add_parser(sub)`) and maps each command to its function (`COMMANDS`): a new group is one module
 # of this package and one entry of this tuple.
-GROUPS = (ingest, search, evaluate, rules, snapshot, collections, queryset, judge, serve, prepare)
+GROUPS = (ingest, search, evaluate, rules, snapshot, collections, sources, queryset, judge, serve, prepare)
 COMMANDS = {name: command for group in GROUPS for name, command in group.COMMANDS.items()}
 
 

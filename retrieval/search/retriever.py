@@ -29,8 +29,9 @@ from retrieval.models.embed import load_encoder
 from retrieval.search.collection_reads import CollectionReads
 from retrieval.search.config import SearchConfig
 from retrieval.search.rules import QueryRules, pinned_entries, rules_for
-from retrieval.sources import SOURCES, Source, run_source, run_source_batch, run_sources, source_params, unknown_source
+from retrieval.sources import Source, run_source, run_source_batch, run_sources, source_params, unknown_source
 from retrieval.sources.dense import vector_space
+from retrieval.sources.external import SourceSpecs, outside_rows
 from retrieval.store import Store
 from retrieval.types import FusedResult, FusionOutcome, Hit, RerankedResult, SourceResult
 
@@ -67,6 +68,9 @@ class CandidateSet:
         missing = {i for i in ids if i not in self.documents}
         if missing and self.reader is not None:
             self.documents.update(self.reader(missing))
+        outside = [i for i in missing if i not in self.documents]
+        if outside:  # an outside engine's hit the collection lacks: what the engine said of it
+            self.documents.update(outside_rows(self.sources, outside))
         return self.documents
 
     def all_ids(self) -> set[str]:
@@ -96,9 +100,9 @@ def truncated(result: SourceResult, depth: int) -> SourceResult:
                         result.coverage)
 
 
-def built_key(collection: str, state: tuple, name: str, config: SearchConfig) -> tuple:
+def built_key(collection: str, state: tuple, name: str, config: SearchConfig, spec=None) -> tuple:
     """What a built source is cached under: the collection state and the source's parameters."""
-    return (collection, state) + source_params(name, config)
+    return (collection, state) + source_params(name, config, spec)
 
 
 class Retriever:
@@ -107,6 +111,7 @@ class Retriever:
     def __init__(self, store: Store, caches: Caches, reads: CollectionReads, graph_note: Callable[[str], str]):
         # graph_note(collection): where its entity graph build stands (the Workbench's `GraphBuilds`).
         self.store, self.caches, self.reads, self.graph_note = store, caches, reads, graph_note
+        self.specs = SourceSpecs(store)  # built-in sources, then outside engines (run-only, registered)
 
     # ---- query vectors (shared by every source that embeds) -------------------------------
     def query_vector(self, model: str, query: str) -> np.ndarray:
@@ -120,7 +125,7 @@ class Retriever:
         embedding source of `config` uses for them: what evaluation and sweeps do before their
         per-query loop (one batch of 64 costs far less than 64 single encodes). Returns how many
         were embedded."""
-        embedding = [name for name in config.sources if name in SOURCES and SOURCES[name].embeds_query]
+        embedding = [name for name in config.sources if (spec := self.specs.get(name)) and spec.embeds_query]
         if not embedding:
             return 0
         info = self.store.info(collection)
@@ -146,14 +151,14 @@ class Retriever:
         """The built source `name` for the collection's current state (or `state`) and `config`:
         the collection is read once per state (`SourceSpec.load`), the source built once per
         parameters (`SourceSpec.build`)."""
-        spec = SOURCES.get(name)
+        spec = self.specs.get(name)
         if spec is None:
             raise KeyError(unknown_source(name))
         state = state if state is not None else self.store.state_key(collection)
         loaded_key = (collection, state, name)
         context = StateContext(self, state)
         return self.caches.sources(name).get_or_create(
-            built_key(collection, state, name, config),
+            built_key(collection, state, name, config, spec),
             lambda: spec.build(self.caches.loaded.get_or_create(loaded_key, lambda: spec.load(context, collection)),
                                config))
 
@@ -211,9 +216,10 @@ class Retriever:
         extra = next(((("rule filters", *r.filter_texts),) for r in rules if r is not None and r.filters), ())
         fetches: list[tuple[str, list[tuple], list[int], list[str]]] = []  # (source, keys, queries to fetch, texts)
         for name in config.sources:
-            lexical = name in SOURCES and SOURCES[name].lexical
+            spec = self.specs.get(name)
+            lexical = spec is not None and spec.lexical
             texts = [r.text_for(lexical) if r is not None else q for q, r in zip(queries, rules, strict=True)]
-            keys = [(collection, state) + source_params(name, config) + (text,) + extra for text in texts]
+            keys = [(collection, state) + source_params(name, config, spec) + (text,) + extra for text in texts]
             missing = []
             for i, key in enumerate(keys):
                 cached = self.caches.candidates.get(key)
@@ -224,7 +230,7 @@ class Retriever:
             if not missing:
                 continue
             all_cached = False
-            if name not in SOURCES:
+            if spec is None:
                 for i in missing:
                     results[i][name] = SourceResult(name, (), error=unknown_source(name))
                 continue
@@ -265,13 +271,14 @@ class Retriever:
         (docs/experiments/peers.md). Each source's seconds are the whole fetch's."""
         started = time.perf_counter()
         names = [name for name, _keys, _missing, _texts in fetches]
-        built = {name: self.caches.sources(name).get(built_key(collection, state, name, config)) for name in names}
+        built = {name: self.caches.sources(name).get(built_key(collection, state, name, config, self.specs.get(name)))
+                 for name in names}
         if any(source is None for source in built.values()):  # a first search at this state: load side by side
             built = dict(zip(names, source_pool().map(lambda n: self._built(collection, n, config, state), names),
                              strict=True))
         # Those that embed the query make their request first: at 1M documents with MiniLM the
         # embedding (~5 ms) and the vector search are the longer path; BM25 starts right after.
-        sources = {name: built[name] for name in sorted(names, key=lambda n: not SOURCES[n].embeds_query)
+        sources = {name: built[name] for name in sorted(names, key=lambda n: not self.specs.get(n).embeds_query)
                    if not isinstance(built[name], SourceResult)}
         texts = {name: texts[0] for name, _keys, _missing, texts in fetches}  # each source's rewritten query
         fetched = run_sources(sources, texts, config.depth, allowed, pool=source_pool())
@@ -312,10 +319,11 @@ class Retriever:
         size = self.reads.size(collection, state)
         rankings = {}
         for name in config.sources:
-            text = rules.text_for(name in SOURCES and SOURCES[name].lexical) if rules is not None else query
+            spec = self.specs.get(name)
+            text = rules.text_for(spec is not None and spec.lexical) if rules is not None else query
 
             def run(name=name, query=text):
-                if name not in SOURCES:
+                if self.specs.get(name) is None:
                     return SourceResult(name, (), error=unknown_source(name)), (), ""
                 try:
                     source = self.source(collection, name, config, state)
@@ -327,7 +335,7 @@ class Retriever:
                     scored = tuple(source.ranking(query, allowed))
                 return returned, scored, getattr(source, "unscored", "the source gives it no score for this query")
 
-            key = (collection, state) + source_params(name, config) + (text, tuple(filters))
+            key = (collection, state) + source_params(name, config, self.specs.get(name)) + (text, tuple(filters))
             rankings[name] = self.caches.rankings.get_or_create(key, run)
         return rankings
 
@@ -360,6 +368,11 @@ class StateContext:
 
     def row_id_map(self, collection: str):
         return self.retriever.reads.row_id_map(collection, self.state)
+
+    @property
+    def responses(self):
+        """Outside engines' answers (`Caches.responses`), kept across collection states."""
+        return self.retriever.caches.responses
 
 
 @dataclass

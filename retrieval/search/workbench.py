@@ -192,6 +192,18 @@ class Workbench:
         """The collection's state key (`Store.state_key`): what every cache of its data keys on."""
         return self.reads.state(collection)
 
+    # ---- outside engines as sources (`sources/external/`) --------------------------------------
+    def outside_sources(self):
+        """The registered outside engines (`ExternalSources`: add, remove, rows)."""
+        from retrieval.sources.external import ExternalSources
+
+        return ExternalSources(self.store)
+
+    def use_source(self, descriptor) -> None:
+        """Make an outside engine's descriptor a source of this Workbench's searches without
+        registering it (`evaluate --source FILE`)."""
+        self.retriever.specs.use(descriptor)
+
     def documents(self, collection: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Rows of the given documents (no vectors), from the cache kept per collection state."""
         return self.reads.documents(collection, ids)

@@ -14,6 +14,8 @@ Workbench all read it, so adding a source is one module here plus one line below
     graph.py           seed 002's entity activation over the collection's entity graph
     activation.py      the entity graph's maths: relevance, activation BFS, final score, trace
     graph_status.py    where a collection's entity graph build stands (what a search reads of it)
+    external/          outside engines (an HTTP search API, an MCP search tool) as sources, declared
+                       by descriptors registered in the store (`SourceSpecs` finds any name's spec)
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ def unknown_source(name: str) -> str:
     return f"unknown source {name!r}; known: {', '.join(SOURCES)}"
 
 
-def source_params(name: str, config: SearchConfig) -> tuple:
+def source_params(name: str, config: SearchConfig, spec: SourceSpec | None = None) -> tuple:
     """What in `config` decides source `name`'s candidates (unknown sources: nothing): the key of
-    its built source and, with the query and collection state, of its cached candidates."""
-    spec = SOURCES.get(name)
+    its built source and, with the query and collection state, of its cached candidates. `spec`:
+    the source's descriptor when it is not a built-in one (an outside engine's: `external/`)."""
+    spec = spec if spec is not None else SOURCES.get(name)
     key = (name,) + (tuple(spec.key(config)) if spec is not None else ())
     return key + (("filters", *config.filters),) if config.filters else key
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from retrieval.sources.lance_requests import LanceRequest, RowIdMap, start_request
-from retrieval.types import Hit, SourceResult
+from retrieval.types import Hit, RetrievalError, SourceResult
 
 if TYPE_CHECKING:  # only for annotations: sources never import the config at run time
     import numpy as np
@@ -169,8 +169,13 @@ def run_source(source: Source, query: str, depth: int, allowed: frozenset[str] |
 
 
 def failed_result(source: Source, query: str, exc: BaseException) -> SourceResult:
-    """A source's failure on `query` as its result: no hits, the exception as the error (logged)."""
-    log.warning("source %s failed on query %r", source.name, query, exc_info=exc)
+    """A source's failure on `query` as its result: no hits, the exception as the error (logged;
+    with its traceback unless it is a `RetrievalError`, whose message says it all: an outside
+    engine's timeout, refusal or answer of another shape)."""
+    if isinstance(exc, RetrievalError):
+        log.warning("source %s failed on query %r: %s", source.name, query, exc)
+    else:
+        log.warning("source %s failed on query %r", source.name, query, exc_info=exc)
     return SourceResult(source.name, (), error=f"{type(exc).__name__}: {exc}")
 
 

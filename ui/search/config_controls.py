@@ -29,6 +29,7 @@ from ui.search.knobs import (
     SOURCE_KNOBS,
     SOURCES_KNOB,
     Knob,
+    outside_knobs,
 )
 from ui.search.rule_controls import rule_controls
 from ui.search.views import markdown_safe
@@ -125,12 +126,31 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
                 with st.expander(f"{label(source).capitalize()} parameters"):
                     for knob in SOURCE_KNOBS[source]:
                         _draw(knob, which)
+        outside_controls(which)
         filter_controls(which)
         rule_controls(which)
         with st.expander("Advanced"):
             for knob in ADVANCED_KNOBS:
                 _draw(knob, which)
     return state.view().config(which)
+
+
+def outside_controls(which: str) -> None:
+    """The registered outside engines (`knobs.outside_knobs`): a picker, and each picked one's weight."""
+    from ui import resources
+
+    try:
+        names = tuple(resources.workbench().outside_sources().names())
+    except RetrievalError as exc:
+        views.show_error(exc)
+        return
+    if not names:
+        return
+    picker, weights = outside_knobs(names)
+    _draw(picker, which)
+    for name in names:
+        if name in state.view().config(which).weights:
+            _draw(weights[name], which)
 
 
 def learned_note(which: str) -> None:

@@ -48,7 +48,10 @@ def _weight_knob(source: str) -> Knob:
     def write(config: SearchConfig, value: float) -> SearchConfig:
         return config.edited(weights={**config.weights, source: float(value)})
 
-    return Knob(f"w_{source}", f"{label(source)} weight", SOURCES[source].weight_help, st.slider,
+    weight_help = (SOURCES[source].weight_help if source in SOURCES else
+                   "Multiplies this outside engine's part of the fused score: RRF adds w/(k + its rank), weighted sum "
+                   "adds w × its normalised score (docs/sources.md).")
+    return Knob(f"w_{source}", f"{label(source)} weight", weight_help, st.slider,
                 lambda c: _clamp(float(c.weights.get(source, 0.0)), 0.0, 1.0), write,
                 dict(min_value=0.0, max_value=1.0, step=0.05))
 
@@ -157,6 +160,22 @@ SOURCES_KNOB = Knob(
     dict(options=list(EXTRA_SOURCES), format_func=label))
 
 EXTRA_WEIGHT_KNOBS = {source: _weight_knob(source) for source in EXTRA_SOURCES}
+
+
+def outside_knobs(names: tuple[str, ...]) -> tuple[Knob, dict[str, Knob]]:
+    """The "Outside engines" picker over `names` (registered outside engines, `docs/sources.md`)
+    and a weight slider per engine."""
+    def pick(config: SearchConfig, picked: list[str]) -> SearchConfig:
+        kept = {name: w for name, w in config.weights.items() if name not in names or name in picked}
+        kept.update({name: EXTRA_SOURCE_DEFAULT_WEIGHT for name in picked if name not in kept})
+        return config.edited(weights=kept)
+
+    picker = Knob("outside_sources", "Outside engines",
+                  "Fuses a registered outside search engine (the Corpus page registers them) as one more source: "
+                  "its hits are joined to this collection's documents by id; its answers are cached, so moving a "
+                  "slider never asks it again.",
+                  st.multiselect, lambda c: [s for s in names if s in c.weights], pick, dict(options=list(names)))
+    return picker, {name: _weight_knob(name) for name in names}
 SOURCE_KNOBS: dict[str, tuple[Knob, ...]] = {
     source: tuple(_param_knob(p) for p in SOURCES[source].params) for source in EXTRA_SOURCES
 }
