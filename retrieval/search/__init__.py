@@ -7,6 +7,7 @@
     saved_configs.py     named configs in the store's `_configs` table (`ConfigStore`)
     filters.py           metadata filters: field=value, alternatives, ranges
     retriever.py         candidates: every source's hits per query, cached per collection state
+    search_result.py     what a search hands back: the candidates of a query and the search's result
     collection_reads.py  what a search reads besides the sources: language, metadata, titles, rows
     plan.py              the ranking plan: a config's stages in order, run explained or lean
     fusion/              the fusion methods' registry, score normalisation, the fusion engine
