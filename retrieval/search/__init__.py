@@ -26,7 +26,7 @@ Entry points: `Workbench`, `SearchConfig`, `RankingPlan`, `SearchResult`.
 
 from retrieval.search.config import SearchConfig
 from retrieval.search.plan import RankingPlan
-from retrieval.search.retriever import SearchResult
+from retrieval.search.search_result import SearchResult
 from retrieval.search.workbench import Workbench
 
 __all__ = ["RankingPlan", "SearchConfig", "SearchResult", "Workbench"]

@@ -30,8 +30,9 @@ from retrieval.search.config import SearchConfig
 from retrieval.search.plan import RankingPlan
 from retrieval.search.rerank import get_reranker, rerank, seed_passages
 from retrieval.search.rerank import rerank_scores as scores_of
-from retrieval.search.retriever import CandidateSet, Retriever, SearchResult
+from retrieval.search.retriever import Retriever
 from retrieval.search.saved_configs import ConfigStore
+from retrieval.search.search_result import CandidateSet, SearchResult
 from retrieval.search.whynot.explain import Explanation, explain
 from retrieval.store import XL_COLUMN, CollectionInfo, CollectionStats, Progress, Store
 from retrieval.store.names import labels

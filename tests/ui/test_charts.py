@@ -73,7 +73,7 @@ def test_the_distributions_min_fused_line_is_the_core_s_cut_for_every_method_and
     they are.) Weights sum to 2 so 1/Σw and 1 differ."""
     from retrieval.search.config import SearchConfig
     from retrieval.search.fusion.methods import COMBINATIONS, FUSION_METHODS
-    from retrieval.search.retriever import CandidateSet
+    from retrieval.search.search_result import CandidateSet
     from retrieval.search.workbench import Workbench
     from retrieval.store import Store
     from retrieval.types import Hit, SourceResult

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.search.retriever import SearchResult
+from retrieval.search.search_result import SearchResult
 from retrieval.sources import label
 from retrieval.types import Hit, SourceResult
 

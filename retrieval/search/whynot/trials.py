@@ -32,7 +32,7 @@ from typing import Any
 from retrieval.search.config import SearchConfig
 from retrieval.search.fusion.methods import FUSION_METHODS, method_of
 from retrieval.search.language import crosses_languages
-from retrieval.search.retriever import SearchResult
+from retrieval.search.search_result import SearchResult
 from retrieval.search.whynot.standing import SourceStanding, uncut_position
 from retrieval.sources import SOURCES, candidate_key, label
 from retrieval.types import RetrievalError
