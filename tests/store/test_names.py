@@ -302,3 +302,6 @@ def test_a_look_alike_name_is_created_with_a_warning_in_every_front_end(tmp_path
     with pytest.raises(RetrievalError, match="invisible or bidirectional control character"):
         ui_ingest(Workbench(store), [("tea.csv", GREEN)], ParseOptions(), "Te\u200da", model=MINILM)
     assert store.display_names() == before
+    # `serve --collection` resolves its names through the same check.
+    assert main(["--db", db, "serve", "--collection", "Te\u200da"]) == 2
+    assert "invisible or bidirectional control character (U+200D" in capsys.readouterr().err
