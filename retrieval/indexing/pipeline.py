@@ -54,6 +54,7 @@ from retrieval.indexing.writer import Batch, clash_error, open_write
 from retrieval.models import embed
 from retrieval.models.embed import E5, default_model_for
 from retrieval.store import CollectionInfo, Progress, Store, stored_documents
+from retrieval.store.names import confusable_note
 from retrieval.text.tokenize import corpus_language, document_language, language_from_mix
 from retrieval.types import Document, ParsedCorpus
 
@@ -74,12 +75,13 @@ class IngestResult:
     truncated: int
     window: int
     index_error: str = ""  # why the indexes by size failed after the write committed ('' built or none due)
+    name_note: str = ""  # a new name that looks like an existing one (`names.confusable_note`)
 
     @property
     def note(self) -> str:
-        """The truncation sentence for this ingest, and what to do when its indexes failed ('' when
-        there is neither)."""
-        notes = [truncation_note(self.truncated, self.documents, self.window)]
+        """The truncation sentence for this ingest, what to do when its indexes failed, and a
+        look-alike name's warning ('' when there is none of them)."""
+        notes = [self.name_note, truncation_note(self.truncated, self.documents, self.window)]
         if self.index_error:
             notes.append(f"the documents are written, but building the collection's indexes failed "
                          f"({self.index_error}): searches read it without them (slower) until "
@@ -130,12 +132,15 @@ def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str 
     defaults by corpus language. `cross_lingual`: `plan.wants_cross_lingual`'s `requested`
     (None: auto)."""
     table, display = store.new_names(name)
+    name_note = confusable_note(display, store.display_names().values())
     documents = check_documents(corpus.documents)
     language = corpus_language(embedding_text(d) for d in documents)
     model = model or default_model_for(language)
     announce_loading(progress, [model, *([E5] if cross_lingual is not False else [])])
     info = plan.new_collection(table, display, language, model, len(documents), cross_lingual, description)
-    return write_documents(store, info, [documents], len(documents), create=True, progress=progress)
+    result = write_documents(store, info, [documents], len(documents), create=True, progress=progress)
+    result.name_note = name_note
+    return result
 
 
 def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progress | None = None) -> IngestResult:
@@ -169,10 +174,12 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
     first = next(batches, None)
     if first is None:
         check_documents([])  # "No documents to ingest"
+    name_note = ""
     if add:
         info = store.info(name)
     else:
         table, display = store.new_names(name)
+        name_note = confusable_note(display, store.display_names().values())
         # A named model needs the language only to decide the cross-lingual vectors: no reading
         # pass when nothing could get them (the placeholder is replaced by the stored mix at the end).
         xl_possible = cross_lingual is True or (cross_lingual is None and stream.total < limits.CROSS_LINGUAL_AUTO_MAX)
@@ -180,8 +187,10 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
         announce_loading(progress, [model or default_model_for(language), *([E5] if xl_possible else [])])
         info = plan.new_collection(table, display, language, model or default_model_for(language), stream.total,
                                    cross_lingual, description)
-    return write_documents(store, info, _chained(first, batches), stream.total, create=not add, progress=progress,
-                           streamed=True, embedding=embedding)
+    result = write_documents(store, info, _chained(first, batches), stream.total, create=not add, progress=progress,
+                             streamed=True, embedding=embedding)
+    result.name_note = name_note
+    return result
 
 
 def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[Document]], count: int,

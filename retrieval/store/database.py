@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import unicodedata
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -243,7 +244,9 @@ class Store(StoredReads):
         if isinstance(name, str) and COLLECTION_NAME_RE.fullmatch(name.strip()) and self._has_table(name.strip()):
             return name.strip()
         wanted = display_name(name)
-        found = [table for table, display in self.display_names().items() if display == wanted]
+        # A name stored before names were NFKC is found by its NFKC form too.
+        found = [table for table, display in self.display_names().items()
+                 if wanted in (display, unicodedata.normalize("NFKC", display))]
         if len(found) > 1:
             raise RetrievalError(f"{len(found)} collections are named {wanted!r} (tables {', '.join(found)}): "
                                  "give the table name")
@@ -256,7 +259,8 @@ class Store(StoredReads):
         `names.table_name_for`. A name already taken — a table of that name, or a collection
         with that display name — is a clear "already exists" error."""
         wanted = display_name(name)
-        taken = [table for table, display in self.display_names().items() if wanted in (table, display)]
+        taken = [table for table, display in self.display_names().items()
+                 if wanted in (table, display, unicodedata.normalize("NFKC", display))]
         if taken or (COLLECTION_NAME_RE.fullmatch(wanted) and self._has_table(wanted)):
             raise RetrievalError(f"Collection {wanted!r} already exists: add to it, or delete it first")
         return table_name_for(wanted, set(self.table_names())), wanted

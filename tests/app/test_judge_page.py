@@ -127,3 +127,22 @@ def test_the_search_page_rates_as_the_rater_named_on_the_judge_page(judgments):
     assert not at.exception and not at.error
     assert judgments.ratings(COLLECTION, SET, QUERY, rater="cy") == {doc: 1}
     assert judgments.ratings(COLLECTION, SET, QUERY) == {}  # not the unnamed rater's
+
+
+def test_the_browser_cannot_point_the_llm_judge_at_a_metadata_address(judgments, app_db):
+    from retrieval.judging.llm.settings import SETTINGS_ROW, LLMSettings, _settings_table, load_settings, save_settings
+
+    store = Store(app_db.uri)
+    # As the operator could have saved them through the API: a link-local server allowed.
+    save_settings(store, LLMSettings(base_url="http://127.0.0.1:9/v1", model="m", allow_link_local=True))
+    try:
+        at = open_page(JUDGE, set=SET)
+        [url] = [t for t in at.text_input if t.label == "Base URL"]
+        url.set_value("http://169.254.169.254/latest")
+        [save] = [b for b in at.button if b.label == "Save settings"]
+        save.click().run()
+        errors = " ".join(plain(e.value) for e in at.error)
+        assert "points at a link-local or cloud metadata address (169.254.169.254)" in errors, errors
+        assert load_settings(store) == LLMSettings(base_url="http://127.0.0.1:9/v1", model="m", allow_link_local=True)
+    finally:
+        _settings_table(store).delete(SETTINGS_ROW)

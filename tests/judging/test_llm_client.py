@@ -123,6 +123,12 @@ def test_an_answer_of_the_wrong_shape_is_an_error_never_a_grade(tmp_path):
             with pytest.raises(RetrievalError, match="did not answer in the chat-completions format"):
                 judge([JudgeItem("q", "d", "cats", "cats hunt")], settings, saved.update, cache=tmp_path / "c.sqlite")
             assert saved == {} and [s[0] for s in server.seen] == ["POST"]
+    # Token counts that are not numbers are replaced by ours, never a traceback.
+    odd = {**COMPLETION, "usage": {"prompt_tokens": "many", "completion_tokens": 2.5}}
+    with serving(lambda method, path: (200, {}, json.dumps(odd).encode())) as server:
+        with LLMClient(LLMSettings(base_url=server.url + "/v1", model="m")) as client:
+            answer = client.ask("cats")
+        assert answer.grade == 3 and answer.output_tokens == 4 and answer.input_tokens > 0
     with serving(lambda method, path: (200, {}, b'{"data": "not a list"}')) as server, \
             pytest.raises(RetrievalError, match="did not answer in the models-list format"):
         server_models(LLMSettings(base_url=server.url + "/v1", model="m"))

@@ -10,13 +10,14 @@ from retrieval.cli.main import main
 from retrieval.indexing.pipeline import add_documents, create_collection
 from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.store import CATALOGUE_TABLE, Store
-from retrieval.store.names import display_name, hashed, labels, slug, table_name_for
+from retrieval.store.names import confusable_of, display_name, hashed, labels, slug, table_name_for
 from retrieval.types import RetrievalError
 
 TEA = "id,text\nt1,龙井茶产于浙江杭州西湖，是著名的绿茶。\nt2,普洱茶产于云南，是一种发酵茶。\n".encode()
 MINILM = "all-MiniLM-L6-v2"  # the small model: these tests are about names, not embeddings
 # by hand: "c-" + the first 8 hex digits of sha1("中文集合".encode("utf-8"))
 CHINESE_TABLE = "c-bcbf6ef0"
+GREEN = b"id,text\ng1,Green tea is steamed or pan-fired\n"  # English: no cross-lingual vectors to build
 
 
 # ---- the pure rules (names.py) -----------------------------------------------------------------
@@ -234,3 +235,73 @@ def test_the_mcp_tools_show_and_accept_the_display_name(store):
     with pytest.raises(ToolProblem, match=rf"^Collection '英文集合' is not served here; served: 中文集合 "
                                           rf"\({CHINESE_TABLE}\), notes \(default 中文集合 \({CHINESE_TABLE}\)\)$"):
         service.retrieve("茶", collection_name="英文集合")
+
+
+# ---- invisible characters, compatibility forms and look-alikes (issue 41, item 14) --------------
+@pytest.mark.parametrize("bad, code", [
+    ("Te\u200da", "U+200D ZERO WIDTH JOINER, character 3"),
+    ("Tea\u200b", "U+200B ZERO WIDTH SPACE, character 4"),
+    ("\u202eaeT", "U+202E RIGHT-TO-LEFT OVERRIDE, character 1"),
+    ("a\u202db", "U+202D LEFT-TO-RIGHT OVERRIDE, character 2"),
+    ("a\u2067b\u2069", "U+2067 RIGHT-TO-LEFT ISOLATE, character 2"),
+    ("\ufeffTea", "U+FEFF ZERO WIDTH NO-BREAK SPACE, character 1"),
+    ("Te\u00ada", "U+00AD SOFT HYPHEN, character 3"),
+    ("Tea\u3164", "U+3164 HANGUL FILLER, character 4"),
+    ("T\u034fea", "U+034F COMBINING GRAPHEME JOINER, character 2"),
+])
+def test_invisible_and_bidi_control_characters_are_refused(bad, code):
+    with pytest.raises(RetrievalError) as err:
+        display_name(bad)
+    assert str(err.value) == (f"Collection name contains an invisible or bidirectional control character ({code}); "
+                              "use visible characters only")
+
+
+def test_display_names_are_nfkc():
+    assert display_name("Ｔｅａ") == "Tea"  # full-width letters
+    assert display_name("ﬁles №1") == "files No1"  # ligature, numero sign
+    assert display_name("Cafe\u0301") == "Café" and display_name("中文集合") == "中文集合"
+    assert display_name("Ἀθῆναι (Athens) 🏛") == "Ἀθῆναι (Athens) 🏛"
+
+
+def test_confusables_of_existing_names_are_found():
+    cyrillic, greek = "\u0422\u0435\u0430", "\u03a4\u0435\u03b1"  # Теа, Τеα
+    assert confusable_of(cyrillic, ["notes", "Tea"]) == "Tea"
+    assert confusable_of("Tea", [cyrillic]) == cyrillic and confusable_of(greek, ["Tea"]) == "Tea"
+    assert confusable_of("Tea", ["Tea", "Tee", "tea", "中文集合"]) is None  # itself, other names
+    assert confusable_of("\u0440\u0430\u0443\u0440\u0430\u04cf", ["paypal"]) == "paypal"  # раураӏ
+    assert confusable_of("中文集合", ["中文集合"]) is None
+    # The list shows a table name beside names that read the same.
+    assert labels({"tea": "Tea", "c-1": cyrillic, "notes": "notes"}) == {
+        "tea": "Tea (tea)", "c-1": f"{cyrillic} (c-1)", "notes": "notes"}
+
+
+def test_a_look_alike_name_is_created_with_a_warning_in_every_front_end(tmp_path, capsys):
+    from retrieval.indexing.readers.options import ParseOptions
+    from retrieval.search.workbench import Workbench
+    from ui.corpus.actions import ingest as ui_ingest
+
+    store = Store(str(tmp_path / "db"))
+    create_collection(store, "Tea", parse_bytes(GREEN, "tea.csv"), model=MINILM)
+    cyrillic = "\u0422\u0435\u0430"
+    warning = (f"the name '{cyrillic}' looks like the existing collection 'Tea' but is spelled with other "
+               "characters (U+0422 CYRILLIC CAPITAL LETTER TE, U+0435 CYRILLIC SMALL LETTER IE, U+0430 CYRILLIC "
+               "SMALL LETTER A): rename it if that was not meant")
+    result = create_collection(store, cyrillic, parse_bytes(GREEN, "tea.csv"), model=MINILM)
+    assert warning in result.note
+    report = ui_ingest(Workbench(store), [("tea.csv", GREEN)], ParseOptions(), "\u03a4ea", model=MINILM)
+    assert "The name 'Τea' looks like the existing collection" in report.message
+    (tmp_path / "tea.csv").write_bytes(GREEN)
+    db = str(tmp_path / "db")
+    capsys.readouterr()
+    assert main(["--db", db, "ingest", str(tmp_path / "tea.csv"), "--collection", "T\u0435a", "--model", MINILM]) == 0
+    assert "the name 'Tеa' looks like the existing collection" in capsys.readouterr().err
+    # An invisible character: the same refusal in the CLI and the UI, nothing written.
+    before = store.display_names()
+    assert main(["--db", db, "ingest", str(tmp_path / "tea.csv"), "--collection", "Te\u200da", "--model", MINILM]) == 2
+    assert "invisible or bidirectional control character (U+200D ZERO WIDTH JOINER" in capsys.readouterr().err
+    with pytest.raises(RetrievalError, match="invisible or bidirectional control character"):
+        ui_ingest(Workbench(store), [("tea.csv", GREEN)], ParseOptions(), "Te\u200da", model=MINILM)
+    assert store.display_names() == before
+    # `serve --collection` resolves its names through the same check.
+    assert main(["--db", db, "serve", "--collection", "Te\u200da"]) == 2
+    assert "invisible or bidirectional control character (U+200D" in capsys.readouterr().err

@@ -55,8 +55,11 @@ def llm_section(workbench, collection: str, set_name: str) -> None:
                                    "answer must end with a grade 0–3. Default: UMBRELA (Upadhyay et al. 2024).")
         if st.form_submit_button("Save settings"):
             try:
+                # A link-local or metadata address is the operator's to allow (judge llm --allow-link-local),
+                # never the browser's.
                 settings = dataclasses.replace(saved, base_url=base_url.strip(), model=model.strip(),
-                                               api_key_env=key_env.strip(), concurrency=int(concurrency), prompt=prompt)
+                                               api_key_env=key_env.strip(), concurrency=int(concurrency), prompt=prompt,
+                                               allow_link_local=False)
                 settings.validate()
                 save_settings(workbench.store, settings)
                 saved = settings

@@ -122,6 +122,11 @@ def _redirect_target(response: httpx2.Response) -> str:
     return f" to {origin}" if target.scheme in ("http", "https") and target.hostname else ""
 
 
+def _count(value: object) -> int:
+    """A server's token count, 0 when it is not a whole number (then ours is used)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def _cause(exc: BaseException) -> BaseException:
     """The error under httpx's (and httpcore's): the socket's."""
     for _ in range(10):  # a chain of a few links; never a loop
@@ -225,9 +230,9 @@ class LLMClient:
                                  f"chat-completions format (a JSON object with choices[0].message.content, "
                                  f"text)") from None
         text = content
-        input_tokens = usage.get("prompt_tokens") or (len(SYSTEM_MESSAGE) + len(prompt)) // CHARS_PER_TOKEN
-        output_tokens = usage.get("completion_tokens") or max(1, len(text) // CHARS_PER_TOKEN)
-        return Answer(text, parse_grade(text), int(input_tokens), int(output_tokens), seconds)
+        input_tokens = _count(usage.get("prompt_tokens")) or (len(SYSTEM_MESSAGE) + len(prompt)) // CHARS_PER_TOKEN
+        output_tokens = _count(usage.get("completion_tokens")) or max(1, len(text) // CHARS_PER_TOKEN)
+        return Answer(text, parse_grade(text), input_tokens, output_tokens, seconds)
 
     def ask_with_retries(self, prompt: str, stop: threading.Event | None, first: bool) -> Answer | str | object:
         """The answer, a failure's reason (this pair's), or `STOPPED`. Raises `RetrievalError`
