@@ -195,6 +195,10 @@ def session(db):
             out["why_not_args"] = (worst["query"], worst["missing_from_top_10"][0])
             out["why_not"] = await call(s, "why_not", {"query": worst["query"], "doc_id": out["why_not_args"][1],
                                                       "config": best})
+            out["explain"] = await call(s, "explain_result", {"query": worst["query"], "doc_id": "en-001",
+                                                              "config": {**best, "top_k": 20}})
+            out["next"] = await call(s, "next_to_judge", {"query_set": SET, "configs": ["defaults", best],
+                                                          "budget": 5})
             out["save"] = await call(s, "save_config", {"name": "best", "config": best})
             for name, config in (("before", "defaults"), ("after", "best")):
                 await call(s, "snapshot_create", {"name": name, "config": config, "query_set": SET})
@@ -305,6 +309,23 @@ def test_why_not_on_the_worst_query_equals_the_cli(session, db, capsys, tmp_path
     data = session["why_not"]
     assert {k: v for k, v in data.items() if k not in ("summary", "config_name")} == cli
     assert data["stage"] in data["summary"] and data["doc_id"] == doc_id
+
+
+def test_explain_result_and_next_to_judge_equal_the_cli(session, db, capsys, tmp_path):
+    query, doc_id = session["why_not_args"]
+    config = SearchConfig.from_dict({**session["best"], "top_k": 20})
+    (tmp_path / "top20.json").write_text(config.to_json(), encoding="utf-8")
+    (tmp_path / "defaults.json").write_text(SearchConfig().to_json(), encoding="utf-8")
+    (tmp_path / "best.json").write_text(json.dumps(session["best"]), encoding="utf-8")
+    found = cli_json(capsys, db, "search", COLLECTION, query, "--json", "--config", str(tmp_path / "top20.json"))
+    shown = next(r for r in found["results"] if r["id"] == doc_id)
+    explained = session["explain"]
+    assert explained["_meta"] == shown["_meta"] and explained["score"] == shown["score"] and doc_id == "en-001"
+    assert explained["_meta"]["rank"] == session["why_not"]["fused_rank"]  # why not: rank 12, below the top 10
+    cli = cli_json(capsys, db, "judge", "next", COLLECTION, "--queryset", SET, "--configs",
+                   f"{tmp_path / 'defaults.json'},{tmp_path / 'best.json'}", "--budget", "5", "--json")
+    assert [{k: v for k, v in p.items() if k != "query"} for p in session["next"]["pairs"]] == cli["pairs"]
+    assert session["next"]["selection"] == cli["selection"] == "next" and len(cli["pairs"]) == 5
 
 
 def test_saved_best_and_snapshot_diff_equal_the_cli(session, db, capsys):
