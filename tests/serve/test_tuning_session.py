@@ -206,7 +206,21 @@ def session(db):
             out["optimize"] = await call(s, "optimize", {"query_set": SET, "trials": 3, "folds": 2,
                                                         "run_id": "whole"})
             await stopped_and_cancelled(s)
+            await stopped_sweep(s)
             out["describe"] = tool_data(await s.call_tool("describe_config", {"config": best}))
+
+    async def stopped_sweep(s):
+        """A sweep whose seconds run out while it fetches the candidates: the first variant judged
+        (a sweep always judges one), then it stops with what it has."""
+        steps: list[float] = []
+
+        async def on_progress(progress, total, message):
+            steps.append(progress)
+
+        out["sweep_stopped"] = tool_data(await s.call_tool("sweep", {"query_set": SET, "config": "defaults",
+                                                                     "seconds": 0.001},
+                                                           progress_callback=on_progress))
+        out["sweep_steps"] = steps
 
     async def stopped_and_cancelled(s):
         """optimize with many trials: stop_run after a few progress notifications (the call returns
@@ -357,6 +371,17 @@ def test_optimize_reports_progress_and_a_stop_keeps_the_best_so_far(session):
     assert "cancel_answered" not in session  # a cancelled request is never answered …
     assert cancelled["state"] == "stopped" and cancelled["result"]["stopped"] is True  # … its run keeps the best
     assert cancelled["result"]["config"] and len(cancelled["result"]["best_so_far"]) < 200
+
+
+def test_a_sweep_out_of_seconds_returns_the_variants_judged_so_far(session):
+    stopped, full = session["sweep_stopped"], session["sweep"]
+    assert stopped["stopped"] is True and stopped["n_variants"] == full["n_variants"] == 132
+    assert stopped["n_judged"] == 1 and "stopped: the best so far" in stopped["summary"]
+    assert session["sweep_steps"][-1] == N_QUERIES + 1  # the queries' candidates, then the one variant
+    from retrieval.evaluation.sweep import default_grid
+
+    assert stopped["rows"] == [stopped["best"]] and stopped["best"]["label"] == default_grid(SearchConfig())[0].label
+    assert "headline" not in stopped  # the current config (last in the grid's order) was not reached
 
 
 def test_describe_config_reads_the_pages_help(session):
