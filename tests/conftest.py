@@ -43,6 +43,7 @@ SLOW_MODULES = {
     "tests/models/test_onnx_model.py",
     "tests/search/test_plan.py",
     "tests/serve/test_serve.py",
+    "tests/serve/test_tuning_session.py",
     "tests/store/test_names.py",
     "tests/store/test_object_storage.py",
     "tests/test_docs_commands.py",
@@ -66,6 +67,7 @@ def pytest_collection_modifyitems(items):
 
 # Modules that share a session fixture: on one worker, so that it is built once.
 SHARED_GROUPS = {"tests/evaluation/test_sweep.py": "xsmall", "tests/evaluation/test_evaluate_lean.py": "xsmall",
+                 "tests/serve/test_tuning_session.py": "xsmall",
                  "tests/models/test_onnx_export.py": "onnx-export", "tests/models/test_onnx_model.py": "onnx-export"}
 
 

@@ -251,9 +251,11 @@ class TuningService:
         if not isinstance(configs, list) or not configs:
             raise ToolProblem("configs must be a list of one or more configs (two or more to compare)")
         chosen = [self.config(spec, served)[0] for spec in configs]
-        self.judged(served, query_set)  # the set exists, is judged and is within the limit
+        queries = self.workbench.judgments.queries(served.collection, query_set)  # an unknown set: its error
+        if len(queries) > MCP_MAX_QUERIES:  # every query of the set is ranked by every config
+            raise ToolProblem(f"Query set {query_set!r} has {len(queries)} queries; one call ranks at most "
+                              f"{MCP_MAX_QUERIES}: use `python -m retrieval judge next` for it")
         pairs = judging_queue(self.workbench, served.collection, query_set, chosen, budget=budget, pool=bool(pool))
-        queries = self.workbench.judgments.queries(served.collection, query_set)
         selection = "pool" if pool or len(chosen) < 2 else "next"
         return {"selection": selection, "pairs": [
             {"query_id": c.query_id, "doc_id": c.doc_id, "weight": c.weight, "priority": c.priority,

@@ -4,11 +4,11 @@ in this process, JSON compared); progress notifications during `optimize`, stopp
 runs keeping the best so far; without `--allow-write` every write tool refuses and nothing on
 disk changes.
 
-One database for the module: the bundled XQuAD sample's 60 English paragraphs (MiniLM) and its
-query set 'sample' of its first 60 English and 10 Chinese questions, each judged on the English
-paragraph it asks about.
-One stdio server (`--allow-write`) runs the scripted session once (`session`); the read-only
-server is built in this process (`Client(server)`, the SDK's in-memory transport).
+One database for the module: the bundled XQuAD sample's 60 English paragraphs (MiniLM: a copy of
+the shared 'xsmall' collection) and its query set 'sample' of its first 60 English and 10 Chinese
+questions, each judged on the English paragraph it asks about. One stdio server (`--allow-write`)
+runs the scripted session once (`session`); the read-only server is built in this process
+(`Client(server)`, the SDK's in-memory transport).
 Set TUNING_TRANSCRIPT=FILE to write the session's transcript (docs/mcp.md shows it).
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -28,33 +29,33 @@ from mcp.client.stdio import stdio_client
 from mcp_client import run_async, server_env, tool_data
 
 from retrieval.cli.main import main
-from retrieval.indexing.pipeline import create_collection
 from retrieval.indexing.readers.parse import parse_path
-from retrieval.models.embed import MINILM
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.serve.tuning_tools import TUNING_TOOLS, WRITE_TOOLS
 from retrieval.store import Store
-from retrieval.types import ParsedCorpus
 
 REPO = Path(__file__).resolve().parents[2]
 SET = "sample"
+COLLECTION = "xsmall"
 # The sample's first 60 English and 10 Chinese questions: the sweep's best beats the defaults (not
 # significantly), and the Chinese ones miss their English paragraph (why not?).
 N_QUERIES = 70
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory) -> Path:
+def db(tmp_path_factory, xsmall) -> Path:
+    """A copy of the shared 'xsmall' collection (the sample's English paragraphs, MiniLM: no second
+    ingest), with the query set this module judges."""
     path = tmp_path_factory.mktemp("tuning") / "db"
+    shutil.copytree(xsmall.store.uri, path)
     store = Store(str(path))
     sample = parse_path(REPO / "sample_data" / "xquad")
     english = [q for q in sample.qrels if q.startswith("en-")][:60]
     chinese = [q for q in sample.qrels if q.startswith("zh-")][:10]
     qrels = {q: dict(sample.qrels[q]) for q in english}
     qrels.update({q: {d.replace("zh-", "en-"): g for d, g in sample.qrels[q].items()} for q in chinese})
-    create_collection(store, "xq", ParsedCorpus([d for d in sample.documents if d.id.startswith("en-")]), MINILM)
-    Workbench(store).judgments.save_query_set("xq", SET, {q: sample.queries[q] for q in qrels}, qrels)
+    Workbench(store).judgments.save_query_set(COLLECTION, SET, {q: sample.queries[q] for q in qrels}, qrels)
     return path
 
 
@@ -88,7 +89,7 @@ def test_read_only_server_refuses_every_write_tool_and_writes_nothing(db):
     from retrieval.serve.service import KnowledgeService, Served
 
     workbench = Workbench(Store(str(db)))
-    service = KnowledgeService(workbench, [Served("xq", SearchConfig(), "defaults")])
+    service = KnowledgeService(workbench, [Served(COLLECTION, SearchConfig(), "defaults")])
     server = build_server(service)
     calls = {"save_config": {"name": "refused", "config": "defaults"},
              "record_judgment": {"query_set": SET, "query": "Who won?", "doc_id": "en-001", "grade": 2},
@@ -109,14 +110,15 @@ def test_read_only_server_refuses_every_write_tool_and_writes_nothing(db):
 
     run_async(run)
     assert disk_state(db) == before
-    assert service.served["xq"].config_name == "defaults"
+    assert service.served[COLLECTION].config_name == "defaults"
 
 
 def test_bad_tuning_arguments_are_tool_errors(db):
     from retrieval.serve.server import build_server
     from retrieval.serve.service import KnowledgeService, Served
 
-    service = KnowledgeService(Workbench(Store(str(db))), [Served("xq", SearchConfig(), "defaults")], allow_write=True)
+    service = KnowledgeService(Workbench(Store(str(db))), [Served(COLLECTION, SearchConfig(), "defaults")],
+                               allow_write=True)
     bad = [
         ("evaluate_config", {"query_set": "nope"}, "No query set named 'nope'"),
         ("evaluate_config", {"query_set": SET, "max_queries": 0}, "max_queries must be a whole number"),
@@ -145,7 +147,7 @@ def test_bad_tuning_arguments_are_tool_errors(db):
                 assert message in error_text(await client.call_tool(tool, args)), (tool, args)
 
     run_async(run)
-    assert disk_state(db) == before and service.served["xq"].config_name == "defaults"
+    assert disk_state(db) == before and service.served[COLLECTION].config_name == "defaults"
 
 
 class Transcript:
@@ -165,7 +167,7 @@ def session(db):
     """The scripted session on one stdio server with --allow-write: evaluate the defaults → sweep →
     compare the best with the defaults → why not on the worst query's missing relevant document →
     save the best → snapshot both and diff; then optimize with progress, stopped, and cancelled."""
-    args = ["-m", "retrieval", "--db", str(db), "serve", "--collection", "xq", "--allow-write"]
+    args = ["-m", "retrieval", "--db", str(db), "serve", "--collection", COLLECTION, "--allow-write"]
     params = StdioServerParameters(command=sys.executable, cwd=str(REPO), env=server_env(), args=args)
     out: dict = {}
     transcript = Transcript()
@@ -179,7 +181,7 @@ def session(db):
             out["tools"] = {t.name for t in (await s.list_tools()).tools}
             out["prompt"] = (await s.get_prompt("tuning_session", {"query_set": SET})).messages[0].content.text
             out["resources"] = {str(r.uri) for r in (await s.list_resources()).resources}
-            query_sets = await s.read_resource("workbench://collections/xq/query-sets")
+            query_sets = await s.read_resource("workbench://collections/xsmall/query-sets")
             out["query_sets_resource"] = json.loads(query_sets.contents[0].text)
             out["query_sets"] = await call(s, "list_query_sets", {})
             out["evaluate"] = await call(s, "evaluate_config", {"query_set": SET, "config": "defaults",
@@ -193,6 +195,10 @@ def session(db):
             out["why_not_args"] = (worst["query"], worst["missing_from_top_10"][0])
             out["why_not"] = await call(s, "why_not", {"query": worst["query"], "doc_id": out["why_not_args"][1],
                                                       "config": best})
+            out["explain"] = await call(s, "explain_result", {"query": worst["query"], "doc_id": "en-001",
+                                                              "config": {**best, "top_k": 20}})
+            out["next"] = await call(s, "next_to_judge", {"query_set": SET, "configs": ["defaults", best],
+                                                          "budget": 5})
             out["save"] = await call(s, "save_config", {"name": "best", "config": best})
             for name, config in (("before", "defaults"), ("after", "best")):
                 await call(s, "snapshot_create", {"name": name, "config": config, "query_set": SET})
@@ -200,7 +206,21 @@ def session(db):
             out["optimize"] = await call(s, "optimize", {"query_set": SET, "trials": 3, "folds": 2,
                                                         "run_id": "whole"})
             await stopped_and_cancelled(s)
+            await stopped_sweep(s)
             out["describe"] = tool_data(await s.call_tool("describe_config", {"config": best}))
+
+    async def stopped_sweep(s):
+        """A sweep whose seconds run out while it fetches the candidates: the first variant judged
+        (a sweep always judges one), then it stops with what it has."""
+        steps: list[float] = []
+
+        async def on_progress(progress, total, message):
+            steps.append(progress)
+
+        out["sweep_stopped"] = tool_data(await s.call_tool("sweep", {"query_set": SET, "config": "defaults",
+                                                                     "seconds": 0.001},
+                                                           progress_callback=on_progress))
+        out["sweep_steps"] = steps
 
     async def stopped_and_cancelled(s):
         """optimize with many trials: stop_run after a few progress notifications (the call returns
@@ -258,7 +278,7 @@ def test_session_lists_tools_resources_and_the_prompt(session):
 
 def test_evaluate_equals_the_cli(session, db, capsys):
     data = session["evaluate"]
-    cli = cli_json(capsys, db, "evaluate", "xq", "--queryset", SET, "--json")
+    cli = cli_json(capsys, db, "evaluate", COLLECTION, "--queryset", SET, "--json")
     assert data["n_queries"] == cli["n_queries"] == N_QUERIES and data["config"] == cli["config"]
     for system, values in cli["metrics"].items():
         assert {m: data["metrics"][system][m] for m in values} == values
@@ -274,7 +294,7 @@ def test_evaluate_equals_the_cli(session, db, capsys):
 
 def test_sweep_equals_the_cli(session, db, capsys):
     data = session["sweep"]
-    cli = cli_json(capsys, db, "sweep", "xq", "--queryset", SET, "--top", "5", "--json")
+    cli = cli_json(capsys, db, "sweep", COLLECTION, "--queryset", SET, "--top", "5", "--json")
     assert data["rows"] == cli and data["best"] == cli[0] and not data["stopped"]
     assert data["n_judged"] == data["n_variants"] and data["headline"]["best"] == cli[0]["label"]
 
@@ -283,8 +303,8 @@ def test_compare_equals_the_cli_evaluations(session, db, capsys, tmp_path):
     data = session["compare"]
     best = tmp_path / "best.json"
     best.write_text(json.dumps(session["sweep"]["best"]["config"]), encoding="utf-8")
-    a = cli_json(capsys, db, "evaluate", "xq", "--queryset", SET, "--json")["metrics"]["hybrid"]["ndcg@10"]
-    b = cli_json(capsys, db, "evaluate", "xq", "--queryset", SET, "--json", "--config", str(best))
+    a = cli_json(capsys, db, "evaluate", COLLECTION, "--queryset", SET, "--json")["metrics"]["hybrid"]["ndcg@10"]
+    b = cli_json(capsys, db, "evaluate", COLLECTION, "--queryset", SET, "--json", "--config", str(best))
     assert round(data["a"]["ndcg@10"], 6) == a and round(data["b"]["ndcg@10"], 6) == b["metrics"]["hybrid"]["ndcg@10"]
     assert data["delta"] == pytest.approx(data["b"]["ndcg@10"] - data["a"]["ndcg@10"], abs=1e-12)
     assert data["wins"] + data["ties"] + data["losses"] == N_QUERIES and data["wins"] and data["delta"] > 0
@@ -302,10 +322,27 @@ def test_why_not_on_the_worst_query_equals_the_cli(session, db, capsys, tmp_path
     query, doc_id = session["why_not_args"]
     best = tmp_path / "best.json"
     best.write_text(json.dumps(session["sweep"]["best"]["config"]), encoding="utf-8")
-    cli = cli_json(capsys, db, "search", "xq", query, "--explain-doc", doc_id, "--json", "--config", str(best))
+    cli = cli_json(capsys, db, "search", COLLECTION, query, "--explain-doc", doc_id, "--json", "--config", str(best))
     data = session["why_not"]
     assert {k: v for k, v in data.items() if k not in ("summary", "config_name")} == cli
     assert data["stage"] in data["summary"] and data["doc_id"] == doc_id
+
+
+def test_explain_result_and_next_to_judge_equal_the_cli(session, db, capsys, tmp_path):
+    query, doc_id = session["why_not_args"]
+    config = SearchConfig.from_dict({**session["best"], "top_k": 20})
+    (tmp_path / "top20.json").write_text(config.to_json(), encoding="utf-8")
+    (tmp_path / "defaults.json").write_text(SearchConfig().to_json(), encoding="utf-8")
+    (tmp_path / "best.json").write_text(json.dumps(session["best"]), encoding="utf-8")
+    found = cli_json(capsys, db, "search", COLLECTION, query, "--json", "--config", str(tmp_path / "top20.json"))
+    shown = next(r for r in found["results"] if r["id"] == doc_id)
+    explained = session["explain"]
+    assert explained["_meta"] == shown["_meta"] and explained["score"] == shown["score"] and doc_id == "en-001"
+    assert explained["_meta"]["rank"] == session["why_not"]["fused_rank"]  # why not: rank 12, below the top 10
+    cli = cli_json(capsys, db, "judge", "next", COLLECTION, "--queryset", SET, "--configs",
+                   f"{tmp_path / 'defaults.json'},{tmp_path / 'best.json'}", "--budget", "5", "--json")
+    assert [{k: v for k, v in p.items() if k != "query"} for p in session["next"]["pairs"]] == cli["pairs"]
+    assert session["next"]["selection"] == cli["selection"] == "next" and len(cli["pairs"]) == 5
 
 
 def test_saved_best_and_snapshot_diff_equal_the_cli(session, db, capsys):
@@ -317,7 +354,7 @@ def test_saved_best_and_snapshot_diff_equal_the_cli(session, db, capsys):
 
 
 def test_optimize_equals_the_cli(session, db, capsys):
-    cli = cli_json(capsys, db, "optimize", "xq", "--queryset", SET, "--trials", "3", "--folds", "2", "--json")
+    cli = cli_json(capsys, db, "optimize", COLLECTION, "--queryset", SET, "--trials", "3", "--folds", "2", "--json")
     timing = {"seconds", "seconds_detail", "run_id", "base_config_name", "summary"}
     assert {k: v for k, v in session["optimize"].items() if k not in timing} == {
         k: v for k, v in cli.items() if k not in timing}
@@ -337,6 +374,17 @@ def test_optimize_reports_progress_and_a_stop_keeps_the_best_so_far(session):
     assert "cancel_answered" not in session  # a cancelled request is never answered …
     assert cancelled["state"] == "stopped" and cancelled["result"]["stopped"] is True  # … its run keeps the best
     assert cancelled["result"]["config"] and len(cancelled["result"]["best_so_far"]) < 200
+
+
+def test_a_sweep_out_of_seconds_returns_the_variants_judged_so_far(session):
+    stopped, full = session["sweep_stopped"], session["sweep"]
+    assert stopped["stopped"] is True and stopped["n_variants"] == full["n_variants"] == 132
+    assert stopped["n_judged"] == 1 and "stopped: the best so far" in stopped["summary"]
+    assert session["sweep_steps"][-1] == N_QUERIES + 1  # the queries' candidates, then the one variant
+    from retrieval.evaluation.sweep import default_grid
+
+    assert stopped["rows"] == [stopped["best"]] and stopped["best"]["label"] == default_grid(SearchConfig())[0].label
+    assert "headline" not in stopped  # the current config (last in the grid's order) was not reached
 
 
 def test_describe_config_reads_the_pages_help(session):
