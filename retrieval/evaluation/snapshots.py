@@ -105,6 +105,9 @@ class Snapshot:
         """This snapshot, or a clear error when a per-query value of `metrics` is missing, not a
         number, NaN or outside 0–1 (every snapshot metric is a share): a damaged or hand-edited
         snapshot must not pass a comparison (a NaN Δ is never "worse than the margin")."""
+        unknown = [m for m in metrics if m not in SNAPSHOT_METRICS]
+        if unknown:
+            raise RetrievalError(f"metric must be one of {', '.join(SNAPSHOT_METRICS)}, got {unknown[0]!r}")
         if not self.per_query:
             raise RetrievalError(f"Snapshot {self.name!r} has no per-query metrics: it cannot be compared")
         for qid, values in self.per_query.items():

@@ -55,6 +55,7 @@ def test_p_text_and_the_smallest_p_of_a_sign_flip_test():
     assert p_text(1 / 10_001) == "p < 0.001" and p_text(0.001) == "p = 0.001"
     assert p_text(None) == "not enough queries"
     assert smallest_p(2) == 0.5 and smallest_p(5) == 2 / 32 and smallest_p(6) == 2 / 64 and smallest_p(0) == 1.0
+    assert smallest_p(1) == 1.0 and smallest_p(3219) == 0.0  # no overflow on a large set
     # enumerated: δ all of one sign, every flip of 5 queries: the identity and its mirror reach |mean δ|
     flips = np.array(np.meshgrid(*[[1, -1]] * 5)).reshape(5, -1).T
     assert np.mean(np.abs((flips * np.ones(5)).mean(axis=1)) >= 1) == smallest_p(5)

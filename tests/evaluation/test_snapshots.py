@@ -367,6 +367,9 @@ def test_a_damaged_baseline_is_an_error_not_a_pass(tmp_path, beir_folder, capsys
         assert (f"Snapshot {name!r} is damaged: its ndcg@10 of query {first!r} is {shown}, not a number between 0 "
                 "and 1") in err
         assert "queries" not in err and "Δ" not in err  # refused before the work, never a "Δ +nan"
+    assert run("--baseline", "base", "--metric", "ndcg@7") == 2
+    assert "metric must be one of ndcg@10, precision@10, recall@100, mrr, judged@10, got 'ndcg@7'" in \
+        capsys.readouterr().err
     with pytest.raises(RetrievalError, match="'nan-base' is damaged"):
         diff(store.get("nan-base"), base)
     assert diff(store.get("minus-base"), base, metric="mrr")["n_queries"] == len(base.per_query)  # only its metric

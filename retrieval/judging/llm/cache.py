@@ -64,7 +64,11 @@ class JudgeCache:
             f"parser INTEGER NOT NULL DEFAULT {PARSER_VERSION})")
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
         if "parser" not in columns:  # a cache from before grades named their parser: version 1
-            self._db.execute("ALTER TABLE answers ADD COLUMN parser INTEGER NOT NULL DEFAULT 1")
+            try:
+                self._db.execute("ALTER TABLE answers ADD COLUMN parser INTEGER NOT NULL DEFAULT 1")
+            except sqlite3.OperationalError as exc:  # another process added it between the two statements
+                if "duplicate column" not in str(exc):
+                    raise
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Answer]:
         keys = list(dict.fromkeys(keys))
