@@ -27,7 +27,7 @@ from collections.abc import Iterable
 
 from retrieval.judging.implicit.logs import CLICK, ClickEvent
 
-WINDOW = 100_000  # sessions kept open at once
+WINDOW = 10_000  # sessions kept open at once (searches in progress at the same time in a log)
 
 
 class ClickCounts:
