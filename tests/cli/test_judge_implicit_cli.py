@@ -23,6 +23,16 @@ def test_coec_json(capsys):
     assert out["skipped"]["bad_lines"]["not JSON"] == {"count": 1, "lines": ["ubi_events.ndjson:10"]}
 
 
+def test_the_curve_is_drawn(capsys):
+    assert cli.main(["judge", "implicit", *UBI, "--model", "coec", "--max-rank", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == ["coec: position ctr by position",
+                         f"   0 {'█' * 40} 0.750",
+                         f"   1 {'█' * 27}{' ' * 13} 0.500",
+                         f"   2 {'█' * 27}{' ' * 13} 0.500"]
+    assert lines[4] == "2\t1.3330\t2/2\tred dress\tB"
+
+
 def test_models_and_csv(capsys):
     assert cli.main(["judge", "implicit", "--csv", str(DATA / "clicks.tsv"), "--model", "dbn", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
