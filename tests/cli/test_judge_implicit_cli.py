@@ -84,7 +84,13 @@ def test_saved_in_a_set_then_two_configs_evaluated_on_it(tmp_path, capsys):
         assert json.loads(capsys.readouterr().out)["n_queries"] == 2
     assert cli.main(["--db", db, "snapshot", "diff", "a", "b", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n_queries"] == 2
+    assert cli.main(["--db", db, "snapshot", "create", "animals", "--name", "c", "--queryset", "s",
+                     "--judgments", "implicit:ctr", "--fusion", "rrf"]) == 0
+    capsys.readouterr()
     assert cli.main(["--db", db, "snapshot", "list"]) == 0
-    assert "s (implicit:ctr)" in capsys.readouterr().out
+    listed = {line.split("\t")[0]: line.split("\t")[3] for line in capsys.readouterr().out.splitlines()}
+    assert listed == {"a": "s (implicit:ctr)", "b": "s (implicit:ctr)", "c": "s (implicit:ctr)"}
+    assert cli.main(["--db", db, "snapshot", "diff", "a", "c", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["delta"] == 0  # the same config and judgments
     assert cli.main(["--db", db, "evaluate", "animals", "--queryset", "s", "--judgments", "implicit:pbm"]) == 2
     assert "no judgments from 'implicit:pbm'" in capsys.readouterr().err
