@@ -94,9 +94,20 @@ def _save(workbench, collection: str, set_name: str, result) -> dict:
     return {"saved": saved.to_json(), "agreement": agreement.to_json() if agreement.pairs else None}
 
 
+BAR_WIDTH = 40  # characters of the longest bar of the drawn curve
+
+
+def curve_lines(curve: dict[int, float]) -> list[str]:
+    """The position curve drawn as text: one line a position, a bar as long as its value
+    (the largest value BAR_WIDTH characters)."""
+    top = max(curve.values(), default=0.0) or 1.0
+    return [f"{r:>4} {'█' * round(BAR_WIDTH * v / top):<{BAR_WIDTH}} {v:.3f}" for r, v in curve.items()]
+
+
 def _print(result, out: dict) -> None:
-    curve = ", ".join(f"{r}: {v:.3f}" for r, v in result.curve.items())
-    print(f"{result.model}: {result.curve_name.replace('_', ' ')} by position: {curve}")
+    print(f"{result.model}: {result.curve_name.replace('_', ' ')} by position")
+    for line in curve_lines(result.curve):
+        print(line)
     for j in result.judgments:
         print(f"{j.grade}\t{j.score:.4f}\t{j.clicks}/{j.impressions}\t{j.query}\t{j.doc}")
     skipped = {k: v for k, v in result.skipped.items() if k not in ("lines", "events", "bad_lines") and v}

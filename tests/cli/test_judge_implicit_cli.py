@@ -23,6 +23,16 @@ def test_coec_json(capsys):
     assert out["skipped"]["bad_lines"]["not JSON"] == {"count": 1, "lines": ["ubi_events.ndjson:10"]}
 
 
+def test_the_curve_is_drawn(capsys):
+    assert cli.main(["judge", "implicit", *UBI, "--model", "coec", "--max-rank", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == ["coec: position ctr by position",
+                         f"   0 {'█' * 40} 0.750",
+                         f"   1 {'█' * 27}{' ' * 13} 0.500",
+                         f"   2 {'█' * 27}{' ' * 13} 0.500"]
+    assert lines[4] == "2\t1.3330\t2/2\tred dress\tB"
+
+
 def test_models_and_csv(capsys):
     assert cli.main(["judge", "implicit", "--csv", str(DATA / "clicks.tsv"), "--model", "dbn", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -74,7 +84,13 @@ def test_saved_in_a_set_then_two_configs_evaluated_on_it(tmp_path, capsys):
         assert json.loads(capsys.readouterr().out)["n_queries"] == 2
     assert cli.main(["--db", db, "snapshot", "diff", "a", "b", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n_queries"] == 2
+    assert cli.main(["--db", db, "snapshot", "create", "animals", "--name", "c", "--queryset", "s",
+                     "--judgments", "implicit:ctr", "--fusion", "rrf"]) == 0
+    capsys.readouterr()
     assert cli.main(["--db", db, "snapshot", "list"]) == 0
-    assert "s (implicit:ctr)" in capsys.readouterr().out
+    listed = {line.split("\t")[0]: line.split("\t")[3] for line in capsys.readouterr().out.splitlines()}
+    assert listed == {"a": "s (implicit:ctr)", "b": "s (implicit:ctr)", "c": "s (implicit:ctr)"}
+    assert cli.main(["--db", db, "snapshot", "diff", "a", "c", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["delta"] == 0  # the same config and judgments
     assert cli.main(["--db", db, "evaluate", "animals", "--queryset", "s", "--judgments", "implicit:pbm"]) == 2
     assert "no judgments from 'implicit:pbm'" in capsys.readouterr().err

@@ -17,7 +17,9 @@ Two kinds of counts, because the models read different things:
 
 Sessions are kept open until `window` later sessions have started (a log is written in time order,
 so a search's events are near each other), then folded; memory grows with the distinct pairs,
-not with the events.
+not with the events. An event that comes after its session was folded opens it again as a new
+session (a late click is then a click without an impression, counted: `stats`). The event counts
+(COEC's) are exact whatever the order.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Iterable
 
 from retrieval.judging.implicit.logs import CLICK, ClickEvent
 
-WINDOW = 100_000  # sessions kept open at once
+WINDOW = 10_000  # sessions kept open at once (searches in progress at the same time in a log)
 
 
 class ClickCounts:

@@ -6,7 +6,7 @@ import pytest
 from retrieval.judging.implicit.grading import ImplicitJudgment, ImplicitList
 from retrieval.judging.implicit.source import agreement_with_explicit, coverage, save_implicit
 from retrieval.judging.judgments import CONSENSUS, JudgmentStore
-from retrieval.judging.raters import Rating
+from retrieval.judging.raters import Rating, disagreements
 from retrieval.store import Store
 from retrieval.types import RetrievalError
 
@@ -67,4 +67,5 @@ def test_agreement_and_coverage(judgments):
     # p_e = ¼·¼ + ¼·0 + ¼·¼ + ¼·½ = 1/4 → κ = (3/4 − 1/4) / (1 − 1/4) = 2/3.
     assert pair.cohen_kappa == pytest.approx(2 / 3)
     assert coverage(ratings) == {"explicit": 4, "implicit:pbm": 4}
+    assert disagreements(ratings) == []  # a click model's grade is no rater's to adjudicate
     assert agreement_with_explicit([Rating("q", "d", "implicit:pbm", 1)], "implicit:pbm").pairs == ()
