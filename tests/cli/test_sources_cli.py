@@ -82,6 +82,7 @@ def test_evaluate_the_engine_alone_and_fused_with_bm25(beir, tmp_path, capsys):
     assert code == 0, err
     alone = json.loads(out)
     assert set(alone["metrics"]) == {"engine", "hybrid"} and alone["n_queries"] == len(beir["qrels"])
+    assert "errors" not in alone and "queries/s)" in err
     rankings = {q: [i for i, _ in beir["engine"].search(beir["queries"][q], 100)] for q in beir["qrels"]}
     direct, _ = evaluate_run(beir["qrels"], run_from_rankings(rankings), ["ndcg@10"])
     assert alone["metrics"]["engine"]["ndcg@10"] == round(direct["ndcg@10"], 6)  # the JSON keeps 6 digits
