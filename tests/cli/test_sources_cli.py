@@ -95,3 +95,9 @@ def test_evaluate_the_engine_alone_and_fused_with_bm25(beir, tmp_path, capsys):
     assert set(fused["metrics"]) == {"bm25", "engine", "hybrid"}
     assert fused["metrics"]["engine"] == alone["metrics"]["engine"]
     assert beir["engine"].calls == calls + len(beir["qrels"])  # a new process-level cache: once per query
+    # the fusion grid over BM25 and the engine: every variant from one retrieval, once per query
+    code, out, err = run(capsys, "--db", db, "sweep", folder, "--sources", "bm25,engine", "--json")
+    assert code == 0, err
+    grid = [v for v in json.loads(out) if set(v["config"]["weights"]) == {"bm25", "engine"}]
+    assert len(grid) > 20 and len({v["metrics"]["ndcg@10"] for v in grid}) > 1
+    assert beir["engine"].calls == calls + 2 * len(beir["qrels"])
