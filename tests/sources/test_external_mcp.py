@@ -45,7 +45,7 @@ def test_the_served_config_over_stdio_is_a_source_equal_to_its_own_ranking(xsmal
                              "timeout_s": 60, **PATHS})
     wb = Workbench(xsmall.store)
     wb.use_source(peer)
-    english = dict(list((q, g) for q, g in xsmall.qrels.items() if q.startswith("en-"))[:8])
+    english = dict([(q, g) for q, g in xsmall.qrels.items() if q.startswith("en-")][:8])
     query = xsmall.queries[next(iter(english))]
     result = wb.search("xsmall", query, SearchConfig(weights={"bm25": 1.0, "peer": 1.0}, depth=20))
     got = result.candidates.sources["peer"]
