@@ -133,7 +133,8 @@ def cmd_evaluate(args) -> int:
 
     def progress(done: int, total: int) -> None:
         if done == total or done % 100 == 0:
-            log(f"  queries {done}/{total} ({time.perf_counter() - started:.0f} s)")
+            seconds = time.perf_counter() - started
+            log(f"  queries {done}/{total} ({seconds:.0f} s, {done / max(seconds, 1e-9):.1f} queries/s)")
 
     if args.fail_if_worse is not None and not args.baseline:
         raise RetrievalError("--fail-if-worse needs --baseline NAME")
@@ -148,6 +149,9 @@ def cmd_evaluate(args) -> int:
     if args.snapshot:
         snapshots.check_free(args.snapshot)
     report = evaluate_collection(workbench, name, queries, qrels, config, progress=progress)
+    for source, (failed, first) in report.errors.items():  # e.g. an outside engine stopped mid-run
+        log(f"warning: source {source} failed on {failed} of {report.n_queries} queries (counted as retrieving "
+            f"nothing); first error: {first}")
     if args.json:
         print(json.dumps(report.to_json_dict(), ensure_ascii=False))
     else:

@@ -239,16 +239,22 @@ class EvaluationReport:
     metrics: dict[str, dict[str, float]]  # system (bm25, dense, hybrid) -> metric -> mean
     per_query: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # system -> qid -> metric
     runs: dict[str, Run] = field(default_factory=dict)
+    # source -> (queries it failed on, its first error): such a query counts as nothing retrieved
+    # by it (an outside engine that timed out, was stopped, answered another shape …)
+    errors: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def to_json_dict(self, metric_names: Iterable[str] = CLI_METRICS) -> dict:
         names = list(metric_names)
-        return {
+        out = {
             "n_queries": self.n_queries,
             "collection": self.collection,
             "config": self.config.to_dict(),
             "metrics": {system: {m: round(values[m], 6) for m in names if m in values}
                         for system, values in self.metrics.items()},
         }
+        if self.errors:
+            out["errors"] = {source: {"queries": n, "first": first} for source, (n, first) in self.errors.items()}
+        return out
 
 
 def evaluate_collection(
@@ -282,14 +288,18 @@ def evaluate_collection(
         ranked = ranked_explained(workbench, collection, texts, eval_config)
     else:
         ranked = ranked_lean(workbench, collection, texts, eval_config)
+    errors: dict[str, tuple[int, str]] = {}
     for i, (qid, (sources, fused)) in enumerate(zip(judged, ranked, strict=True), start=1):
         for source, source_result in sources.items():
             rankings[source][qid] = [h.doc_id for h in source_result.hits]
+            if source_result.error:
+                failed, first = errors.get(source, (0, source_result.error))
+                errors[source] = (failed + 1, first)
         rankings["hybrid"][qid] = fused
         if progress:
             progress(i, len(judged))
     evaluator = QrelsEvaluator({q: qrels[q] for q in judged})
-    report = EvaluationReport(collection, len(judged), config, {})
+    report = EvaluationReport(collection, len(judged), config, {}, errors=errors)
     for system, ranking in rankings.items():
         mean, per_query = evaluator.evaluate_rankings(ranking, metrics)
         report.metrics[system], report.per_query[system] = mean, per_query

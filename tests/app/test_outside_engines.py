@@ -23,6 +23,11 @@ def test_register_pick_weigh_and_remove_an_outside_engine(workbench, app_db):
         at.text_area(key="corpus.outside_descriptor").set_value(json.dumps(starts))
         at.button(key="corpus.outside_add").click().run()
         assert any("registered from the command line" in plain(e.value) for e in at.error)
+        leaks = {**descriptor(base), "headers": {"Authorization": "Bearer ${AWS_SECRET_ACCESS_KEY}"}}
+        at.text_area(key="corpus.outside_descriptor").set_value(json.dumps(leaks))
+        at.button(key="corpus.outside_add").click().run()
+        assert any("reads only environment variables named WORKBENCH_SOURCE_…, not AWS_SECRET_ACCESS_KEY"
+                   in plain(e.value) for e in at.error)
         at.text_area(key="corpus.outside_descriptor").set_value(json.dumps(descriptor(base, path="/search")))
         at.button(key="corpus.outside_add").click().run()
         assert not at.exception and not at.error, [e.value for e in at.error]

@@ -82,6 +82,7 @@ def test_evaluate_the_engine_alone_and_fused_with_bm25(beir, tmp_path, capsys):
     assert code == 0, err
     alone = json.loads(out)
     assert set(alone["metrics"]) == {"engine", "hybrid"} and alone["n_queries"] == len(beir["qrels"])
+    assert "errors" not in alone and "queries/s)" in err
     rankings = {q: [i for i, _ in beir["engine"].search(beir["queries"][q], 100)] for q in beir["qrels"]}
     direct, _ = evaluate_run(beir["qrels"], run_from_rankings(rankings), ["ndcg@10"])
     assert alone["metrics"]["engine"]["ndcg@10"] == round(direct["ndcg@10"], 6)  # the JSON keeps 6 digits
@@ -94,3 +95,9 @@ def test_evaluate_the_engine_alone_and_fused_with_bm25(beir, tmp_path, capsys):
     assert set(fused["metrics"]) == {"bm25", "engine", "hybrid"}
     assert fused["metrics"]["engine"] == alone["metrics"]["engine"]
     assert beir["engine"].calls == calls + len(beir["qrels"])  # a new process-level cache: once per query
+    # the fusion grid over BM25 and the engine: every variant from one retrieval, once per query
+    code, out, err = run(capsys, "--db", db, "sweep", folder, "--sources", "bm25,engine", "--json")
+    assert code == 0, err
+    grid = [v for v in json.loads(out) if set(v["config"]["weights"]) == {"bm25", "engine"}]
+    assert len(grid) > 20 and len({v["metrics"]["ndcg@10"] for v in grid}) > 1
+    assert beir["engine"].calls == calls + 2 * len(beir["qrels"])

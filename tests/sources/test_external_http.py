@@ -122,6 +122,9 @@ def test_a_stopped_engine_is_an_error_with_its_address_and_evaluation_still_comp
     qrels = dict(list(xsmall.qrels.items())[:5])
     report = evaluate_collection(wb, "xsmall", xsmall.queries, qrels, hybrid(bm25=1.0, stopped=1.0))
     assert report.metrics["stopped"]["ndcg@10"] == 0.0 and report.metrics["bm25"]["ndcg@10"] > 0
+    assert report.errors == {"stopped": (5, f"ExternalError: cannot reach {base}: connection refused")}
+    assert report.to_json_dict()["errors"] == {
+        "stopped": {"queries": 5, "first": f"ExternalError: cannot reach {base}: connection refused"}}
 
 
 def test_ndcg_of_the_outside_source_equals_the_one_computed_from_the_engines_own_answers(workbench, engine, xsmall):

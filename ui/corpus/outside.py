@@ -4,7 +4,9 @@ JSON descriptor and removing one; the Search page then offers each as a source w
 
 A descriptor that starts a program (an `mcp` one with `command`) is refused here: the browser's
 user may not be on the server, so that one is registered from the command line
-(`python -m retrieval sources add FILE`, docs/sources.md).
+(`python -m retrieval sources add FILE`, docs/sources.md). For the same reason a descriptor
+registered here may read only environment variables named `WORKBENCH_SOURCE_…` (a header naming
+any other would send the server's secrets wherever its URL points).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import streamlit as st
 
 from retrieval.search.workbench import Workbench
 from retrieval.sources.external import parse_descriptor
+from retrieval.sources.external.templates import ENV_RE
 from retrieval.types import RetrievalError
 from ui.search import views
 
 FLASH_KEY = "corpus.outside_flash"
+UI_ENV_PREFIX = "WORKBENCH_SOURCE_"
 EXAMPLE = ('{"name": "prod", "kind": "http", "url": "https://search.example.com/api/search",\n'
            ' "params": {"q": "{query}", "size": "{depth}"},\n'
            ' "hits": "hits.hits", "id": "_id", "score": "_score", "title": "_source.title"}')
@@ -29,6 +33,10 @@ def register(workbench: Workbench, text: str) -> str:
     if descriptor.command:
         raise RetrievalError("a descriptor that starts a program (command) is registered from the command line: "
                              "python -m retrieval sources add FILE")
+    others = sorted(n for n in ENV_RE.findall(descriptor.to_json()) if not n.startswith(UI_ENV_PREFIX))
+    if others:
+        raise RetrievalError(f"from the browser a descriptor reads only environment variables named "
+                             f"{UI_ENV_PREFIX}…, not {', '.join(others)} (or register it from the command line)")
     workbench.outside_sources().add(descriptor)
     return f"Registered outside engine '{descriptor.name}': pick it under “Outside engines” on the Search page."
 

@@ -5,12 +5,15 @@ for one run only (`evaluate --source FILE`), then the registered ones.
 
 A descriptor is saved as given (validated first): it holds `${NAME}` placeholders, never a
 credential (`descriptor.py` refuses a literal one). A registered descriptor is read again when
-the table changes (its version), so a source added or removed by another process is seen.
+the table changes (its version, read at most once a second for a name already known), so a
+source added or removed by another process is seen.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -21,6 +24,7 @@ from retrieval.sources.external.source import external_spec
 from retrieval.store.side_tables import KeyedTable
 from retrieval.types import RetrievalError
 
+RECHECK_S = 1.0  # a source registered or removed by another process is seen within this
 EXTERNAL_TABLE = "_external_sources"
 EXTERNAL_SCHEMA = pa.schema([("name", pa.string()), ("descriptor", pa.string()), ("added", pa.string())])
 
@@ -85,6 +89,7 @@ class SourceSpecs:
         self.session: dict[str, SourceSpec] = {}
         self._registered: dict[str, SourceSpec | None] = {}
         self._version: int | None = None
+        self._checked_at = -math.inf
         self._lock = threading.Lock()
 
     def use(self, descriptor: Descriptor) -> None:
@@ -102,9 +107,14 @@ class SourceSpecs:
         if self.registry is None:
             return None
         with self._lock:
-            version = self.registry.version()
-            if version != self._version:
-                self._registered, self._version = {}, version
+            # The table's version is read (~1 ms) for a name not known yet, and for a known one at
+            # most once a `RECHECK_S`: a search asks for its sources' specs several times.
+            now = time.monotonic()
+            if self._registered.get(name) is None or now - self._checked_at > RECHECK_S:
+                version, self._checked_at = self.registry.version(), now
+                if version != self._version:
+                    self._registered, self._version = {}, version
+            version = self._version
             if name not in self._registered:
                 descriptor = self.registry.get(name) if version is not None else None
                 self._registered[name] = external_spec(descriptor) if descriptor is not None else None
