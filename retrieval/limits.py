@@ -53,6 +53,14 @@ MB = 1024 * 1024
 # browser may send at all; these are the workbench's limits on what it parses.
 MAX_FILE_MB = _env_int("WORKBENCH_MAX_FILE_MB", 50, 1, 10_000)  # one uploaded file
 MAX_UPLOAD_MB = _env_int("WORKBENCH_MAX_UPLOAD_MB", 200, 1, 100_000)  # all files of one ingest
+# An .xlsx is a zip of XML: its size says little about what it holds. The zip's declared unzipped
+# sizes are checked before anything is read (Python's zipfile never yields more than a member
+# declares), the cells walked (rows × columns, empty ones included) and the characters of text
+# read are counted while reading (one long shared string may fill many cells). Excel itself holds
+# at most 32,767 characters in a cell, so a longer one was not written by Excel.
+XLSX_MAX_UNCOMPRESSED_MB = _env_int("WORKBENCH_XLSX_MAX_UNCOMPRESSED_MB", 100, 1, 100_000)
+XLSX_MAX_CELLS = _env_int("WORKBENCH_XLSX_MAX_CELLS", 5_000_000, 1, 1_000_000_000)
+XLSX_CELL_CHARS = 32_767
 # Result cards and details show at most this many characters of a document's text; the rest is
 # loaded on demand. Titles are cut at TITLE_CHARS.
 # Collections of at least this many documents are served by the scaled backends (`bm25_backend`
