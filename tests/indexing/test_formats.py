@@ -142,3 +142,19 @@ def test_a_cell_longer_than_excel_allows_is_refused():
     with pytest.raises(IngestError, match=r"^long\.xlsx: row 3, column 'text' holds 40,000 characters; an Excel "
                                           r"cell holds at most 32,767"):
         parse_bytes(data, "long.xlsx")
+
+
+# ---- a file mixing UTF-8 and GBK lines: refused by the one-shot and the streaming reader ----------
+def test_a_csv_mixing_utf8_and_gbk_lines_is_refused_by_both_readers(tmp_path):
+    from retrieval.indexing.readers.stream import open_stream
+
+    path = tmp_path / "menu.csv"
+    path.write_bytes(b"id,text\n" + "1,检索质量\n".encode("gbk") + "2,café crème\n".encode())
+    message = (r"^menu\.csv: the file mixes encodings: line 3 is UTF-8 \('2,café crème'\) but line 2 is not "
+               r"\(byte offset 10, byte 0xbc\); save the whole file as UTF-8")
+    with pytest.raises(IngestError, match=message):
+        parse_bytes(path.read_bytes(), "menu.csv")
+    with pytest.raises(IngestError, match=message):
+        open_stream(path)  # the CLI's ingest: nothing written
+    path.write_bytes(b"id,text\n" + "1,检索质量\n2,相关性\n".encode("gbk"))
+    assert open_stream(path).encoding == "gbk" and parse_bytes(path.read_bytes(), "menu.csv").encoding == "gbk"
