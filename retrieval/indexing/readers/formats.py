@@ -33,7 +33,7 @@ from typing import Any
 
 from retrieval import limits
 from retrieval.indexing.readers.options import ParseOptions
-from retrieval.judging.qrels import read_json_lines, read_rows
+from retrieval.judging.qrels import parse_json, read_json_lines, read_rows
 from retrieval.text.chunking import chunk_markdown, split_paragraphs
 from retrieval.text.encoding import decode_bytes
 from retrieval.types import Document, IngestError
@@ -138,7 +138,7 @@ def _read_tsv(text: str, name: str, options: ParseOptions) -> Records:
 
 def _read_json(text: str, name: str, options: ParseOptions) -> Records:
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as err:
         raise IngestError(f"{name}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from err
     items, notes = _json_items(data, name, options.json_key)
@@ -248,6 +248,8 @@ def _sheet_records(sheet_rows: Iterable[tuple], name: str) -> Records:
             raise IngestError(f"{name}: the first sheet spans more than {limits.XLSX_MAX_CELLS:,} cells (rows × "
                               f"columns, row {number}); the workbench reads at most that many "
                               "(WORKBENCH_XLSX_MAX_CELLS): delete the empty rows and columns, or save it as CSV")
+        if not values:  # a missing row (openpyxl yields one per row number skipped)
+            continue
         cells = list(values)
         while cells and cells[-1] in (None, ""):
             cells.pop()
