@@ -5,6 +5,7 @@ file is made here, small on disk."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import signal
 import zipfile
@@ -158,3 +159,52 @@ def test_a_csv_mixing_utf8_and_gbk_lines_is_refused_by_both_readers(tmp_path):
         open_stream(path)  # the CLI's ingest: nothing written
     path.write_bytes(b"id,text\n" + "1,检索质量\n2,相关性\n".encode("gbk"))
     assert open_stream(path).encoding == "gbk" and parse_bytes(path.read_bytes(), "menu.csv").encoding == "gbk"
+
+
+# ---- deeply nested JSON: a message naming the item or line, never a RecursionError ---------------
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def test_a_deeply_nested_json_file_names_the_item():
+    text = '[{"id": "a", "text": "tea"},\n {"id": "b", "text": "deep", "meta": ' + nested(100_000) + "}]"
+    for read in (parse_bytes, preview):
+        with pytest.raises(IngestError, match=r"^deep\.json: invalid JSON at line 2, column 136: nested more than "
+                                              r"100 levels deep \(item 2\)$"):
+            read(text.encode(), "deep.json")
+
+
+def test_json_nested_past_the_limit_but_parseable_is_refused_too():
+    text = '[{"id": "a", "text": "tea", "meta": ' + nested(150) + "}]"
+    with pytest.raises(IngestError, match=r"nested more than 100 levels deep \(item 1\)"):
+        parse_bytes(text.encode(), "deep.json")
+    ok = '[{"id": "a", "text": "tea", "meta": {"m": ' + nested(97) + "}}]"  # 100 levels: array, item, meta, 97
+    assert parse_bytes(ok.encode(), "ok.json").documents[0].metadata == {"meta": {"m": json.loads(nested(97))}}
+
+
+def test_a_deeply_nested_jsonl_line_is_named_by_both_readers(tmp_path):
+    from retrieval.indexing.readers.stream import open_stream
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"id": "a", "text": "tea"}\n\n{"id": "b", "text": "x", "m": ' + nested(50_000) + "}\n",
+                    encoding="utf-8")
+    problem = r"line 3: invalid JSON \(nested more than 100 levels deep, column 130\)"
+    with pytest.raises(IngestError) as one_shot:
+        parse_bytes(path.read_bytes(), "deep.jsonl")
+    assert re.search(problem, "\n".join([str(one_shot.value), *one_shot.value.problems]))
+    with pytest.raises(IngestError) as streamed:
+        list(open_stream(path).batches())
+    assert re.search(problem, "\n".join([str(streamed.value), *streamed.value.problems]))
+
+
+def test_the_cli_ingest_of_a_deeply_nested_file_is_a_message_and_writes_nothing(tmp_path, capsys):
+    from retrieval.cli.main import main as cli
+    from retrieval.store import Store
+
+    path = tmp_path / "deep.json"
+    path.write_text('[{"id": "a", "text": "tea", "meta": ' + nested(100_000) + "}]", encoding="utf-8")
+    db = tmp_path / "db"
+    assert cli(["--db", str(db), "ingest", str(path), "--collection", "c"]) == 2
+    assert "error: deep.json: invalid JSON at line 1, column 135: nested more than 100 levels deep (item 1)" in (
+        capsys.readouterr().err)
+    assert Store(str(db)).table_names() == []

@@ -28,7 +28,7 @@ from retrieval.indexing.readers.formats import (
 )
 from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
 from retrieval.indexing.readers.parse import parse_bytes
-from retrieval.judging.qrels import read_rows
+from retrieval.judging.qrels import parse_json, read_rows
 from retrieval.text.encoding import evident_utf8_line, mixed_encodings
 from retrieval.types import Document, IngestError
 
@@ -301,7 +301,7 @@ def _jsonl_batches(file: _StreamFile, size: int) -> Iterator[Records]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = parse_json(line)
         except json.JSONDecodeError as err:
             batch.problems.append((number, f"invalid JSON ({err.msg}, column {err.colno})"))
         else:
