@@ -33,9 +33,10 @@ from typing import Any
 
 from retrieval import limits
 from retrieval.indexing.readers.options import ParseOptions
-from retrieval.judging.qrels import parse_json, read_json_lines, read_rows
+from retrieval.judging.qrels import read_json_lines, read_rows
 from retrieval.text.chunking import chunk_markdown, split_paragraphs
 from retrieval.text.encoding import decode_bytes
+from retrieval.text.json_values import parse_json
 from retrieval.types import Document, IngestError
 
 SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".xlsx", ".txt", ".md", ".markdown")

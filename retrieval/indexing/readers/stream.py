@@ -28,8 +28,9 @@ from retrieval.indexing.readers.formats import (
 )
 from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
 from retrieval.indexing.readers.parse import parse_bytes
-from retrieval.judging.qrels import parse_json, read_rows
+from retrieval.judging.qrels import read_rows
 from retrieval.text.encoding import evident_utf8_line, mixed_encodings
+from retrieval.text.json_values import parse_json
 from retrieval.types import Document, IngestError
 
 STREAM_BATCH = 2048  # documents per batch of a streaming ingest
