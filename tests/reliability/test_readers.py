@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_writers import killed_at, prepare, start
+from test_writers import docs, killed_at, prepare, start
 
 from retrieval.store import Store
 
@@ -35,7 +35,7 @@ def test_a_reader_after_a_killed_add_sees_the_collection_as_before(tmp_path, ste
     assert prepare(db, "create", "c", 0, 10)["ok"]
     killed_at(db, tmp_path, step, "add", "c", "100", "10")
     seen = read(db, "c")
-    assert seen == {"list": [["c", "10 docs"]], "stats": 10, "rows": 10}
+    assert seen == {"list": [["c", "10 docs"]], "stats": 10, "rows": 10, "search": sorted(docs(0, 10))}
 
 
 @pytest.mark.parametrize("step", ["clear:journal", "clear:rows"])
@@ -44,7 +44,9 @@ def test_a_reader_after_a_killed_clear_sees_it_finished(tmp_path, step):
     assert prepare(db, "create", "c", 0, 10)["ok"]
     killed_at(db, tmp_path, step, "clear", "c")
     # a clear that started is finished (docs/reliability.md): listed, empty, everywhere alike
-    assert read(db, "c") == {"list": [["c", "0 docs"]], "stats": 0, "rows": 0}
+    assert read(db, "c") == {"list": [["c", "0 docs"]], "stats": 0, "rows": 0,
+                             "search": "error: 'c' has no documents — add some on the Corpus page, or with "
+                                       "`python -m retrieval ingest FILE --collection c --add`"}
 
 
 @pytest.mark.parametrize("step", ["delete:aux"])
@@ -56,6 +58,7 @@ def test_after_a_killed_delete_list_and_delete_agree(tmp_path, step):
     seen = read(db, "c", "--delete")
     assert seen["list"] == [["kept", "3 docs"]]
     assert seen["stats"].startswith("error: No collection named 'c'") and seen["rows"] is None
+    assert seen["search"].startswith("error: No collection named 'c'")
     assert seen["delete"] == [2, "error: No collection named 'c' (collections: kept)"]
 
 
@@ -74,11 +77,11 @@ def test_a_reader_never_rolls_back_a_writer_that_is_alive(tmp_path):
             assert writer.poll() is None and time.monotonic() < deadline, "writer never paused"
             time.sleep(0.01)
         version = Store(str(db)).db.open_table("c").version
-        seen = read(db, "c")
+        seen = read(db, "c", "--no-search")
         assert seen["rows"] == 20  # the live add's rows: in progress, not rolled back
         assert (db / "_workbench_locks" / "c.journal.json").exists()
         assert Store(str(db)).db.open_table("c").version == version
     finally:
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait(timeout=30)
-    assert read(db, "c") == {"list": [["c", "10 docs"]], "stats": 10, "rows": 10}
+    assert read(db, "c") == {"list": [["c", "10 docs"]], "stats": 10, "rows": 10, "search": sorted(docs(0, 10))}
