@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -274,38 +273,23 @@ def rerun_at(workbench, collection: str) -> Rerun:
 class SnapshotStore:
     """The snapshots of one `Store` (see the module docstring). A damaged row is named, never a
     traceback: `get` refuses it, `list` leaves it out and says why in `problems`, `delete`
-    removes it; so are names two rows share (written around `add`, which refuses a taken name),
-    and a table that cannot be read is one clear error."""
+    removes it; so are names two rows share (written around `add`, which refuses a taken name);
+    a table that cannot be read is one clear error (`KeyedTable`)."""
 
     def __init__(self, store: Store):
         self.store = store
         self.table = KeyedTable(store, SNAPSHOTS_TABLE, SNAPSHOTS_SCHEMA, "name")
         self.problems: list[str] = []  # what the last `list` left out, and why
 
-    @contextmanager
-    def _readable(self) -> Iterator[None]:
-        """LanceDB's errors of a damaged table (a data file or manifest missing or cut) as one
-        clear RetrievalError."""
-        try:
-            yield
-        except (RuntimeError, OSError, pa.ArrowException) as exc:
-            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            detail = detail if len(detail) <= 160 else detail[:160] + "…"
-            raise RetrievalError(f"The snapshots table ({SNAPSHOTS_TABLE}) cannot be read ({detail}): restore the "
-                                 f"database folder from a backup, or delete its {SNAPSHOTS_TABLE}.lance folder to "
-                                 "start again without snapshots") from None
-
     def names(self) -> list[str]:
         """Snapshot names, oldest first."""
-        with self._readable():
-            rows = self.table.rows(columns=["name", "created"])
+        rows = self.table.rows(columns=["name", "created"])
         return [r["name"] for r in sorted(rows, key=lambda r: (str(r["created"]), str(r["name"])))]
 
     def list(self, collection: str | None = None) -> list[Snapshot]:
         """Every readable snapshot (of `collection`), oldest first; damaged rows and names two
         rows share are left out, each with a sentence in `problems`."""
-        with self._readable():
-            rows = self.table.rows(f"collection = {sql_string(collection)}" if collection else None)
+        rows = self.table.rows(f"collection = {sql_string(collection)}" if collection else None)
         rows.sort(key=lambda r: (str(r["created"]), str(r["name"])))
         self.problems = []
         kept = []
@@ -321,8 +305,7 @@ class SnapshotStore:
 
     def get(self, name: str) -> Snapshot:
         validate_snapshot_name(name)
-        with self._readable():
-            rows = self.table.rows(f"name = {sql_string(name)}")
+        rows = self.table.rows(f"name = {sql_string(name)}")
         if not rows:
             known = ", ".join(self.names()) or "none yet"
             raise RetrievalError(f"No snapshot named {name!r} (snapshots: {known})")
@@ -349,9 +332,7 @@ class SnapshotStore:
     def check_free(self, name: str) -> None:
         """A clear error unless `name` is a valid name no snapshot has."""
         validate_snapshot_name(name)
-        with self._readable():
-            taken = self.table.has(name)
-        if taken:
+        if self.table.has(name):
             raise RetrievalError(f"A snapshot named {name!r} already exists; snapshots are never overwritten, "
                                  "choose another name")
 
@@ -368,11 +349,9 @@ class SnapshotStore:
     def delete(self, name: str) -> None:
         """Remove snapshot `name` (also a damaged one; every row, when two share the name)."""
         validate_snapshot_name(name)
-        with self._readable():
-            if not self.table.has(name):
-                known = ", ".join(self.names()) or "none yet"
-                raise RetrievalError(f"No snapshot named {name!r} (snapshots: {known})")
-            self.table.delete(name)
+        if not self.table.has(name):
+            raise RetrievalError(f"No snapshot named {name!r} (snapshots: {', '.join(self.names()) or 'none yet'})")
+        self.table.delete(name)
 
     def export_json(self, name: str) -> str:
         return json.dumps(self.get(name).to_json_dict(), ensure_ascii=False, indent=2)

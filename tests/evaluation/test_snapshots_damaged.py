@@ -68,8 +68,9 @@ def test_a_damaged_table_is_a_message(db, capsys):
     for argv in (("list",), ("export", "good"), ("delete", "good")):
         code, _, err = run(capsys, db, *argv)
         assert code == 2, argv
-        assert err.startswith("error: The snapshots table (_snapshots) cannot be read (lance error: "), err
-        assert "restore the database folder from a backup, or delete its _snapshots.lance folder" in err
+        assert err.startswith("error: The table _snapshots cannot be read (lance error: "), err
+        assert "restore the database folder from a backup, or delete its _snapshots.lance folder to start it " \
+               "again empty" in err
 
 
 def test_two_rows_of_one_name_are_detected_and_refused(db, capsys):
