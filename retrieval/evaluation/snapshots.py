@@ -153,8 +153,13 @@ class Snapshot:
         run = parsed("run", "{query id: [[document id, score], …]}",
                      lambda v: isinstance(v, list) and all(isinstance(h, list) and len(h) == 2 and isinstance(h[0], str)
                                                            and _is_number(h[1]) for h in v))
-        per_query = parsed("per_query", "{query id: {metric: number}}",
-                           lambda v: isinstance(v, dict) and all(_is_number(v.get(m)) for m in SNAPSHOT_METRICS))
+        per_query = parsed("per_query", "{query id: {metric: number}}", lambda v: isinstance(v, dict))
+        for qid, values in per_query.items():  # a number each (whether in range, the comparisons check)
+            for metric in SNAPSHOT_METRICS:
+                if not _is_number(values.get(metric)):
+                    raise RetrievalError(f"Snapshot {name!r} is damaged: its {metric} of query {qid!r} is "
+                                         f"{values.get(metric)!r}, not a number between 0 and 1; delete it "
+                                         f"(snapshot delete {name})")
         encoders = None if row.get("encoders") is None else parsed("encoders", "{model: backend}",
                                                                    lambda v: isinstance(v, str))
         try:

@@ -73,6 +73,15 @@ def test_a_damaged_table_is_a_message(db, capsys):
                "again empty" in err
 
 
+def test_a_metric_that_is_not_a_number_is_named_with_its_query(db, capsys):
+    raw_add(db, {**snapshot("odd").to_row(), "per_query": '{"q1": {"ndcg@10": "0.5"}}'})
+    with pytest.raises(RetrievalError, match=r"^Snapshot 'odd' is damaged: its ndcg@10 of query 'q1' is '0\.5', not "
+                                             r"a number between 0 and 1; delete it \(snapshot delete odd\)$"):
+        SnapshotStore(Store(str(db))).get("odd")
+    code, out, err = run(capsys, db, "list")
+    assert code == 0 and out.startswith("good\t") and "warning: Snapshot 'odd' is damaged: its ndcg@10" in err
+
+
 def test_two_rows_of_one_name_are_detected_and_refused(db, capsys):
     raw_add(db, snapshot("twin").to_row())
     raw_add(db, {**snapshot("twin").to_row(), "created": "2026-02-02T00:00:00"})
