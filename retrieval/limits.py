@@ -87,6 +87,18 @@ MB = 1024 * 1024
 # browser may send at all; these are the workbench's limits on what it parses.
 MAX_FILE_MB = _env_int("WORKBENCH_MAX_FILE_MB", 50, 1, 10_000)  # one uploaded file
 MAX_UPLOAD_MB = _env_int("WORKBENCH_MAX_UPLOAD_MB", 200, 1, 100_000)  # all files of one ingest
+# An .xlsx is a zip of XML: its size says little about what it holds. The zip's declared unzipped
+# sizes are checked before anything is read (Python's zipfile never yields more than a member
+# declares), the cells walked (rows × columns, empty ones included) and the characters of text
+# read are counted while reading (one long shared string may fill many cells). Excel itself holds
+# at most 32,767 characters in a cell, so a longer one was not written by Excel.
+XLSX_MAX_UNCOMPRESSED_MB = _env_int("WORKBENCH_XLSX_MAX_UNCOMPRESSED_MB", 100, 1, 100_000)
+XLSX_MAX_CELLS = _env_int("WORKBENCH_XLSX_MAX_CELLS", 5_000_000, 1, 1_000_000_000)
+XLSX_CELL_CHARS = 32_767
+# Levels of nesting a JSON document (a .json file, a JSONL line) may have: a record nested deeper
+# is refused, naming it (Python's parser stops near 1,000 levels with a RecursionError, and later
+# steps — the metadata's JSON, a table's cells — recurse too).
+JSON_MAX_DEPTH = 100
 # Result cards and details show at most this many characters of a document's text; the rest is
 # loaded on demand. Titles are cut at TITLE_CHARS.
 # Collections of at least this many documents are served by the scaled backends (`bm25_backend`

@@ -55,6 +55,8 @@ def cmd_snapshot(args) -> int:
             means = " ".join(f"{m} {v:.4f}" for m, v in snap.mean.items())
             print(f"{snap.name}\t{snap.collection}\tv{snap.table_version}\t{snap.query_set}\t"
                   f"{len(snap.per_query)} queries\t{snap.created}\t{means}")
+        for problem in snapshots.problems:
+            log(f"warning: {problem}")
     elif args.action == "rename":
         snapshots.rename(*args.names)
     elif args.action == "delete":

@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 
@@ -64,6 +65,10 @@ SNAPSHOTS_SCHEMA = pa.schema([
 Scored = dict[str, list[tuple[str, float]]]  # query id -> (doc id, score) best first
 # (config, table version, {query id: text}) -> {query id: doc ids best first}: a config run on a version
 Rerun = Callable[[SearchConfig, int, Mapping[str, str]], Mapping[str, Sequence[str]]]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def validate_snapshot_name(name: str) -> str:
@@ -141,14 +146,50 @@ class Snapshot:
 
     @classmethod
     def from_row(cls, row: Mapping) -> Snapshot:
-        return cls(name=row["name"], collection=row["collection"], created=row["created"],
-                   table_version=int(row["table_version"]), doc_count=int(row["doc_count"]),
-                   config=SearchConfig.from_json(row["config"]), query_set=row["query_set"],
-                   queries=json.loads(row["queries"]), qrels=json.loads(row["qrels"]),
-                   judgments_key=row["judgments_key"],
-                   run={q: [(d, float(s)) for d, s in hits] for q, hits in json.loads(row["run"]).items()},
-                   per_query=json.loads(row["per_query"]),
-                   encoders=None if row.get("encoders") is None else json.loads(row["encoders"]))
+        """The snapshot a row of the table holds. A row that does not read as one (damaged, or
+        written around the workbench) is a RetrievalError naming it and what is wrong."""
+        name = row.get("name")
+
+        def damaged(why: str) -> RetrievalError:
+            return RetrievalError(f"Snapshot {name!r} is damaged ({why}): delete it (snapshot delete {name})")
+
+        def parsed(column: str, shape: str, check: Callable[[Any], bool]) -> Any:
+            try:
+                value = json.loads(row[column])
+            except (KeyError, TypeError, ValueError):
+                raise damaged(f"its {column} is not valid JSON") from None
+            if not isinstance(value, dict) or not all(isinstance(k, str) and check(v) for k, v in value.items()):
+                raise damaged(f"its {column} is not {shape}")
+            return value
+
+        try:
+            config = SearchConfig.from_json(row["config"])
+        except (KeyError, TypeError, ValueError, RetrievalError) as exc:
+            raise damaged(f"its config is not valid: {exc}") from None
+        queries = parsed("queries", "{query id: text}", lambda v: isinstance(v, str))
+        qrels = parsed("qrels", "{query id: {document id: grade}}",
+                       lambda v: isinstance(v, dict) and all(type(g) is int for g in v.values()))
+        run = parsed("run", "{query id: [[document id, score], …]}",
+                     lambda v: isinstance(v, list) and all(isinstance(h, list) and len(h) == 2 and isinstance(h[0], str)
+                                                           and _is_number(h[1]) for h in v))
+        per_query = parsed("per_query", "{query id: {metric: number}}", lambda v: isinstance(v, dict))
+        for qid, values in per_query.items():  # a number each (whether in range, the comparisons check)
+            for metric in SNAPSHOT_METRICS:
+                if not _is_number(values.get(metric)):
+                    raise RetrievalError(f"Snapshot {name!r} is damaged: its {metric} of query {qid!r} is "
+                                         f"{values.get(metric)!r}, not a number between 0 and 1; delete it "
+                                         f"(snapshot delete {name})")
+        encoders = None if row.get("encoders") is None else parsed("encoders", "{model: backend}",
+                                                                   lambda v: isinstance(v, str))
+        try:
+            return cls(name=name, collection=row["collection"], created=row["created"],
+                       table_version=int(row["table_version"]), doc_count=int(row["doc_count"]), config=config,
+                       query_set=row["query_set"], queries=queries, qrels=qrels,
+                       judgments_key=row["judgments_key"],
+                       run={q: [(d, float(s)) for d, s in hits] for q, hits in run.items()},
+                       per_query=per_query, encoders=encoders)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise damaged(f"{type(exc).__name__}: {exc}") from None
 
     def to_json_dict(self) -> dict:
         """The whole snapshot as plain JSON values (what `export_json` writes)."""
@@ -201,6 +242,21 @@ def query_encoders(info: CollectionInfo, config: SearchConfig) -> dict[str, str]
     return {model: backend_for(model) for model in models}
 
 
+def _by_name(rows: Sequence[Mapping]) -> dict[str, list[Mapping]]:
+    """Rows grouped by their name, in order."""
+    groups: dict[str, list[Mapping]] = {}
+    for row in rows:
+        groups.setdefault(row["name"], []).append(row)
+    return groups
+
+
+def _shared_name(name: str, rows: Sequence[Mapping]) -> RetrievalError:
+    """The error for a name `rows` (two or more) share: which one is meant cannot be told."""
+    created = ", ".join(sorted(str(r["created"]) for r in rows))
+    return RetrievalError(f"{len(rows)} snapshots are named {name!r} (created {created}): 'snapshot delete {name}' "
+                          f"deletes {'both' if len(rows) == 2 else 'all of them'}, then take it again")
+
+
 def take_snapshot(workbench, collection: str, name: str, config: SearchConfig, queries: Mapping[str, str],
                   qrels: Qrels, query_set: str, version: int | None = None) -> Snapshot:
     """Evaluate `config` on the judged queries now, as a `Snapshot` (not kept: `SnapshotStore.add`).
@@ -240,29 +296,47 @@ def rerun_at(workbench, collection: str) -> Rerun:
 
 
 class SnapshotStore:
-    """The snapshots of one `Store` (see the module docstring)."""
+    """The snapshots of one `Store` (see the module docstring). A damaged row is named, never a
+    traceback: `get` refuses it, `list` leaves it out and says why in `problems`, `delete`
+    removes it; so are names two rows share (written around `add`, which refuses a taken name);
+    a table that cannot be read is one clear error (`KeyedTable`)."""
 
     def __init__(self, store: Store):
         self.store = store
         self.table = KeyedTable(store, SNAPSHOTS_TABLE, SNAPSHOTS_SCHEMA, "name")
+        self.problems: list[str] = []  # what the last `list` left out, and why
 
     def names(self) -> list[str]:
         """Snapshot names, oldest first."""
         rows = self.table.rows(columns=["name", "created"])
-        return [r["name"] for r in sorted(rows, key=lambda r: (r["created"], r["name"]))]
+        return [r["name"] for r in sorted(rows, key=lambda r: (str(r["created"]), str(r["name"])))]
 
     def list(self, collection: str | None = None) -> list[Snapshot]:
-        """Every snapshot (of `collection`), oldest first."""
+        """Every readable snapshot (of `collection`), oldest first; damaged rows and names two
+        rows share are left out, each with a sentence in `problems`."""
         rows = self.table.rows(f"collection = {sql_string(collection)}" if collection else None)
-        return [Snapshot.from_row(r) for r in sorted(rows, key=lambda r: (r["created"], r["name"]))]
+        rows.sort(key=lambda r: (str(r["created"]), str(r["name"])))
+        self.problems = []
+        kept = []
+        for name, group in _by_name(rows).items():
+            if len(group) > 1:
+                self.problems.append(str(_shared_name(name, group)))
+                continue
+            try:
+                kept.append(Snapshot.from_row(group[0]))
+            except RetrievalError as exc:
+                self.problems.append(str(exc))
+        return sorted(kept, key=lambda s: (s.created, s.name))
 
     def get(self, name: str) -> Snapshot:
         validate_snapshot_name(name)
-        row = self.table.get(name)
-        if row is None:
+        rows = self.table.rows(f"name = {sql_string(name)}")
+        if not rows:
             known = ", ".join(self.names()) or "none yet"
             raise RetrievalError(f"No snapshot named {name!r} (snapshots: {known})")
-        return Snapshot.from_row(row)
+        if len(rows) > 1:
+            raise _shared_name(name, rows)
+        return Snapshot.from_row(rows[0])
 
     @counts_as_write
     def add(self, snapshot: Snapshot) -> Snapshot:
@@ -300,7 +374,10 @@ class SnapshotStore:
 
     @counts_as_write
     def delete(self, name: str) -> None:
-        self.get(name)
+        """Remove snapshot `name` (also a damaged one; every row, when two share the name)."""
+        validate_snapshot_name(name)
+        if not self.table.has(name):
+            raise RetrievalError(f"No snapshot named {name!r} (snapshots: {', '.join(self.names()) or 'none yet'})")
         self.table.delete(name)
 
     def export_json(self, name: str) -> str:

@@ -44,6 +44,7 @@ from pathlib import PurePath
 from typing import Any, NamedTuple, TextIO
 
 from retrieval.text.encoding import decode_bytes
+from retrieval.text.json_values import parse_json
 from retrieval.types import IngestError, RetrievalError
 
 QUERY_COLUMNS = ("query_id", "qid", "queryid", "query", "topic", "topic_id")
@@ -158,7 +159,7 @@ def read_json_lines(text: str) -> Iterator[tuple[int, Any, str | None]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line), None
+            yield number, parse_json(line), None
         except json.JSONDecodeError as err:
             yield number, None, f"invalid JSON ({err.msg}, column {err.colno})"
 

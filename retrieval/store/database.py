@@ -114,8 +114,10 @@ class Store(StoredReads):
         return self._has_table(validate_collection_name(name))
 
     def table(self, name: str):
-        """An open handle (kept per collection: with consistency interval 0 it stays current)."""
+        """An open handle (kept per collection: with consistency interval 0 it stays current), on
+        the last committed state: a dead writer's journal is recovered first (`recover_abandoned`)."""
         validate_collection_name(name)
+        self.recover_abandoned(name)
         handle = self._handles.get(name)
         if handle is None:
             if not self._has_table(name):
@@ -184,6 +186,21 @@ class Store(StoredReads):
         table = self.table(name)
         return (self._incarnations[name], table.version)
 
+    def recover_abandoned(self, name: str) -> bool:
+        """Before a read of collection `name`: if a journal is there and nobody holds the writer
+        lock, its writer died, so recover it now (taking the lock recovers) and the read sees the
+        last committed state, not the dead write. A live writer's journal (the lock is taken, in
+        this or another process) is left alone: never restore over a write that may still commit.
+        True when another writer holds the lock (a write in progress). One `stat` when there is no
+        journal."""
+        if not store_journal.journal_path(self, name).exists():
+            return False
+        lock = self._lock(name)
+        if not lock.try_acquire():
+            return True
+        lock.__exit__(None, None, None)  # acquiring recovered; a no-op inside this thread's own write
+        return False
+
     def note_write(self) -> None:
         with self._locks_guard:
             self.writes += 1
@@ -194,6 +211,12 @@ class Store(StoredReads):
         self.catalogue.write(info)
 
     def list_collections(self) -> list[CollectionInfo]:
+        """Every usable collection's catalogue entry, after recovering dead writers' journals
+        (`recover_abandoned`): a killed add, clear or delete is never listed as it left things."""
+        for journal in self.lock_dir.glob("*.journal.json"):
+            name = journal.name[: -len(".journal.json")]
+            if COLLECTION_NAME_RE.fullmatch(name):
+                self.recover_abandoned(name)
         rows = self.catalogue.entries()
         existing = {n for n in self.table_names() if not n.startswith("_")}
         return sorted((info_from_entry(r) for r in rows if r["name"] in existing), key=lambda i: i.name)
@@ -210,9 +233,7 @@ class Store(StoredReads):
         kept = []
         for name in names:
             if name in journals:
-                lock = self._lock(name)
-                if lock.try_acquire():  # recovers on acquiring
-                    lock.__exit__(None, None, None)
+                if not self.recover_abandoned(name):
                     if not self._has_table(name):
                         continue
                 elif store_journal.read_journal(self, name).get("op") == "create":
@@ -221,7 +242,9 @@ class Store(StoredReads):
         return kept
 
     def info(self, name: str) -> CollectionInfo:
+        """The collection's catalogue entry, as last committed (`recover_abandoned` first)."""
         validate_collection_name(name)
+        self.recover_abandoned(name)
         entry = self.catalogue.entry(name)
         if entry is None or not self._has_table(name):
             raise RetrievalError(f"No collection named {name!r} (collections: {self._known()})")

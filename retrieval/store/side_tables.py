@@ -9,18 +9,38 @@ old rows). Every write is one LanceDB commit under the table's own writer lock
 e.g. "refuse a name already taken"), and reads see the latest commit, also another process's
 (the store reads with consistency interval 0). Before the first write every read finds nothing.
 
-What the rows mean (validation, their JSON form, ids) is the owner's; so is counting the write
+A table LanceDB cannot read (a data file or manifest missing or cut) makes every read a
+RetrievalError naming it and how to recover, not a traceback. What the rows mean (validation,
+their JSON form, ids) is the owner's; so is counting the write
 (`counts_as_write` on the owner's method: one count per write the user asked for).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import pyarrow as pa
 
 from retrieval.store.locks import WriterLock
 from retrieval.store.tables import add_missing_columns, sql_string
+from retrieval.types import RetrievalError
+
+
+def readable(read):
+    """Decorator for a read of a `KeyedTable`: LanceDB's errors of a damaged table as one
+    RetrievalError naming the table and how to recover."""
+    @functools.wraps(read)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return read(self, *args, **kwargs)
+        except (RuntimeError, OSError, pa.ArrowException) as exc:
+            detail = (str(exc).splitlines() or [type(exc).__name__])[0]
+            detail = detail if len(detail) <= 160 else detail[:160] + "…"
+            raise RetrievalError(f"The table {self.name} cannot be read ({detail}): restore the database folder "
+                                 f"from a backup, or delete its {self.name}.lance folder to start it again empty"
+                                 ) from None
+    return wrapper
 
 
 class KeyedTable:
@@ -55,6 +75,7 @@ class KeyedTable:
         return f"{self.key} = {sql_string(key)}"
 
     # ---- reads ---------------------------------------------------------------------------------
+    @readable
     def rows(self, where: str | None = None, columns: list[str] | None = None) -> list[dict]:
         """The rows (matching the LanceDB filter `where`), with `columns` or all, in storage order."""
         table = self._table()
@@ -67,6 +88,7 @@ class KeyedTable:
             query = query.select(columns)
         return query.limit(None).to_arrow().to_pylist()
 
+    @readable
     def get(self, key: str, columns: list[str] | None = None) -> dict | None:
         """The row of `key` (with `columns` or all), or None."""
         table = self._table()
@@ -81,6 +103,7 @@ class KeyedTable:
     def has(self, key: str) -> bool:
         return self.get(key, [self.key]) is not None
 
+    @readable
     def keys(self) -> list[str]:
         """Every key, in storage order."""
         table = self._table()

@@ -3,6 +3,7 @@
     tokenize.py       the analyser BM25 and the query features share: jieba for Han text, Lucene
                       stopwords + Snowball for the rest; a text's language by script
     encoding.py       uploaded bytes → text, for the encodings Chinese and English users produce
+    json_values.py    JSON text parsed with its nesting bounded (a message, not a RecursionError)
     chunking.py       Markdown into heading-titled chunks, plain text into paragraphs
     highlight.py      which spans of a text match a query, a snippet around the best, Markdown escaping
     entities.py       typed entities of a chunk (rules and jieba) and their normalisation

@@ -74,6 +74,18 @@ def test_keep_two_snapshots_and_diff_them(snap_set):
     at = keep(at, "vector top 1")  # a name is used once
     assert any("'vector top 1' already exists" in plain(e.value) for e in at.error)
 
+    # a damaged row (written around the workbench) is named, the others still listed
+    snap_set.table.add({**first.to_row(), "name": "damaged", "run": "{not json"})
+    try:
+        at = open_page(EVALUATE, set=SET)
+        assert not at.exception
+        assert [plain(w.value) for w in at.warning if "damaged" in plain(w.value)] == [
+            "Snapshot 'damaged' is damaged (its run is not valid JSON): delete it (snapshot delete damaged)"]
+        table = next(d.value for d in at.dataframe if "version" in d.value.columns)
+        assert list(table["name"]) == ["hybrid now", "vector top 1"]
+    finally:
+        snap_set.delete("damaged")
+
 
 def test_the_present_page_shows_the_change_for_people(snap_set, workbench):
     """No sidebar, the headline in plain words, one question's results before and after by title:

@@ -37,10 +37,13 @@ def snapshots_section(workbench, collection: str, qset: QuerySet, config: Search
         except Exception as exc:
             views.show_error(exc)
     try:
-        kept = memo_read(workbench, ("snapshots", collection), lambda: snapshots.list(collection))
+        kept, problems = memo_read(workbench, ("snapshots", collection),
+                                   lambda: (snapshots.list(collection), list(snapshots.problems)))
     except Exception as exc:
         views.show_error(exc)
         return
+    for problem in problems:  # a damaged row, or a name two rows share: left out of the list
+        st.warning(views.markdown_safe(problem))
     if not kept:
         st.info("No snapshot of this collection yet: name one above to keep config A's evaluation.")
         return

@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval import limits
 from retrieval.indexing.readers.options import ParseOptions
 from retrieval.judging.qrels import read_json_lines, read_rows
 from retrieval.text.chunking import chunk_markdown, split_paragraphs
 from retrieval.text.encoding import decode_bytes
+from retrieval.text.json_values import parse_json
 from retrieval.types import Document, IngestError
 
 SUPPORTED_EXTENSIONS = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".xlsx", ".txt", ".md", ".markdown")
@@ -137,7 +139,7 @@ def _read_tsv(text: str, name: str, options: ParseOptions) -> Records:
 
 def _read_json(text: str, name: str, options: ParseOptions) -> Records:
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as err:
         raise IngestError(f"{name}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from err
     items, notes = _json_items(data, name, options.json_key)
@@ -196,45 +198,87 @@ def read_jsonl(text: str, name: str, options: ParseOptions) -> Records:
 
 
 def read_xlsx(data: bytes, name: str) -> Records:
-    """The first sheet of an Excel workbook as records (see the module docstring)."""
-    import datetime as dt
+    """The first sheet of an Excel workbook as records (see the module docstring), within the
+    bounds of `limits` (XLSX_*): what it unzips to, checked before reading; the cells walked and
+    the text read, counted while reading; each cell's length."""
     import io
     import zipfile
 
     from openpyxl import load_workbook
 
     try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            check_unzipped_size(sum(member.file_size for member in archive.infolist()), name)
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise IngestError(f"{name}: not a readable .xlsx workbook ({exc}); save it again as Excel .xlsx, or as "
                           "CSV UTF-8") from None
     try:
         sheet = workbook.worksheets[0]
-        records = Records([], "row", typed_cells=False)
-        header: list[str] | None = None
-        for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
-            cells = ["" if v is None else v for v in values]
-            if header is None:
-                if any(str(c).strip() for c in cells):
-                    header = [str(c).strip() or f"column {i}" for i, c in enumerate(cells, start=1)]
-                continue
-            row = {}
-            for column, value in zip(header, cells, strict=False):
-                if isinstance(value, str):
-                    value = value.strip()
-                elif isinstance(value, dt.datetime) and value.time() == dt.time(0):
-                    value = value.date().isoformat()  # Excel keeps a date as a datetime at midnight
-                elif isinstance(value, (dt.datetime, dt.date, dt.time)):
-                    value = value.isoformat()
-                if value != "":
-                    row[column] = value
-            if row:
-                records.rows.append((number, row))
+        # The declared dimension (`A1:XFD1048576` in a 4.7 KB file) would pad every row to its
+        # width and every missing row up to its height: read the cells that are there.
+        sheet.reset_dimensions()
+        records = _sheet_records(sheet.iter_rows(values_only=True), name)
         if len(workbook.worksheets) > 1:
             records.notes.append(f"read the first sheet, {sheet.title!r}, of {len(workbook.worksheets)}")
         return records
     finally:
         workbook.close()
+
+
+def check_unzipped_size(size: int, name: str) -> None:
+    """IngestError when a workbook unzips to more than `limits.XLSX_MAX_UNCOMPRESSED_MB`."""
+    if size > limits.XLSX_MAX_UNCOMPRESSED_MB * limits.MB:
+        raise IngestError(f"{name}: the workbook expands to {size / limits.MB:.1f} MB when unzipped; the workbench "
+                          f"reads workbooks of at most {limits.XLSX_MAX_UNCOMPRESSED_MB} MB unzipped "
+                          "(WORKBENCH_XLSX_MAX_UNCOMPRESSED_MB)")
+
+
+def _sheet_records(sheet_rows: Iterable[tuple], name: str) -> Records:
+    """A sheet's rows (values, as openpyxl yields them) as records: the first non-empty row is the
+    header, empty cells and trailing empty columns dropped, dates as ISO text; the cells walked,
+    the text read and each cell's length bounded (`limits`)."""
+    import datetime as dt
+
+    records = Records([], "row", typed_cells=False)
+    header: list[str] | None = None
+    walked = characters = 0
+    for number, values in enumerate(sheet_rows, start=1):
+        walked += max(len(values), 1)
+        if walked > limits.XLSX_MAX_CELLS:
+            raise IngestError(f"{name}: the first sheet spans more than {limits.XLSX_MAX_CELLS:,} cells (rows × "
+                              f"columns, row {number}); the workbench reads at most that many "
+                              "(WORKBENCH_XLSX_MAX_CELLS): delete the empty rows and columns, or save it as CSV")
+        if not values:  # a missing row (openpyxl yields one per row number skipped)
+            continue
+        cells = list(values)
+        while cells and cells[-1] in (None, ""):
+            cells.pop()
+        if header is None:
+            if any(str(c).strip() for c in cells if c is not None):
+                header = [("" if c is None else str(c).strip()) or f"column {i}" for i, c in enumerate(cells, 1)]
+            continue
+        row = {}
+        for column, value in zip(header, cells, strict=False):
+            if isinstance(value, str):
+                if len(value) > limits.XLSX_CELL_CHARS:
+                    raise IngestError(f"{name}: row {number}, column {column!r} holds {len(value):,} characters; an "
+                                      f"Excel cell holds at most {limits.XLSX_CELL_CHARS:,}")
+                characters += len(value)
+                if characters > limits.XLSX_MAX_UNCOMPRESSED_MB * limits.MB:
+                    raise IngestError(f"{name}: the first sheet holds more than {limits.XLSX_MAX_UNCOMPRESSED_MB} MB "
+                                      f"of text (row {number}); the workbench reads at most that much "
+                                      "(WORKBENCH_XLSX_MAX_UNCOMPRESSED_MB)")
+                value = value.strip()
+            elif isinstance(value, dt.datetime) and value.time() == dt.time(0):
+                value = value.date().isoformat()  # Excel keeps a date as a datetime at midnight
+            elif isinstance(value, (dt.datetime, dt.date, dt.time)):
+                value = value.isoformat()
+            if value is not None and value != "":
+                row[column] = value
+        if row:
+            records.rows.append((number, row))
+    return records
 
 
 RECORD_READERS: dict[str, tuple[Callable[[str, str, ParseOptions], Records], str]] = {

@@ -29,6 +29,8 @@ from retrieval.indexing.readers.formats import (
 from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
 from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.judging.qrels import read_rows
+from retrieval.text.encoding import evident_utf8_line, mixed_encodings
+from retrieval.text.json_values import parse_json
 from retrieval.types import Document, IngestError
 
 STREAM_BATCH = 2048  # documents per batch of a streaming ingest
@@ -221,7 +223,8 @@ def _line_encoding(path: Path, name: str) -> tuple[str | None, int]:
     """(encoding, non-blank lines) of a file decoded line by line, in decode_bytes's order: a
     byte-order mark, then strict UTF-8, GBK, GB18030 over every line (none of them has a 0x0A
     byte inside a character, so line by line equals whole); (None, 0) for UTF-16, read whole.
-    The error names the byte offset and line where UTF-8 failed, as decode_bytes does."""
+    The error names the byte offset and line where UTF-8 failed, and a file mixing UTF-8 lines
+    with others is refused, as decode_bytes does."""
     with open(path, "rb") as f:
         head = f.read(3)
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -235,9 +238,16 @@ def _line_encoding(path: Path, name: str) -> tuple[str | None, int]:
     first: _Undecodable | None = None
     for encoding in _LINE_ENCODINGS:
         try:
-            return encoding, _nonblank_lines(path, encoding)
+            lines = _nonblank_lines(path, encoding)
         except _Undecodable as err:
             first = first or err
+            continue
+        if first is not None:  # not UTF-8 as a whole: refused if a line evidently is
+            with open(path, "rb") as f:
+                utf8_line = evident_utf8_line(raw.rstrip(b"\n") for raw in f)
+            if utf8_line is not None:
+                raise IngestError(f"{name}: {mixed_encodings(utf8_line, first.line, first.offset, first.byte)}")
+        return encoding, lines
     raise IngestError(
         f"{name}: the file is not UTF-8, GBK or GB18030 text: UTF-8 decoding failed at byte offset "
         f"{first.offset} (line {first.line}, byte 0x{first.byte:02x}); save it as UTF-8 and try again")
@@ -292,7 +302,7 @@ def _jsonl_batches(file: _StreamFile, size: int) -> Iterator[Records]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = parse_json(line)
         except json.JSONDecodeError as err:
             batch.problems.append((number, f"invalid JSON ({err.msg}, column {err.colno})"))
         else:
