@@ -7,10 +7,12 @@ import json
 import pytest
 
 from retrieval.cli import main as cli
+from retrieval.indexing.derive import check_documents
 from retrieval.indexing.readers.options import ParseOptions
 from retrieval.indexing.readers.parse import parse_bytes, parse_files, parse_path
 from retrieval.store import Store
-from retrieval.types import IngestError
+from retrieval.text.passages import embedding_text
+from retrieval.types import Document, IngestError
 
 CSV = b"id,text\na,Green tea\nb,\nc,Coffee beans\na,Again\n,No id\n"
 
@@ -73,3 +75,34 @@ def test_the_cli_ingest_skips_and_says_what(tmp_path, capsys):
     assert "note: skipped 2 invalid record(s): notes.jsonl: line 2: invalid JSON" in err
     assert "notes.jsonl: line 3: text is empty" in err
     assert Store(db).info("notes").doc_count == 2
+
+
+def test_a_title_alone_is_a_document_only_neither_is_invalid(tmp_path, capsys):
+    """Classic collections hold many documents that are a title and no body: they load, are
+    indexed as their title (title + text, as BEIR systems do), and are found; a record with
+    neither a title nor a text is the only empty one."""
+    data = b"id,title,text\na,Green tea,\nb,,\nc,,Coffee beans\nd,Tea,leaves\n"
+    with pytest.raises(IngestError, match=r"1 problem\(s\)") as caught:
+        parse_bytes(data, "titles.csv")
+    assert caught.value.problems == ["row 3: title and text are empty"]
+    corpus = parse_bytes(data, "titles.csv", ParseOptions(skip_invalid=True))
+    assert [(d.id, d.title, d.text) for d in corpus.documents] == [
+        ("a", "Green tea", ""), ("c", "", "Coffee beans"), ("d", "Tea", "leaves")]
+    assert [embedding_text(d) for d in corpus.documents] == ["Green tea", "Coffee beans", "Tea\nleaves"]
+    assert check_documents(corpus.documents) == corpus.documents
+    with pytest.raises(IngestError) as caught:
+        check_documents([Document(id="x", text=" ", title="")])
+    assert caught.value.problems == ["document 'x' has neither a title nor a text"]
+
+    folder = tmp_path / "titles-beir"
+    (folder / "qrels").mkdir(parents=True)
+    docs = [{"_id": "d1", "title": "Cats hunt mice at night", "text": ""},
+            {"_id": "d2", "title": "Bees make honey", "text": ""}, {"_id": "d3", "text": "Owls fly"}]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "which bees make honey"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n")
+    assert [d.id for d in parse_path(folder).documents] == ["d1", "d2", "d3"]
+    db = str(tmp_path / "db")
+    assert cli.main(["--db", db, "evaluate", str(folder), "--weights", "bm25=1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["metrics"]["bm25"]["ndcg@10"] == 1.0  # found by its title alone

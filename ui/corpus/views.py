@@ -175,9 +175,9 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
                  "3× the ingest time; by default only below 20,000 documents. Off: one model only.") else False
     skip_invalid = st.checkbox(
         "Skip invalid records", key="corpus.skip_invalid",
-        help="Off (the default): a file with any problem — an empty text, a repeated id — loads nothing, and "
-             "every problem is listed. On: those records are left out, the rest loads, and what was skipped "
-             "is listed with the result.")
+        help="Off (the default): a file with any problem — a record with neither a title nor a text, a "
+             "repeated id — loads nothing, and every problem is listed. On: those records are left out, "
+             "the rest loads, and what was skipped is listed with the result.")
     if st.button("Ingest", type="primary", key="corpus.ingest",
                  help="Parse, tokenise and embed everything, then write it in one commit: on any error "
                       "nothing is written."):

@@ -13,9 +13,11 @@ Rules for records (table, JSON and JSONL formats):
   `TITLE_COLUMNS`, `TEXT_COLUMNS` (earlier names win). A text column is required.
 - Without an id column, ids are f"{stem}-{n}", n the record's row/line/item number above, so an
   id points at its place in the file and stays the same when the same file is parsed again.
-- Ids are str()-ed and stripped and must be non-empty and unique; text must be non-empty; text
-  and title are stripped. Every problem is collected and reported, by row, in one IngestError:
-  a file with any problem loads nothing. With `ParseOptions.skip_invalid` a record with a problem
+- Ids are str()-ed and stripped and must be non-empty and unique; text and title are stripped,
+  and a record needs a text or a title (a title alone is a document, as in classic collections
+  where half the documents are a title only: title + text is what is indexed, as BEIR systems
+  do). Every problem is collected and reported, by row, in one IngestError: a file with any
+  problem loads nothing. With `ParseOptions.skip_invalid` a record with a problem
   (or repeating an earlier record's id) is left out instead and listed in `ParsedCorpus.skipped`,
   and the rest loads: real collections have a few empty documents.
 - Every other column goes to `Document.metadata`: CSV/TSV cells are stripped, empty cells dropped,
@@ -104,11 +106,12 @@ def column_documents(records: Records, columns: Columns, stem: str, name: str,
         doc_id = _as_text(fields.get(columns.id)) if columns.id else f"{stem}-{number}"
         text = _as_text(fields.get(columns.text))
         title = _as_text(fields.get(columns.title)) if columns.title else ""
-        found = [
-            (number, f"{role} is {'not a string or number' if value is None else 'empty'}")
-            for role, value, required in (("id", doc_id, True), ("text", text, True), ("title", title, False))
-            if value is None or (required and not value)
-        ]
+        found = [(number, f"{role} is not a string or number")
+                 for role, value in (("id", doc_id), ("text", text), ("title", title)) if value is None]
+        if doc_id == "":
+            found.append((number, "id is empty"))
+        if text == "" and title == "":  # a title alone is a document (BEIR indexes title + text)
+            found.append((number, "title and text are empty" if columns.title else "text is empty"))
         if found:
             row_problems += found
             continue
