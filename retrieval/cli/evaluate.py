@@ -23,7 +23,7 @@ from retrieval.types import RetrievalError
 
 def add_judged_options(parser: argparse.ArgumentParser) -> None:
     """What `evaluate`, `sweep` and `optimize` judge (`_judged`): SOURCE, --queryset, --model,
-    --max-queries, --skip-invalid."""
+    --max-queries, --skip-invalid, --no-cross-lingual."""
     parser.add_argument("source", type=Path, metavar="DIR|COLLECTION",
                         help="a BEIR folder, or with --queryset a collection")
     parser.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME (judged "
@@ -33,6 +33,10 @@ def add_judged_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
                         help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest; their "
                              "judgments stay, so they count as relevant documents never found")
+    parser.add_argument("--no-cross-lingual", dest="cross_lingual", action="store_const", const=False, default=None,
+                        help="BEIR folder: embed with the collection's model only, not also with multilingual-e5-small "
+                             "for questions in the other language (by default below 20,000 documents: about 3× the "
+                             "ingest's CPU); cached apart from the default's collection")
 
 
 def add_parser(sub) -> None:
@@ -85,9 +89,10 @@ def add_parser(sub) -> None:
     add_config_options(p)
 
 
-def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
-    """What `evaluate` and `sweep` judge: the collection, the queries, the judgments (the first
-    `--max-queries` judged queries when that is given) and the query set's name for snapshots.
+def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str, list[str]]:
+    """What `evaluate`, `sweep` and `optimize` judge: the collection, the queries, the judgments
+    (the first `--max-queries` judged queries when that is given), the query set's name for
+    snapshots and the corpus lines `--skip-invalid` left out (each with its reason).
     SOURCE is a BEIR folder (ingested once into a cache collection), or with `--queryset NAME` a
     collection whose query set NAME was judged in the app (or imported)."""
     if args.queryset:
@@ -96,7 +101,7 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
         qrels = {q: d for q, d in workbench.judgments.qrels(name, args.queryset).items() if d}
         if not qrels:
             raise RetrievalError(f"Query set {args.queryset!r} of {name!r} has no judgments yet")
-        label = args.queryset
+        label, skipped = args.queryset, []
     else:
         from retrieval.evaluation.beir_cache import ensure_beir_collection
 
@@ -104,11 +109,18 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
             raise RetrievalError(f"{args.source} is not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/); to "
                                  "judge a collection with a query set of its own, add --queryset NAME")
         name, corpus = ensure_beir_collection(workbench.store, args.source, args.model, log, log_progress,
-                                              skip_invalid=args.skip_invalid)
+                                              skip_invalid=args.skip_invalid, cross_lingual=args.cross_lingual)
         queries, qrels, label = corpus.queries, corpus.qrels, f"beir:{args.source.name}"
+        skipped = corpus.skipped
     if args.max_queries:
         qrels = dict(list(qrels.items())[: args.max_queries])
-    return name, queries, qrels, label
+    return name, queries, qrels, label, skipped
+
+
+def with_skipped(payload: dict, skipped: list[str]) -> dict:
+    """A command's JSON object with what --skip-invalid left out: `skipped` (how many corpus
+    lines) and `skipped_records` (each with its reason), so a script reads it from stdout."""
+    return {**payload, "skipped": len(skipped), "skipped_records": skipped}
 
 
 def cmd_evaluate(args) -> int:
@@ -117,7 +129,7 @@ def cmd_evaluate(args) -> int:
 
     config = config_from_args(args)
     workbench = open_workbench(args)
-    name, queries, qrels, label = _judged(args, workbench)
+    name, queries, qrels, label, skipped = _judged(args, workbench)
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -132,7 +144,7 @@ def cmd_evaluate(args) -> int:
         snapshots.check_free(args.snapshot)
     report = evaluate_collection(workbench, name, queries, qrels, config, progress=progress)
     if args.json:
-        print(json.dumps(report.to_json_dict(), ensure_ascii=False))
+        print(json.dumps(with_skipped(report.to_json_dict(), skipped), ensure_ascii=False))
     else:
         metric_names = list(next(iter(report.metrics.values())))
         print(f"{report.n_queries} queries on {args.source}" + (f" ({label})" if args.queryset else ""))
@@ -192,7 +204,7 @@ def cmd_sweep(args) -> int:
         variants = with_rerank_grid(variants, base, RERANK_LAMBDAS, top_ns or None)
     variants, current = with_current(variants, base)  # the config the options give, scored beside the grid
     workbench = open_workbench(args)
-    name, queries, qrels, label = _judged(args, workbench)
+    name, queries, qrels, label, _ = _judged(args, workbench)  # its --json is a list: skipped stays on stderr
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -246,7 +258,7 @@ def cmd_optimize(args) -> int:
         validate_config_name(args.save)
         if args.save in workbench.configs.names() and not args.overwrite:
             raise RetrievalError(f"A config named {args.save!r} exists; add --overwrite to replace it")
-    name, queries, qrels, label = _judged(args, workbench)
+    name, queries, qrels, label, skipped = _judged(args, workbench)
     sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
     started = time.perf_counter()
     prepared = prepare(workbench, name, queries, qrels, base, sources, args.metric,
@@ -269,7 +281,7 @@ def cmd_optimize(args) -> int:
         workbench.configs.save(args.save, result.config, overwrite=args.overwrite)
         log(f"saved the learned config as {args.save!r}")
     if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
+        print(json.dumps(with_skipped(result.to_json(), skipped), ensure_ascii=False))
         return 0
     print(f"{prepared.queries_fetched} queries on {args.source}" + (f" ({label})" if args.queryset else ""))
     print(result.summary())

@@ -50,7 +50,7 @@ def check_documents(documents: list[Document], seen: set[str] | None = None) -> 
         if not (doc.text or "").strip() and not (doc.title or "").strip():
             problems.append(f"document {doc.id!r} has neither a title nor a text")
     if problems:
-        raise IngestError("Documents rejected; nothing was written", problems)
+        raise IngestError("Documents rejected; nothing was written", problems, skippable=True)
     return documents
 
 

@@ -195,11 +195,13 @@ def test_skip_invalid_records_loads_the_rest_and_lists_them(workbench):
     at.selectbox(key="corpus.model").set_value("all-MiniLM-L6-v2")
     at.checkbox(key="corpus.cross_lingual").uncheck()
     at.button(key="corpus.ingest").click().run()
-    assert any("bad.csv: row 3: text is empty" in plain(e.value) for e in at.error), [e.value for e in at.error]
+    assert any("bad.csv: 1 problem(s); nothing was loaded" in plain(e.value) and "row 3 (id 'k2'): text is empty"
+               in plain(e.value) for e in at.error), [e.value for e in at.error]
+    assert any("Tick “Skip invalid records” above" in plain(c.value) for c in at.caption)
     assert not workbench.exists("skipping")
     at.checkbox(key="corpus.skip_invalid").check()
     at.button(key="corpus.ingest").click().run()
     assert not at.error, [e.value for e in at.error]
-    assert any("Ingested 2 documents" in plain(s.value) and "Skipped 1 invalid record(s): bad.csv: row 3: text is "
-               "empty" in plain(s.value) for s in at.success), [s.value for s in at.success]
+    assert any("Ingested 2 documents" in plain(s.value) and "Skipped 1 invalid record(s): bad.csv: row 3 (id 'k2'): "
+               "text is empty" in plain(s.value) for s in at.success), [s.value for s in at.success]
     assert workbench.info("skipping").doc_count == 2

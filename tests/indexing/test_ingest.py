@@ -62,7 +62,7 @@ def test_csv_metadata_cells_become_numbers_and_empty_cells_are_dropped():
 def test_all_row_problems_are_reported_together():
     data = b"id,text\na,one\nb,\n,three\na,four\nc,five,extra\n 7 ,seven\n"
     assert problems_of(data, "bad.csv") == [
-        "row 3: text is empty",
+        "row 3 (id 'b'): text is empty",  # the row named by its id too
         "row 4: id is empty",
         "row 6: 3 cells but the header has 2",
         "id 'a' appears in rows 2 and 5",
@@ -248,11 +248,18 @@ def test_parse_files_rejects_ids_repeated_across_files():
     assert caught.value.problems == ["id '1' appears in x.csv and y.jsonl"]
 
 
+def test_one_failing_file_is_named_by_its_own_message_not_1_of_1_files():
+    with pytest.raises(IngestError) as caught:
+        parse_files([("bad.csv", b"id,text\nk1,fine\nk2,\n")])
+    assert str(caught.value) == "bad.csv: 1 problem(s); nothing was loaded\n  - row 3 (id 'k2'): text is empty"
+    assert caught.value.skippable
+
+
 def test_parse_files_reports_every_failing_file():
     files = [("ok.txt", b"fine"), ("bad.csv", b"id,text\n1,\n"), ("x.doc", b"?")]
     with pytest.raises(IngestError, match="2 of 3 files could not be parsed") as caught:
         parse_files(files)
-    assert caught.value.problems[0] == "bad.csv: row 2: text is empty"
+    assert caught.value.problems[0] == "bad.csv: row 2 (id '1'): text is empty"
     assert caught.value.problems[1].startswith("x.doc: unsupported file type '.doc'")
 
 
@@ -384,5 +391,5 @@ def test_an_excel_workbook_is_read_like_a_csv():
     with pytest.raises(IngestError, match=r"broken\.xlsx: not a readable \.xlsx workbook .*save it again as Excel "
                                           r"\.xlsx, or as CSV UTF-8"):
         parse_bytes(b"id,text\n1,not a workbook\n", "broken.xlsx")
-    with pytest.raises(IngestError, match="row 3: text is empty"):
+    with pytest.raises(IngestError, match=r"row 3 \(id 'b'\): text is empty"):
         parse_bytes(_xlsx([["id", "text"], ["a", "fine"], ["b", None]]), "holes.xlsx")

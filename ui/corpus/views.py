@@ -196,6 +196,9 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
         except Exception as exc:  # every core error is shown; the store wrote nothing
             bar.empty()
             views.show_error(exc)
+            if getattr(exc, "skippable", False) and not skip_invalid:
+                st.caption("Tick “Skip invalid records” above to leave out the records with a problem (each is "
+                           "listed) and load the rest.")
             return
         state.view().switch_collection(report.info.name)
         st.session_state[INGESTED_KEY] = report.message

@@ -101,6 +101,7 @@ def column_documents(records: Records, columns: Columns, stem: str, name: str,
     row_problems = list(records.problems)
     documents = []
     numbers_of: dict[str, list[int]] = {}
+    ids_of: dict[int, str] = {}
     roles = {columns.text, columns.id, columns.title}
     for number, fields in records.rows:
         doc_id = _as_text(fields.get(columns.id)) if columns.id else f"{stem}-{number}"
@@ -114,27 +115,34 @@ def column_documents(records: Records, columns: Columns, stem: str, name: str,
             found.append((number, "title and text are empty" if columns.title else "text is empty"))
         if found:
             row_problems += found
+            if columns.id and doc_id:  # the problem row named by its id too ("row 3 (id 'k2'): …")
+                ids_of[number] = doc_id
             continue
         numbers_of.setdefault(doc_id, []).append(number)
         metadata = {key: value for key, value in fields.items() if key not in roles}
         if records.typed_cells:
             metadata = {key: _cell_value(value) for key, value in metadata.items() if value.strip()}
         documents.append(Document(id=doc_id, text=text, title=title, metadata=metadata))
-    return _checked(documents, row_problems, numbers_of, records.unit, name, skipped, "")
+    return _checked(documents, row_problems, numbers_of, records.unit, name, skipped, "", ids_of)
 
 
 def _checked(documents: list[Document], row_problems: list[tuple[int, str]], numbers_of: dict[str, list[int]],
-             unit: str, name: str, skipped: list[str] | None, kind: str) -> list[Document]:
+             unit: str, name: str, skipped: list[str] | None, kind: str,
+             ids_of: dict[int, str] | None = None) -> list[Document]:
     """`documents` when there is no problem; else one IngestError listing them all, or with
     `skipped` the documents without the problem records and the repeats of an id after its
-    first record (each listed in `skipped`)."""
+    first record (each listed in `skipped`). `ids_of`: a problem record's id by its number."""
     row_problems.sort(key=lambda problem: problem[0])
+    ids_of = ids_of or {}
+    row_problems = [(f"{number} (id {ids_of[number]!r})" if number in ids_of else number, reason)
+                    for number, reason in row_problems]
     repeated = {doc_id: numbers for doc_id, numbers in numbers_of.items() if len(numbers) > 1}
     if skipped is None:
         problems = [f"{unit} {number}: {reason}" for number, reason in row_problems]
         problems += [f"id {doc_id!r} appears in {unit}s {_and_join(numbers)}" for doc_id, numbers in repeated.items()]
         if problems:
-            raise IngestError(f"{name}: {len(problems)} problem(s){kind}; nothing was loaded", problems)
+            raise IngestError(f"{name}: {len(problems)} problem(s){kind}; nothing was loaded", problems,
+                              skippable=True)
         return documents
     skipped += [f"{name}: {unit} {number}: {reason}" for number, reason in row_problems]
     if not repeated:

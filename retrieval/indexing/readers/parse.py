@@ -126,15 +126,19 @@ def parse_files(files: list[tuple[str, bytes]], options: ParseOptions = ParseOpt
     if not files:
         raise IngestError("no files to parse")
     parsed: list[tuple[str, ParsedCorpus]] = []
-    problems = []
+    problems, skippable = [], True
     for filename, data in files:
         try:
             parsed.append((PurePath(filename).name, parse_bytes(data, filename, options)))
         except IngestError as err:
+            if len(files) == 1:  # its own message names the file and the rows ("1 of 1 files" says less)
+                raise
             name = PurePath(filename).name
             problems += [f"{name}: {problem}" for problem in err.problems] or [str(err)]
+            skippable = skippable and err.skippable
     if problems:
-        raise IngestError(f"{len(files) - len(parsed)} of {len(files)} files could not be parsed", problems)
+        raise IngestError(f"{len(files) - len(parsed)} of {len(files)} files could not be parsed", problems,
+                          skippable=skippable)
     skipped = [entry for _, corpus in parsed for entry in corpus.skipped]
     if options.skip_invalid:  # an id an earlier file has: left out too
         seen: dict[str, str] = {}

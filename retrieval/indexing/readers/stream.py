@@ -163,7 +163,7 @@ def open_stream(path: str | Path, options: ParseOptions = ParseOptions(),
         skipped = [entry.name for entry in entries if entry not in paths]
         if skipped:
             notes.append(f"skipped unsupported files: {', '.join(skipped)}")
-    files, problems = [], []
+    files, problems, skippable = [], [], True
     for file_path in paths:
         try:
             files.append(_survey(file_path, options))
@@ -171,8 +171,10 @@ def open_stream(path: str | Path, options: ParseOptions = ParseOptions(),
             if len(paths) == 1:
                 raise
             problems += [f"{file_path.name}: {problem}" for problem in err.problems] or [str(err)]
+            skippable = skippable and err.skippable
     if problems:
-        raise IngestError(f"{len(paths) - len(files)} of {len(paths)} files could not be parsed", problems)
+        raise IngestError(f"{len(paths) - len(files)} of {len(paths)} files could not be parsed", problems,
+                          skippable=skippable)
     if len(files) > 1:
         for file in files:
             notes.append(f"{file.name}: {file.encoding}, {file.count} documents")
