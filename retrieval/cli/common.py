@@ -20,7 +20,7 @@ from retrieval.search.config import (
 )
 from retrieval.search.fusion.methods import COMBINATIONS as COMBINATION_REGISTRY
 from retrieval.search.fusion.methods import FUSION_METHODS as METHOD_REGISTRY
-from retrieval.sources import SOURCES
+from retrieval.sources import SOURCES, known_source
 
 
 def log(message: str) -> None:
@@ -40,7 +40,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fusion", choices=FUSION_METHODS,
                    help=" ".join(f"{m.name}: {m.help}" for m in METHOD_REGISTRY.values()))
     g.add_argument("--k", type=float, dest="rrf_k", help="RRF k (≥ 1)")
-    g.add_argument("--weights", help="per-source weights, e.g. bm25=0.4,dense=0.6")
+    g.add_argument("--weights", help="per-source weights, e.g. bm25=0.4,dense=0.6 (sources: "
+                                     f"{', '.join(SOURCES)}; 'vector' is dense, as the app calls it)")
     g.add_argument("--norm", choices=NORMALIZATIONS, dest="normalization")
     g.add_argument("--combination", choices=COMBINATIONS,
                    help="weighted fusion: " + " ".join(c.help for c in COMBINATION_REGISTRY.values()))
@@ -86,15 +87,27 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         if value is not None:
             data[name] = value
     if args.weights:
-        data["weights"] = parse_weights(args.weights)
+        data["weights"] = source_weights(args.weights)
     if args.min_raw:
-        data["min_raw"] = parse_weights(args.min_raw)
+        data["min_raw"] = source_weights(args.min_raw)
     if args.filters:
         data["filters"] = [*data.get("filters", []), *args.filters]
     for group in PARAM_GROUPS:
         if getattr(args, group):
             data[group] = {**data.get(group, {}), **parse_weights(getattr(args, group))}
     return SearchConfig.from_dict(data)
+
+
+def source_weights(text: str) -> dict[str, float]:
+    """`--weights` / `--min-raw`: 'bm25=0.4,vector=0.6' → {'bm25': 0.4, 'dense': 0.6}; a source
+    is named by its name or its label (`sources.known_source`), any other word is an error
+    listing the sources (a typo would otherwise only be a note under the results)."""
+    return {known_source(name): value for name, value in parse_weights(text).items()}
+
+
+def source_names(text: str) -> list[str]:
+    """`--sources bm25,vector` → ['bm25', 'dense'] (`sources.known_source` for each)."""
+    return [known_source(name.strip()) for name in text.split(",") if name.strip()]
 
 
 def at_least(minimum: int):

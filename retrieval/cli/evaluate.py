@@ -17,6 +17,7 @@ from retrieval.cli.common import (
     log_progress,
     open_workbench,
     positive_seconds,
+    source_names,
 )
 from retrieval.types import RetrievalError
 
@@ -195,7 +196,7 @@ def cmd_sweep(args) -> int:
     )
 
     base = config_from_args(args)
-    sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
+    sources = tuple(source_names(args.sources))
     variants = default_grid(base, sources)
     if args.rerank_top_ns and not args.rerank_grid:
         raise RetrievalError("--rerank-top-ns needs --rerank-grid")
@@ -251,6 +252,7 @@ def cmd_optimize(args) -> int:
     from retrieval.evaluation.study import prepare
 
     base = config_from_args(args)
+    sources = source_names(args.sources) if args.sources else None
     workbench = open_workbench(args)
     if args.save:  # a bad or taken name fails before the work
         from retrieval.search.saved_configs import validate_config_name
@@ -259,7 +261,6 @@ def cmd_optimize(args) -> int:
         if args.save in workbench.configs.names() and not args.overwrite:
             raise RetrievalError(f"A config named {args.save!r} exists; add --overwrite to replace it")
     name, queries, qrels, label, skipped = _judged(args, workbench)
-    sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
     started = time.perf_counter()
     prepared = prepare(workbench, name, queries, qrels, base, sources, args.metric,
                        lambda done, total: log(f"  candidates {done}/{total}") if done == total or done % 200 == 0
