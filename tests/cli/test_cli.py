@@ -80,3 +80,24 @@ def test_vector_is_dense_as_the_app_calls_it():
     assert SearchConfig.from_query_params({"weights": "bm25=1,vector=2"}).weights == {"bm25": 1.0, "dense": 2.0}
     with pytest.raises(RetrievalError, match="weights name a source twice: 'vector' is 'dense'"):
         SearchConfig(weights={"dense": 1.0, "vector": 1.0})
+
+
+def test_help_imports_no_model_nor_lancedb():
+    """`--help` (and every parse) pays no heavy import: LanceDB, torch and the encoders are
+    imported inside the commands that use them (about 12 s of a loaded machine before)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    heavy = ("torch", "lancedb", "sentence_transformers", "transformers", "onnxruntime", "pandas",
+             "retrieval.search.workbench")
+    code = ("import sys\nfrom retrieval.cli.main import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)")
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": root}, cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "usage: python -m retrieval" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "[]"
