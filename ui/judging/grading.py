@@ -95,9 +95,9 @@ def show_pair(workbench, collection: str, set_name: str, pair, queries: dict, no
     st.subheader(views.markdown_safe(queries.get(pair.query_id, pair.query_id)))
     need, guidelines = notes.get(pair.query_id, ("", ""))
     if need:
-        st.markdown(views.markdown_safe(f"**Information need:** {need}"))
+        st.markdown(views.labelled("Information need:", need))
     if guidelines:
-        st.markdown(views.markdown_safe(f"**Guidelines for this query:** {guidelines}"))
+        st.markdown(views.labelled("Guidelines for this query:", guidelines))
     notes_form(workbench, collection, set_name, pair.query_id, need, guidelines)
     try:
         row = workbench.documents(collection, [pair.doc_id]).get(pair.doc_id)
@@ -110,7 +110,7 @@ def show_pair(workbench, collection: str, set_name: str, pair, queries: dict, no
             return
         title = (row.get("title") or "").strip()
         if title:
-            st.markdown(views.markdown_safe(f"**{title}**"))
+            st.markdown(views.bold(title))
         st.markdown(views.markdown_safe(row.get("text") or ""))
         if not blind:
             ranks = ", ".join(f"config {i + 1}: {'–' if r is None else r}" for i, r in enumerate(pair.ranks))
