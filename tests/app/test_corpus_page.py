@@ -147,6 +147,18 @@ def test_ingest_step_is_a_plain_function(tmp_path):
     assert store.info("fn-notes").doc_count == 3
 
 
+def test_versions_and_delete_pickers_start_at_the_sidebars_collection(workbench, app_db):
+    corpus.ingest(workbench, [("a.txt", b"An early name.")], ParseOptions(), "a-first", model="all-MiniLM-L6-v2")
+    at = open_page(CORPUS, collection=app_db.collection)
+    assert at.selectbox(key="corpus.versions").options[0] != app_db.collection  # 'a-first' is listed first …
+    assert at.selectbox(key="view.collection").value == app_db.collection
+    # … but the pickers start at the collection the sidebar shows, not at the first listed
+    assert at.selectbox(key="corpus.versions").value == app_db.collection
+    assert at.selectbox(key="corpus.manage").value == app_db.collection
+    assert corpus.index_of(["a", "b"], "b") == 1 and corpus.index_of(["a", "b"], None) == 0
+    workbench.delete("a-first")
+
+
 def test_versions_of_a_collection_say_what_changed(app_db):
     from retrieval.store.versions import collection_versions
 

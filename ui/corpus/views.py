@@ -221,6 +221,7 @@ def versions(workbench: Workbench) -> None:
         return
     labels = workbench.labels()
     name = st.selectbox("Collection", names, key="corpus.versions", format_func=lambda n: labels.get(n, n),
+                        index=corpus.index_of(names, state.view().collection),
                         help="Every write (an ingest, an add, a clear, an index build) makes a new version of the "
                              "collection's table; snapshots record the version they evaluated.")
     try:  # read again when the table moved on (also by another process's write)
@@ -241,6 +242,7 @@ def manage(workbench: Workbench) -> None:
     labels = workbench.labels()
     c1, c2, c3 = st.columns([2, 1, 1])
     name = c1.selectbox("Collection", names, key="corpus.manage", format_func=lambda n: labels.get(n, n),
+                        index=corpus.index_of(names, state.view().collection),
                         help="The collection to clear (remove every document, keep its settings) or delete.")
     if c2.button("Clear…", key="corpus.clear", help="Remove every document but keep the collection and its model."):
         st.session_state[PENDING_KEY] = ("clear", name)
