@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ui.judging.queue import NEXT, current_pair, full_queue, pending_pairs, queue_controls, queue_window
+from ui.judging.queue import (
+    NEXT,
+    current_pair,
+    full_queue,
+    pending_pairs,
+    progress_text,
+    queue_controls,
+    queue_window,
+)
 from ui.search import views
 from ui.state import memo_read
 
@@ -71,9 +79,8 @@ def judging_session(workbench, collection: str, set_name: str, rater: str) -> No
     pending = pending_pairs(window, mine, work.skipped)
     done = len(window) - len(pending)
     st.progress(done / len(window) if window else 1.0,
-                text=f"{done} of {len(window)} pairs of this queue judged by {rater or 'the unnamed rater'} · "
-                     f"{sum(1 for q in queries if consensus.get(q))} of {len(queries)} queries of '{set_name}' have "
-                     "judgments")
+                text=progress_text(done, len(window), rater, sum(1 for q in queries if consensus.get(q)),
+                                   len(queries), set_name))
     if work.message:
         st.caption(views.markdown_safe(work.message))
     pair = current_pair(pending, rater, set_name, blind, work.skipped)
