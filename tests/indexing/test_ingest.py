@@ -144,6 +144,15 @@ def test_json_items_that_are_not_objects():
 def test_invalid_json_names_the_position():
     with pytest.raises(IngestError, match=r"bad\.json: invalid JSON at line 2, column 1"):
         parse_bytes(b'[{"text": "a"},\n]', "bad.json")
+    # json's message cut before its position ("Unterminated string starting at, column 42") in words
+    with pytest.raises(IngestError) as caught:
+        parse_bytes(b'[{"text": "a"},\n {"id": "b", "text": "never closed}]', "open.json")
+    assert str(caught.value) == ('open.json: invalid JSON at line 2, column 22: a string starts here and is never '
+                                 'closed (a missing ")')
+    assert problems_of(b'{"id": "a", "text": "one\ttab"}\n{"id": "b", "text": "open\n', "t.jsonl") == [
+        "line 1: invalid JSON at column 25: a tab or line break inside a string (write it as \\t or \\n)",
+        'line 2: invalid JSON at column 21: a string starts here and is never closed (a missing ")',
+    ]
 
 
 def test_jsonl_skips_blank_lines_and_names_bad_ones():
@@ -156,7 +165,7 @@ def test_jsonl_skips_blank_lines_and_names_bad_ones():
     ]
     bad = good + b'{"id": "c", "text": "three"\n[1]\n{"id": "a", "text": "again"}\n'
     assert problems_of(bad, "c.jsonl") == [
-        "line 4: invalid JSON (Expecting ',' delimiter, column 28)",
+        "line 4: invalid JSON at column 28: Expecting ',' delimiter",
         "line 5: expected an object, got an array",
         "id 'a' appears in lines 1 and 6",
     ]
@@ -166,7 +175,7 @@ def test_jsonl_with_no_readable_line_says_why():
     with pytest.raises(IngestError, match=r"j\.jsonl: no documents found") as caught:
         parse_bytes(b"oops\n\n[]\n", "j.jsonl")
     assert caught.value.problems == [
-        "line 1: invalid JSON (Expecting value, column 1)",
+        "line 1: invalid JSON at column 1: Expecting value",
         "line 3: expected an object, got an array",
     ]
 

@@ -28,7 +28,7 @@ from retrieval.indexing.readers.formats import (
 )
 from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
 from retrieval.indexing.readers.parse import parse_bytes
-from retrieval.judging.qrels import read_rows
+from retrieval.judging.qrels import json_problem, read_rows
 from retrieval.types import Document, IngestError
 
 STREAM_BATCH = 2048  # documents per batch of a streaming ingest
@@ -296,7 +296,7 @@ def _jsonl_batches(file: _StreamFile, size: int) -> Iterator[Records]:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as err:
-            batch.problems.append((number, f"invalid JSON ({err.msg}, column {err.colno})"))
+            batch.problems.append((number, json_problem(err)))
         else:
             if isinstance(item, dict):
                 batch.rows.append((number, item))
