@@ -352,6 +352,13 @@ def test_preview_lists_columns_and_first_rows_before_mapping():
     columns, rows = preview(data, "t.csv", n_rows=2)
     assert columns == ["名称", "内容", "分数"]
     assert rows == [{"名称": "甲", "内容": "第一行", "分数": "1"}, {"名称": "乙", "内容": "第二行", "分数": "2"}]
+    # a line that cannot be read is shown in its place, not hidden
+    columns, rows = preview(b'{"id": "a", "text": "x"}\n{"id": "b", "text": \n[1]\n{"id": "c", "text": "z"}\n',
+                            "p.jsonl")
+    assert columns == ["id", "text"]
+    assert rows == [{"id": "a", "text": "x"},
+                    {"(problem)": "line 2: invalid JSON at column 21: Expecting value"},
+                    {"(problem)": "line 3: expected an object, got an array"}, {"id": "c", "text": "z"}]
     columns, rows = preview(b"# A\nalpha\n\n# B\nbeta\n", "n.md")
     assert columns == ["id", "title", "text"]
     assert rows == [{"id": "n#0", "title": "A", "text": "alpha"}, {"id": "n#1", "title": "B", "text": "beta"}]
