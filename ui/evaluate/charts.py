@@ -124,13 +124,19 @@ def worst_queries(per_query: Mapping[str, Mapping[str, float]], metric: str = PR
 
 
 # ---- sweep -----------------------------------------------------------------------------------
+NOT_USED = "—"  # a table cell of a setting the row does not use
+
+
 def sweep_frame(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> pd.DataFrame:
-    """The ranked sweep table (rows as the core ranks them, best first) with a rank column."""
+    """The ranked sweep table (rows as the core ranks them, best first) with a rank column. A
+    setting the variant's method does not use (RRF's normalisation) reads "—", not "None"; the
+    number columns keep it empty for the table's placeholder (`NOT_USED`)."""
     columns = ["rank", "label", "fusion", "normalization", "combination", "weight", "rrf_k", "rerank_top_n",
                "rerank_lambda"]
     records = []
     for i, row in enumerate(rows, start=1):
         record = {"rank": i, **{c: row.get(c) for c in columns[1:]}}
+        record.update({c: NOT_USED for c in ("normalization", "combination") if record[c] is None})
         record.update({metric_label(m): row.get(m) for m in names})
         records.append(record)
     return pd.DataFrame.from_records(records, columns=columns + [metric_label(m) for m in names])
