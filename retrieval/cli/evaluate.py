@@ -125,7 +125,7 @@ def with_skipped(payload: dict, skipped: list[str]) -> dict:
 
 
 def cmd_evaluate(args) -> int:
-    from retrieval.evaluation.evaluate import evaluate_collection
+    from retrieval.evaluation.evaluate import ESTIMATE_SAMPLE, about, estimate_seconds, evaluate_collection
     from retrieval.evaluation.snapshots import SnapshotStore
 
     config = config_from_args(args)
@@ -143,6 +143,12 @@ def cmd_evaluate(args) -> int:
     baseline = snapshots.get(args.baseline) if args.baseline else None  # bad names fail before the work
     if args.snapshot:
         snapshots.check_free(args.snapshot)
+    texts = [queries[q] for q in qrels if qrels[q] and q in queries]
+    if len(texts) > ESTIMATE_SAMPLE:  # long work says how long first
+        log(f"{len(texts)} queries: {about(estimate_seconds(workbench, name, texts, config))} to embed and "
+            f"retrieve them (timed on {ESTIMATE_SAMPLE}), and a few seconds more to import and compile the metric "
+            "functions")
+        started = time.perf_counter()
     report = evaluate_collection(workbench, name, queries, qrels, config, progress=progress)
     if args.json:
         print(json.dumps(with_skipped(report.to_json_dict(), skipped), ensure_ascii=False))

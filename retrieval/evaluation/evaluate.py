@@ -15,6 +15,7 @@ including our deterministic tie-breaks.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -69,6 +70,38 @@ def embedded_blocks(workbench, collection: str, texts: Sequence[str], configs: S
         yield block
 
 
+ESTIMATE_SAMPLE = 16  # queries `estimate_seconds` times
+
+
+def estimate_seconds(workbench, collection: str, texts: Sequence[str], config: SearchConfig,
+                     sample: int = ESTIMATE_SAMPLE) -> float:
+    """About how many seconds `evaluate_collection` takes for `texts` on this machine, measured:
+    the first query is embedded and retrieved (loading the encoders and sources, not counted),
+    then the next `sample` are timed and the time scaled to all. Nothing is wasted: their
+    vectors and candidates are cached for the run. The metric functions' compilation on a
+    process's first evaluation (`metrics_ready`) is not in it."""
+    import time
+
+    eval_config = evaluation_config(config)
+    texts = list(dict.fromkeys(texts))
+    if len(texts) <= 1:
+        return 0.0
+    workbench.retriever.embed_queries(collection, texts[:1], eval_config)
+    workbench.source_results(collection, texts[:1], eval_config)
+    timed = texts[1:1 + sample]
+    started = time.perf_counter()
+    workbench.retriever.embed_queries(collection, timed, eval_config)
+    workbench.source_results(collection, timed, eval_config)
+    return (time.perf_counter() - started) / len(timed) * (len(texts) - 1)
+
+
+def about(seconds: float) -> str:
+    """'about 40 s', 'about 3 min': an estimate in words."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    return f"about {round(seconds / 60)} min"
+
+
 def run_from_rankings(rankings: Mapping[str, Iterable[str]]) -> Run:
     """{query: [doc ids best first]} -> {query: {doc id: n − rank + 1}}."""
     run: Run = {}
@@ -79,17 +112,52 @@ def run_from_rankings(rankings: Mapping[str, Iterable[str]]) -> Run:
 
 
 _metrics_ready = False  # ranx's metric functions compiled in this process (`prepare_metrics`)
+_warm_up: threading.Thread | None = None  # `warm_up_metrics`' thread, once per process
+_warm_up_lock = threading.Lock()
 
 
 def metrics_ready() -> bool:
     """Whether this process has compiled ranx's metric functions yet (its first evaluation waits
-    for numba's compilation: 7 s on a warm machine, about 35 s on a cold one)."""
+    for importing ranx and numba's compilation: 7 s on a warm machine, about 30 s on a loaded
+    one)."""
     return _metrics_ready
 
 
+def warm_up_metrics() -> None:
+    """Start importing ranx and compiling its metric functions in a background thread (once per
+    process), while a front end waits for its user: the Evaluate page starts it when it is
+    opened, so the first evaluation does not wait for it (on the bundled sample, ranx's import
+    and compilation were about a third of a first evaluation). Not run beside the work itself:
+    on two cores the compilation, which holds the GIL, slowed the query loop by more than it
+    saved (the sample's evaluation 16 s → 20 s of CPU). Start it once LanceDB and pandas are
+    imported (opening a Store does): two threads importing the same packages could wait on
+    each other."""
+    global _warm_up
+    with _warm_up_lock:
+        if _metrics_ready or _warm_up is not None:
+            return
+        _warm_up = threading.Thread(target=_compile_metrics, name="metrics-warm-up", daemon=True)
+        _warm_up.start()
+
+
 def prepare_metrics() -> None:
-    """Compile ranx's metric functions now, on a one-query evaluation of every default metric,
-    so a front end can say "first run: compiling" while it waits instead of stalling silently."""
+    """Have ranx's metric functions compiled, waiting for `warm_up_metrics`' thread (started
+    here if need be), so a front end can say "first run: compiling" while it waits instead of
+    stalling silently. A warm-up that failed is done again here, its error raised."""
+    warm_up_metrics()
+    _wait_for_warm_up()
+    if not _metrics_ready:
+        _compile_metrics()
+
+
+def _wait_for_warm_up() -> None:
+    warm_up = _warm_up
+    if warm_up is not None and warm_up is not threading.current_thread():
+        warm_up.join()
+
+
+def _compile_metrics() -> None:
+    """A one-query evaluation of every default metric: ranx imported, its functions compiled."""
     global _metrics_ready
     QrelsEvaluator({"q": {"d": 1}}).evaluate({"q": {"d": 1.0, "e": 0.5}}, DEFAULT_METRICS + ("mrr",))
     _metrics_ready = True
@@ -100,6 +168,7 @@ class QrelsEvaluator:
     scores over a hundred against the same judgments)."""
 
     def __init__(self, qrels: Qrels):
+        _wait_for_warm_up()  # one compilation of the metric functions, not two side by side
         from ranx import Qrels as RanxQrels
 
         self.judged = {q: dict(docs) for q, docs in qrels.items() if docs}
