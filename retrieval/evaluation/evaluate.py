@@ -25,6 +25,14 @@ from retrieval.search.plan import evaluation_config
 from retrieval.types import RetrievalError, SourceResult
 
 DEFAULT_METRICS = ("ndcg@10", "mrr@10", "recall@100", "precision@10", "map")
+# How people read the metrics' names (the app, the CLI's report, the HTML report): one spelling.
+METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "mrr": "MRR", "recall@100": "Recall@100",
+                 "precision@10": "P@10", "map": "MAP"}
+
+
+def metric_label(metric: str) -> str:
+    """'ndcg@10' → 'nDCG@10' (`METRIC_LABELS`; another name as it is)."""
+    return METRIC_LABELS.get(metric, metric)
 # Queries retrieved at once by evaluation and a sweep's candidate fetch: a query waits on numpy
 # with the GIL released (and, through `Workbench.search`, on LanceDB), so a few threads overlap
 # them (docs/experiments/scale.md). The Workbench, its caches and the analyser are thread-safe.
