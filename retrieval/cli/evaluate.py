@@ -125,7 +125,8 @@ def with_skipped(payload: dict, skipped: list[str]) -> dict:
 
 
 def cmd_evaluate(args) -> int:
-    from retrieval.evaluation.evaluate import ESTIMATE_SAMPLE, about, estimate_seconds, evaluate_collection
+    from retrieval.evaluation.candidates import ESTIMATE_SAMPLE, about, estimate_seconds
+    from retrieval.evaluation.evaluate import evaluate_collection
     from retrieval.evaluation.snapshots import SnapshotStore
 
     config = config_from_args(args)

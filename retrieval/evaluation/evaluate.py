@@ -78,38 +78,6 @@ def embedded_blocks(workbench, collection: str, texts: Sequence[str], configs: S
         yield block
 
 
-ESTIMATE_SAMPLE = 16  # queries `estimate_seconds` times
-
-
-def estimate_seconds(workbench, collection: str, texts: Sequence[str], config: SearchConfig,
-                     sample: int = ESTIMATE_SAMPLE) -> float:
-    """About how many seconds `evaluate_collection` takes for `texts` on this machine, measured:
-    the first query is embedded and retrieved (loading the encoders and sources, not counted),
-    then the next `sample` are timed and the time scaled to all. Nothing is wasted: their
-    vectors and candidates are cached for the run. The metric functions' compilation on a
-    process's first evaluation (`metrics_ready`) is not in it."""
-    import time
-
-    eval_config = evaluation_config(config)
-    texts = list(dict.fromkeys(texts))
-    if len(texts) <= 1:
-        return 0.0
-    workbench.retriever.embed_queries(collection, texts[:1], eval_config)
-    workbench.source_results(collection, texts[:1], eval_config)
-    timed = texts[1:1 + sample]
-    started = time.perf_counter()
-    workbench.retriever.embed_queries(collection, timed, eval_config)
-    workbench.source_results(collection, timed, eval_config)
-    return (time.perf_counter() - started) / len(timed) * (len(texts) - 1)
-
-
-def about(seconds: float) -> str:
-    """'about 40 s', 'about 3 min': an estimate in words."""
-    if seconds < 90:
-        return f"about {max(1, round(seconds))} s"
-    return f"about {round(seconds / 60)} min"
-
-
 def run_from_rankings(rankings: Mapping[str, Iterable[str]]) -> Run:
     """{query: [doc ids best first]} -> {query: {doc id: n − rank + 1}}."""
     run: Run = {}
@@ -133,13 +101,11 @@ def metrics_ready() -> bool:
 
 def warm_up_metrics() -> None:
     """Start importing ranx and compiling its metric functions in a background thread (once per
-    process), while a front end waits for its user: the Evaluate page starts it when it is
-    opened, so the first evaluation does not wait for it (on the bundled sample, ranx's import
-    and compilation were about a third of a first evaluation). Not run beside the work itself:
-    on two cores the compilation, which holds the GIL, slowed the query loop by more than it
-    saved (the sample's evaluation 16 s → 20 s of CPU). Start it once LanceDB and pandas are
-    imported (opening a Store does): two threads importing the same packages could wait on
-    each other."""
+    process) while a front end waits for its user: the Evaluate page starts it when opened, so a
+    first evaluation does not wait for it (on the bundled sample about a third of one). Not run
+    beside the work itself: on two cores the compilation, holding the GIL, slowed the query loop
+    more than it saved (16 s → 20 s of CPU). Start it once LanceDB and pandas are imported
+    (opening a Store does): two threads importing the same packages could wait on each other."""
     global _warm_up
     with _warm_up_lock:
         if _metrics_ready or _warm_up is not None:

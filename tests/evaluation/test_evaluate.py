@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from retrieval.cli.main import main
-from retrieval.evaluation.evaluate import about, evaluate_run, run_from_rankings
+from retrieval.evaluation.candidates import about
+from retrieval.evaluation.evaluate import evaluate_run, run_from_rankings
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "xquad"  # the bundled BEIR sample
 

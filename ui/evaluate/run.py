@@ -32,7 +32,8 @@ def evaluate_section(workbench, collection: str, qset: QuerySet, config: SearchC
                  help="Run every judged query of the set with config A and score each source's ranking and the "
                       "fused one (nDCG@10, MRR@10, Recall@100, P@10, MAP). Candidates are cached, so a second "
                       "run with other fusion settings only re-fuses."):
-        from retrieval.evaluation.evaluate import about, estimate_seconds, evaluate_collection
+        from retrieval.evaluation.candidates import about, estimate_seconds
+        from retrieval.evaluation.evaluate import evaluate_collection
 
         try:
             judged = [qset.queries[q] for q, docs in qset.qrels.items() if docs and q in qset.queries]
