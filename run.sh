@@ -23,8 +23,19 @@ setup_python() {
   # each other's). Then the project itself, editable and without resolving dependencies again
   # (they are the pinned ones just installed): `import retrieval`, `import ui` and the `retrieval`
   # command work from anywhere, with no sys.path edit.
+  # When every requirement is met already (tools/requirements_met.py) and the venv imports this
+  # checkout, nothing is installed: `./run.sh test` beside a running `./run.sh app` (one venv)
+  # must not reinstall packages or the project under it; pip runs only for what is missing.
+  # (`-I`: the installed project, not the current folder nor $PYTHONPATH, is what is imported.)
   local stamp="$VENV/.${reqs%.txt}.sha256" want
   want="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] && "$PY" tools/requirements_met.py "$reqs" >/dev/null 2>&1 \
+      && "$PY" -I -c 'import pathlib, sys, retrieval
+sys.exit(pathlib.Path(retrieval.__file__).resolve().parents[1] != pathlib.Path(sys.argv[1]).resolve())' "$PWD" \
+      2>/dev/null; then
+    echo "$reqs: every requirement is installed already; nothing to install" >&2
+    echo "$want" > "$stamp"
+  fi
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "installing $reqs (torch CPU build, streamlit, lancedb, models …) and the project; the first time takes a" \
          "few minutes, pip shows each package as it goes" >&2

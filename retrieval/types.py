@@ -21,10 +21,13 @@ class NameBeingCreated(RetrievalError):
 
 
 class IngestError(RetrievalError):
-    """Input rejected before anything was written; `problems` lists each offending row or field."""
+    """Input rejected before anything was written; `problems` lists each offending row or field.
+    `skippable`: every problem is a record that skipping invalid records would leave out (the
+    front end then names its way to do so: the CLI's --skip-invalid, the Corpus page's checkbox)."""
 
-    def __init__(self, message: str, problems: list[str] | None = None):
+    def __init__(self, message: str, problems: list[str] | None = None, skippable: bool = False):
         self.problems = list(problems or [])
+        self.skippable = skippable
         detail = "".join(f"\n  - {p}" for p in self.problems[:20])
         more = f"\n  … and {len(self.problems) - 20} more" if len(self.problems) > 20 else ""
         super().__init__(message + detail + more)

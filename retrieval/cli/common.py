@@ -21,7 +21,7 @@ from retrieval.search.config import (
 )
 from retrieval.search.fusion.methods import COMBINATIONS as COMBINATION_REGISTRY
 from retrieval.search.fusion.methods import FUSION_METHODS as METHOD_REGISTRY
-from retrieval.sources import SOURCES
+from retrieval.sources import SOURCES, known_source, source_name
 from retrieval.types import RetrievalError
 
 
@@ -42,7 +42,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fusion", choices=FUSION_METHODS,
                    help=" ".join(f"{m.name}: {m.help}" for m in METHOD_REGISTRY.values()))
     g.add_argument("--k", type=float, dest="rrf_k", help="RRF k (≥ 1)")
-    g.add_argument("--weights", help="per-source weights, e.g. bm25=0.4,dense=0.6")
+    g.add_argument("--weights", help="per-source weights, e.g. bm25=0.4,dense=0.6 (sources: "
+                                     f"{', '.join(SOURCES)}; 'vector' is dense, as the app calls it)")
     g.add_argument("--norm", choices=NORMALIZATIONS, dest="normalization")
     g.add_argument("--combination", choices=COMBINATIONS,
                    help="weighted fusion: " + " ".join(c.help for c in COMBINATION_REGISTRY.values()))
@@ -94,9 +95,9 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         if value is not None:
             data[name] = value
     if args.weights:
-        data["weights"] = parse_weights(args.weights)
+        data["weights"] = source_weights(args.weights, args)
     if args.min_raw:
-        data["min_raw"] = parse_weights(args.min_raw)
+        data["min_raw"] = source_weights(args.min_raw, args)
     if args.filters:
         data["filters"] = [*data.get("filters", []), *args.filters]
     for group in PARAM_GROUPS:
@@ -122,6 +123,38 @@ def read_rules_file(path: Path) -> str:
     except RetrievalError as exc:
         raise RetrievalError(f"{path}: {exc}") from exc
     return text
+
+
+def source_weights(text: str, args: argparse.Namespace | None = None) -> dict[str, float]:
+    """`--weights` / `--min-raw`: 'bm25=0.4,vector=0.6' → {'bm25': 0.4, 'dense': 0.6}; a source
+    is named by its name or its label (`sources.known_source`), or is an outside engine of the
+    command (`outside_names`); any other word is an error listing the sources (a typo would
+    otherwise only be a note under the results)."""
+    return {command_source(name, args): value for name, value in parse_weights(text).items()}
+
+
+def source_names(text: str, args: argparse.Namespace | None = None) -> list[str]:
+    """`--sources bm25,vector` → ['bm25', 'dense'] (`command_source` for each)."""
+    return [command_source(name.strip(), args) for name in text.split(",") if name.strip()]
+
+
+def command_source(name: str, args: argparse.Namespace | None) -> str:
+    """A source name of a command's option: a built-in source or its label, else one of the
+    outside engines the command can use (read only then: opening the store costs an import)."""
+    if args is None or source_name(name) in SOURCES:
+        return known_source(name)
+    return known_source(name, outside_names(args))
+
+
+def outside_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The outside engines a command may name (docs/sources.md): those given by `--source FILE`
+    and those registered in the store (`sources add`)."""
+    from retrieval.sources.external import read_descriptor
+    from retrieval.sources.external.registry import ExternalSources
+    from retrieval.store import Store
+
+    names = [read_descriptor(path).name for path in getattr(args, "outside", None) or ()]
+    return tuple(dict.fromkeys(names + ExternalSources(Store(args.db)).names()))
 
 
 def at_least(minimum: int):

@@ -17,6 +17,7 @@ from retrieval.cli.common import (
     log_progress,
     open_workbench,
     positive_seconds,
+    source_names,
 )
 from retrieval.types import RetrievalError
 
@@ -25,7 +26,7 @@ GATE_ALPHA = 0.05  # `--fail-if-worse`: a fall counts when the paired randomizat
 
 def add_judged_options(parser: argparse.ArgumentParser) -> None:
     """What `evaluate`, `sweep` and `optimize` judge (`_judged`): SOURCE, --queryset, --model,
-    --max-queries, --skip-invalid."""
+    --max-queries, --skip-invalid, --no-cross-lingual."""
     parser.add_argument("source", type=Path, metavar="DIR|COLLECTION",
                         help="a BEIR folder, or with --queryset a collection")
     parser.add_argument("--queryset", metavar="NAME", help="judge the collection with its query set NAME (judged "
@@ -38,6 +39,10 @@ def add_judged_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
                         help="BEIR folder: leave out corpus lines with a problem (listed) and load the rest; their "
                              "judgments stay, so they count as relevant documents never found")
+    parser.add_argument("--no-cross-lingual", dest="cross_lingual", action="store_const", const=False, default=None,
+                        help="BEIR folder: embed with the collection's model only, not also with multilingual-e5-small "
+                             "for questions in the other language (by default below 20,000 documents: about 3× the "
+                             "ingest's CPU); cached apart from the default's collection")
 
 
 def add_parser(sub) -> None:
@@ -95,9 +100,10 @@ def add_parser(sub) -> None:
     add_config_options(p)
 
 
-def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
-    """What `evaluate` and `sweep` judge: the collection, the queries, the judgments (the first
-    `--max-queries` judged queries when that is given) and the query set's name for snapshots.
+def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str, list[str]]:
+    """What `evaluate`, `sweep` and `optimize` judge: the collection, the queries, the judgments
+    (the first `--max-queries` judged queries when that is given), the query set's name for
+    snapshots and the corpus lines `--skip-invalid` left out (each with its reason).
     SOURCE is a BEIR folder (ingested once into a cache collection), or with `--queryset NAME` a
     collection whose query set NAME was judged in the app (or imported)."""
     from retrieval.evaluation.snapshots import judged_label
@@ -106,7 +112,7 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
         name = workbench.resolve(str(args.source))
         queries, qrels = workbench.judgments.judged_queries(name, args.queryset, args.max_queries,
                                                             source=args.judgments)
-        return name, queries, qrels, judged_label(args.queryset, args.judgments)
+        return name, queries, qrels, judged_label(args.queryset, args.judgments), []
     if args.judgments:
         raise RetrievalError("--judgments chooses among a query set's judgment sources: add --queryset NAME")
     from retrieval.evaluation.beir_cache import ensure_beir_collection
@@ -115,20 +121,28 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str]:
         raise RetrievalError(f"{args.source} is not a BEIR folder (corpus.jsonl, queries.jsonl, qrels/); to "
                              "judge a collection with a query set of its own, add --queryset NAME")
     name, corpus = ensure_beir_collection(workbench.store, args.source, args.model, log, log_progress,
-                                          skip_invalid=args.skip_invalid)
+                                          skip_invalid=args.skip_invalid, cross_lingual=args.cross_lingual)
     queries, qrels, label = corpus.queries, corpus.qrels, f"beir:{args.source.name}"
+    skipped = corpus.skipped
     if args.max_queries:
         qrels = dict(list(qrels.items())[: args.max_queries])
-    return name, queries, qrels, label
+    return name, queries, qrels, label, skipped
+
+
+def with_skipped(payload: dict, skipped: list[str]) -> dict:
+    """A command's JSON object with what --skip-invalid left out: `skipped` (how many corpus
+    lines) and `skipped_records` (each with its reason), so a script reads it from stdout."""
+    return {**payload, "skipped": len(skipped), "skipped_records": skipped}
 
 
 def cmd_evaluate(args) -> int:
+    from retrieval.evaluation.candidates import ESTIMATE_SAMPLE, about, estimate_seconds
     from retrieval.evaluation.evaluate import evaluate_collection
     from retrieval.evaluation.snapshots import SnapshotStore
 
     config = config_from_args(args)
     workbench = open_workbench(args)
-    name, queries, qrels, label = _judged(args, workbench)
+    name, queries, qrels, label, skipped = _judged(args, workbench)
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -148,12 +162,18 @@ def cmd_evaluate(args) -> int:
     baseline = snapshots.get(args.baseline).check_metrics((args.metric,)) if args.baseline else None
     if args.snapshot:
         snapshots.check_free(args.snapshot)
+    texts = [queries[q] for q in qrels if qrels[q] and q in queries]
+    if len(texts) > ESTIMATE_SAMPLE:  # long work says how long first
+        log(f"{len(texts)} queries: {about(estimate_seconds(workbench, name, texts, config))} to embed and "
+            f"retrieve them (timed on {ESTIMATE_SAMPLE}), and a few seconds more to import and compile the metric "
+            "functions")
+        started = time.perf_counter()
     report = evaluate_collection(workbench, name, queries, qrels, config, progress=progress)
     for source, (failed, first) in report.errors.items():  # e.g. an outside engine stopped mid-run
         log(f"warning: source {source} failed on {failed} of {report.n_queries} queries (counted as retrieving "
             f"nothing); first error: {first}")
     if args.json:
-        print(json.dumps(report.to_json_dict(), ensure_ascii=False))
+        print(json.dumps(with_skipped(report.to_json_dict(), skipped), ensure_ascii=False))
     else:
         metric_names = list(next(iter(report.metrics.values())))
         print(f"{report.n_queries} queries on {args.source}" + (f" ({label})" if args.queryset else ""))
@@ -217,7 +237,7 @@ def cmd_sweep(args) -> int:
     )
 
     base = config_from_args(args)
-    sources = tuple(s.strip() for s in args.sources.split(",") if s.strip())
+    sources = tuple(source_names(args.sources, args))
     variants = default_grid(base, sources)
     if args.rerank_top_ns and not args.rerank_grid:
         raise RetrievalError("--rerank-top-ns needs --rerank-grid")
@@ -226,7 +246,7 @@ def cmd_sweep(args) -> int:
         variants = with_rerank_grid(variants, base, RERANK_LAMBDAS, top_ns or None)
     variants, current = with_current(variants, base)  # the config the options give, scored beside the grid
     workbench = open_workbench(args)
-    name, queries, qrels, label = _judged(args, workbench)
+    name, queries, qrels, label, _ = _judged(args, workbench)  # its --json is a list: skipped stays on stderr
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -273,6 +293,7 @@ def cmd_optimize(args) -> int:
     from retrieval.evaluation.study import prepare
 
     base = config_from_args(args)
+    sources = source_names(args.sources, args) if args.sources else None
     workbench = open_workbench(args)
     if args.save:  # a bad or taken name fails before the work
         from retrieval.search.saved_configs import validate_config_name
@@ -280,8 +301,7 @@ def cmd_optimize(args) -> int:
         validate_config_name(args.save)
         if args.save in workbench.configs.names() and not args.overwrite:
             raise RetrievalError(f"A config named {args.save!r} exists; add --overwrite to replace it")
-    name, queries, qrels, label = _judged(args, workbench)
-    sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
+    name, queries, qrels, label, skipped = _judged(args, workbench)
     started = time.perf_counter()
     prepared = prepare(workbench, name, queries, qrels, base, sources, args.metric,
                        lambda done, total: log(f"  candidates {done}/{total}") if done == total or done % 200 == 0
@@ -303,7 +323,7 @@ def cmd_optimize(args) -> int:
         workbench.configs.save(args.save, result.config, overwrite=args.overwrite)
         log(f"saved the learned config as {args.save!r}")
     if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
+        print(json.dumps(with_skipped(result.to_json(), skipped), ensure_ascii=False))
         return 0
     print(f"{prepared.queries_fetched} queries on {args.source}" + (f" ({label})" if args.queryset else ""))
     print(result.summary())

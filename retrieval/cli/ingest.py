@@ -19,8 +19,8 @@ def add_parser(sub) -> None:
     p.add_argument("--model", help="embedding model alias, folder or id (default: by corpus language)")
     p.add_argument("--add", action="store_true", help="add to an existing collection")
     p.add_argument("--skip-invalid", dest="skip_invalid", action="store_true",
-                   help="leave out records with a problem (an empty text, a repeated id …) and load the rest, "
-                        "listing what was skipped (default: any problem loads nothing)")
+                   help="leave out records with a problem (neither a title nor a text, a repeated id …) and "
+                        "load the rest, listing what was skipped (default: any problem loads nothing)")
     xl = p.add_mutually_exclusive_group()
     xl.add_argument("--cross-lingual", dest="cross_lingual", action="store_true", default=None,
                     help="also embed with multilingual-e5-small for questions in the other language "

@@ -34,6 +34,8 @@ from retrieval.types import RetrievalError
 # of this package and one entry of this tuple.
 GROUPS = (ingest, search, evaluate, rules, snapshot, collections, sources, queryset, judge, serve, prepare)
 COMMANDS = {name: command for group in GROUPS for name, command in group.COMMANDS.items()}
+# After a refusal whose problems are records that --skip-invalid would leave out (`IngestError.skippable`).
+SKIP_INVALID_HINT = "add --skip-invalid to leave out the records with a problem (each is listed) and load the rest"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except RetrievalError as exc:
         log(f"error: {exc}")
+        if getattr(exc, "skippable", False) and getattr(args, "skip_invalid", None) is False:
+            log(SKIP_INVALID_HINT)
         return 2
     except OSError as exc:  # a file named on the command line that cannot be read or written
         if exc.filename is None:

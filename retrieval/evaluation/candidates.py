@@ -8,7 +8,8 @@ workbench's candidate cache: ids and scores, no rows; a tie field's values come 
 `CollectionReads.tie_values`). `CandidateRanker` runs a config's ranking plan lean on each
 query's cached candidates, a source's preparation shared between the configs that prepare it
 alike (the plan's `memo`), and keeps the reranker's scores per query, taken once for the union of
-the heads asked for (`Workbench.rerank_scores`).
+the heads asked for (`Workbench.rerank_scores`). `estimate_seconds`: how long fetching a query
+set's candidates will take, timed on a few of its queries, said before the work.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 from retrieval.evaluation.evaluate import QUERY_BATCH, embedded_blocks, map_queries
 from retrieval.search.config import SearchConfig
 from retrieval.search.fusion.fuse import PreparedSource
-from retrieval.search.plan import RankingPlan
+from retrieval.search.plan import RankingPlan, evaluation_config
 from retrieval.sources import source_params
 from retrieval.types import RetrievalError, SourceResult
 
@@ -149,3 +150,35 @@ class CandidateRanker:
 
     def rankings(self, plan: RankingPlan, query_ids: Iterable[str]) -> dict[str, list[str]]:
         return {qid: self.ranking(plan, qid) for qid in query_ids}
+
+
+ESTIMATE_SAMPLE = 16  # queries `estimate_seconds` times
+
+
+def estimate_seconds(workbench, collection: str, texts: Sequence[str], config: SearchConfig,
+                     sample: int = ESTIMATE_SAMPLE) -> float:
+    """About how many seconds `evaluate_collection` takes for `texts` on this machine, measured:
+    the first query is embedded and retrieved (loading the encoders and sources, not counted),
+    then the next `sample` are timed and the time scaled to all. Nothing is wasted: their
+    vectors and candidates are cached for the run. The metric functions' compilation on a
+    process's first evaluation (`metrics_ready`) is not in it."""
+    import time
+
+    eval_config = evaluation_config(config)
+    texts = list(dict.fromkeys(texts))
+    if len(texts) <= 1:
+        return 0.0
+    workbench.retriever.embed_queries(collection, texts[:1], eval_config)
+    workbench.source_results(collection, texts[:1], eval_config)
+    timed = texts[1:1 + sample]
+    started = time.perf_counter()
+    workbench.retriever.embed_queries(collection, timed, eval_config)
+    workbench.source_results(collection, timed, eval_config)
+    return (time.perf_counter() - started) / len(timed) * (len(texts) - 1)
+
+
+def about(seconds: float) -> str:
+    """'about 40 s', 'about 3 min': an estimate in words."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    return f"about {round(seconds / 60)} min"

@@ -15,6 +15,7 @@ including our deterministic tie-breaks.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,6 +25,14 @@ from retrieval.search.plan import evaluation_config
 from retrieval.types import RetrievalError, SourceResult
 
 DEFAULT_METRICS = ("ndcg@10", "mrr@10", "recall@100", "precision@10", "map")
+# How people read the metrics' names (the app, the CLI's report, the HTML report): one spelling.
+METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "mrr": "MRR", "recall@100": "Recall@100",
+                 "precision@10": "P@10", "map": "MAP"}
+
+
+def metric_label(metric: str) -> str:
+    """'ndcg@10' → 'nDCG@10' (`METRIC_LABELS`; another name as it is)."""
+    return METRIC_LABELS.get(metric, metric)
 # Queries retrieved at once by evaluation and a sweep's candidate fetch: a query waits on numpy
 # with the GIL released (and, through `Workbench.search`, on LanceDB), so a few threads overlap
 # them (docs/experiments/scale.md). The Workbench, its caches and the analyser are thread-safe.
@@ -79,17 +88,50 @@ def run_from_rankings(rankings: Mapping[str, Iterable[str]]) -> Run:
 
 
 _metrics_ready = False  # ranx's metric functions compiled in this process (`prepare_metrics`)
+_warm_up: threading.Thread | None = None  # `warm_up_metrics`' thread, once per process
+_warm_up_lock = threading.Lock()
 
 
 def metrics_ready() -> bool:
     """Whether this process has compiled ranx's metric functions yet (its first evaluation waits
-    for numba's compilation: 7 s on a warm machine, about 35 s on a cold one)."""
+    for importing ranx and numba's compilation: 7 s on a warm machine, about 30 s on a loaded
+    one)."""
     return _metrics_ready
 
 
+def warm_up_metrics() -> None:
+    """Start importing ranx and compiling its metric functions in a background thread (once per
+    process) while a front end waits for its user: the Evaluate page starts it when opened, so a
+    first evaluation does not wait for it (on the bundled sample about a third of one). Not run
+    beside the work itself: on two cores the compilation, holding the GIL, slowed the query loop
+    more than it saved (16 s → 20 s of CPU). Start it once LanceDB and pandas are imported
+    (opening a Store does): two threads importing the same packages could wait on each other."""
+    global _warm_up
+    with _warm_up_lock:
+        if _metrics_ready or _warm_up is not None:
+            return
+        _warm_up = threading.Thread(target=_compile_metrics, name="metrics-warm-up", daemon=True)
+        _warm_up.start()
+
+
 def prepare_metrics() -> None:
-    """Compile ranx's metric functions now, on a one-query evaluation of every default metric,
-    so a front end can say "first run: compiling" while it waits instead of stalling silently."""
+    """Have ranx's metric functions compiled, waiting for `warm_up_metrics`' thread (started
+    here if need be), so a front end can say "first run: compiling" while it waits instead of
+    stalling silently. A warm-up that failed is done again here, its error raised."""
+    warm_up_metrics()
+    _wait_for_warm_up()
+    if not _metrics_ready:
+        _compile_metrics()
+
+
+def _wait_for_warm_up() -> None:
+    warm_up = _warm_up
+    if warm_up is not None and warm_up is not threading.current_thread():
+        warm_up.join()
+
+
+def _compile_metrics() -> None:
+    """A one-query evaluation of every default metric: ranx imported, its functions compiled."""
     global _metrics_ready
     QrelsEvaluator({"q": {"d": 1}}).evaluate({"q": {"d": 1.0, "e": 0.5}}, DEFAULT_METRICS + ("mrr",))
     _metrics_ready = True
@@ -100,6 +142,7 @@ class QrelsEvaluator:
     scores over a hundred against the same judgments)."""
 
     def __init__(self, qrels: Qrels):
+        _wait_for_warm_up()  # one compilation of the metric functions, not two side by side
         from ranx import Qrels as RanxQrels
 
         self.judged = {q: dict(docs) for q, docs in qrels.items() if docs}

@@ -18,9 +18,11 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 
+from retrieval.evaluation.evaluate import metric_label
 from retrieval.evaluation.paired import p_text
 from retrieval.evaluation.snapshot_diff import result_lists
 from retrieval.evaluation.snapshots import Snapshot
+from retrieval.sources import label
 
 CJK_FONT = Path(__file__).resolve().parents[2] / "static" / "fonts" / "NotoSansSC-subset.woff2"
 CJK_RANGE = "U+3000-303F, U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF, U+FF00-FFEF"  # as .streamlit/config.toml
@@ -46,9 +48,24 @@ def cjk_font_face(text: str) -> str:
 
 
 def config_changes(a: Snapshot, b: Snapshot) -> list[str]:
-    """'field: old → new' for each config field that differs."""
+    """'field: old → new' for each config field that differs, in the app's words: per-source
+    values by the sources' labels ('weights: BM25 0.4, vector 0.6 → BM25 0.3, vector 0.7'),
+    not a Python dict with internal names."""
     old, new = a.config.to_dict(), b.config.to_dict()
-    return [f"{field}: {old.get(field)!s} → {new.get(field)!s}" for field in new if old.get(field) != new.get(field)]
+    return [f"{field}: {_value(field, old.get(field))} → {_value(field, new.get(field))}"
+            for field in new if old.get(field) != new.get(field)]
+
+
+def _value(field: str, value) -> str:
+    if isinstance(value, dict):
+        if not value:
+            return "none"
+        named = (label(k) for k in value) if field in ("weights", "min_raw") else map(str, value)
+        return ", ".join(f"{name} {v:g}" if isinstance(v, (int, float)) else f"{name} {v}"
+                         for name, v in zip(named, value.values(), strict=True))
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return "none" if value is None else str(value)
 
 
 def changes_in_words(a: Snapshot, b: Snapshot) -> list[str]:
@@ -68,29 +85,46 @@ def changes_in_words(a: Snapshot, b: Snapshot) -> list[str]:
     return lines
 
 
+def waterfall_range(d: Mapping) -> tuple[float, float]:
+    """The value axis of a cause waterfall (this report's and the app's): around the levels it
+    passes (A, A + each share …, B), not from 0, so that a +0.0176 change on 0.9 fills most of
+    the plot instead of a 2-pixel sliver. With s = highest − lowest level (at least 0.01): from
+    max(0, lowest − s) to highest + s / 4."""
+    levels = [d["a"]["value"]]
+    for share in d["causes"].values():
+        levels.append(levels[-1] + share)
+    levels.append(d["b"]["value"])
+    low, high = min(levels), max(levels)
+    span = max(high - low, 0.01)
+    return max(0.0, low - span), high + span / 4
+
+
 def waterfall_svg(d: Mapping) -> str:
-    """A → each cause's share → B as bars on one scale (inline SVG)."""
-    steps = [(d["a"]["name"], 0.0, d["a"]["value"], "#64748b")]
+    """A → each cause's share → B as bars on one scale (inline SVG), the axis from
+    `waterfall_range`'s floor (said under the bars), not from 0."""
+    floor, top = waterfall_range(d)
+    steps = [(d["a"]["name"], floor, d["a"]["value"], "#64748b")]
     level = d["a"]["value"]
     for cause, share in d["causes"].items():
         steps.append((cause, level, level + share, "#16a34a" if share >= 0 else "#dc2626"))
         level += share
-    steps.append((d["b"]["name"], 0.0, d["b"]["value"], "#64748b"))
-    top = max(max(s[1], s[2]) for s in steps) or 1.0
-    width, height, bar = 120 * len(steps), 220, 70
-    scale = (height - 60) / top
+    steps.append((d["b"]["name"], floor, d["b"]["value"], "#64748b"))
+    width, height, bar = 120 * len(steps), 236, 70
+    scale = (height - 76) / ((top - floor) or 1.0)
     parts = [f'<svg viewBox="0 0 {width} {height}" role="img" '
-             f'aria-label="{escape(d["metric"])} from A to B by cause">']
-    for i, (label, start, end, colour) in enumerate(steps):
+             f'aria-label="{escape(metric_label(d["metric"]))} from A to B by cause">']
+    for i, (name, start, end, colour) in enumerate(steps):
         x = i * 120 + 25
-        y0, y1 = height - 40 - max(start, end) * scale, height - 40 - min(start, end) * scale
+        y0, y1 = height - 56 - (max(start, end) - floor) * scale, height - 56 - (min(start, end) - floor) * scale
         value = end - start if 0 < i < len(steps) - 1 else end
         parts.append(f'<rect x="{x}" y="{y0:.1f}" width="{bar}" height="{max(y1 - y0, 1):.1f}" fill="{colour}"/>')
         parts.append(f'<text x="{x + bar / 2}" y="{y0 - 4:.1f}" font-size="12" text-anchor="middle">'
                      f'{value:+.4f}</text>' if 0 < i < len(steps) - 1 else
                      f'<text x="{x + bar / 2}" y="{y0 - 4:.1f}" font-size="12" text-anchor="middle">{value:.4f}</text>')
-        parts.append(f'<text x="{x + bar / 2}" y="{height - 22}" font-size="11" text-anchor="middle">'
-                     f'{escape(str(label))[:18]}</text>')
+        parts.append(f'<text x="{x + bar / 2}" y="{height - 38}" font-size="11" text-anchor="middle">'
+                     f'{escape(str(name))[:18]}</text>')
+    parts.append(f'<text x="4" y="{height - 8}" font-size="11" fill="#64748b">'
+                 f'{escape(metric_label(d["metric"]))} axis from {floor:.4f} (not from 0)</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -125,7 +159,7 @@ def report_html(d: Mapping, a: Snapshot, b: Snapshot, top: int = 5) -> str:
     significant = "significant" if d["p_value"] < 0.05 else "not significant"
     low, high = d["delta_ci95"]
     body = [
-        f"<h1>{escape(d['metric'])}: {escape(a.name)} → {escape(b.name)}</h1>",
+        f"<h1>{escape(metric_label(d['metric']))}: {escape(a.name)} → {escape(b.name)}</h1>",
         f'<p class="big {"good" if better else "bad" if d["delta"] < 0 else ""}">{d["a"]["value"]:.4f} → '
         f'{d["b"]["value"]:.4f} (Δ {d["delta"]:+.4f}, {verdict})</p>',
         f"<p>95 % interval of Δ: {low:+.4f} … {high:+.4f}; paired randomization test {p_text(d['p_value'])} "

@@ -35,8 +35,8 @@ _INT32_FIELDS = ("chunk_index", "start_line", "end_line")
 
 def check_documents(documents: list[Document], seen: set[str] | None = None) -> list[Document]:
     """Last line of defence before a write (parsers report problems with row numbers first):
-    no empty id or text, no id twice. `seen`: the ids of the batches before (a streaming ingest),
-    updated with these. Returns `documents`."""
+    no empty id, no document with neither a title nor a text, no id twice. `seen`: the ids of the
+    batches before (a streaming ingest), updated with these. Returns `documents`."""
     if not documents:
         raise IngestError("No documents to ingest")
     problems = []
@@ -47,10 +47,10 @@ def check_documents(documents: list[Document], seen: set[str] | None = None) -> 
         elif doc.id in seen:
             problems.append(f"id {doc.id!r} appears more than once")
         seen.add(doc.id)
-        if not doc.text or not doc.text.strip():
-            problems.append(f"document {doc.id!r} has empty text")
+        if not (doc.text or "").strip() and not (doc.title or "").strip():
+            problems.append(f"document {doc.id!r} has neither a title nor a text")
     if problems:
-        raise IngestError("Documents rejected; nothing was written", problems)
+        raise IngestError("Documents rejected; nothing was written", problems, skippable=True)
     return documents
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-import lancedb
-
 from retrieval import limits  # `embed.load_encoder` looked up per call: a test may swap the encoder
 from retrieval.models import embed
 from retrieval.models.embed import E5
@@ -92,6 +90,8 @@ def new_collection(table: str, display: str, language: str, model: str, document
     its first write: its model, and E5 cross-lingual vectors when `wants_cross_lingual` says so
     for `documents` documents in `language`. The document count, language mix and truncation
     count are the write's to fill in."""
+    import lancedb  # its version only; the Store has it loaded by now
+
     encoder = embed.load_encoder(model)
     xl = embed.load_encoder(E5) if wants_cross_lingual(language, encoder.spec.name, documents, cross_lingual) else None
     now = now_iso()

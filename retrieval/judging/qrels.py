@@ -150,6 +150,22 @@ def parse_query_set(data: bytes, filename: str) -> tuple[dict[str, str], dict[st
     return queries, qrels if found else None
 
 
+# json's messages that end in "at", their position cut off by `.msg` ("Unterminated string starting
+# at, column 42" was what a user read), in words.
+_JSON_MESSAGES = {
+    "Unterminated string starting at": 'a string starts here and is never closed (a missing ")',
+    "Invalid control character at": r"a tab or line break inside a string (write it as \t or \n)",
+}
+
+
+def json_problem(err: json.JSONDecodeError, line: bool = False) -> str:
+    """'invalid JSON at column 42: a string starts here and is never closed (a missing ")' (with
+    `line`: 'at line 3, column 42'): where the parser stopped, and why in words."""
+    message = _JSON_MESSAGES.get(err.msg, err.msg.removesuffix(" at"))
+    where = f"line {err.lineno}, column {err.colno}" if line else f"column {err.colno}"
+    return f"invalid JSON at {where}: {message}"
+
+
 def read_json_lines(text: str) -> Iterator[tuple[int, Any, str | None]]:
     """Each non-blank JSONL line as (line number, parsed value, None), or (number, None, problem).
 
@@ -161,7 +177,7 @@ def read_json_lines(text: str) -> Iterator[tuple[int, Any, str | None]]:
         try:
             yield number, parse_json(line), None
         except json.JSONDecodeError as err:
-            yield number, None, f"invalid JSON ({err.msg}, column {err.colno})"
+            yield number, None, json_problem(err)
 
 
 def read_rows(text: str | TextIO, delimiter: str, quoting: int = csv.QUOTE_MINIMAL) -> Iterator[tuple[int, list[str]]]:

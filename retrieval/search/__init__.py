@@ -24,9 +24,27 @@ A search only reads: everything a source needs is made on the write path (`retri
 Entry points: `Workbench`, `SearchConfig`, `RankingPlan`, `SearchResult`.
 """
 
-from retrieval.search.config import SearchConfig
-from retrieval.search.plan import RankingPlan
-from retrieval.search.search_result import SearchResult
-from retrieval.search.workbench import Workbench
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from retrieval.search.config import SearchConfig
+    from retrieval.search.plan import RankingPlan
+    from retrieval.search.search_result import SearchResult
+    from retrieval.search.workbench import Workbench
+
+# The entry points are imported when first asked for (PEP 562), so that importing one module of the
+# package (the CLI's parser reads `search.config`) does not import the Workbench and all it needs.
+_ENTRY_POINTS = {"SearchConfig": "config", "RankingPlan": "plan", "SearchResult": "search_result",
+                 "Workbench": "workbench"}
+
+
+def __getattr__(name: str):
+    if name not in _ENTRY_POINTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_ENTRY_POINTS[name]}"), name)
+
 
 __all__ = ["RankingPlan", "SearchConfig", "SearchResult", "Workbench"]

@@ -41,7 +41,7 @@ from retrieval.search.fusion.methods import COMBINATIONS as COMBINATION_REGISTRY
 from retrieval.search.fusion.methods import FUSION_METHODS as METHOD_REGISTRY
 from retrieval.search.fusion.normalize import NORMALIZERS
 from retrieval.search.rules.text import parse_rules
-from retrieval.sources import SOURCES
+from retrieval.sources import SOURCES, source_name
 from retrieval.types import RetrievalError
 
 # The names of the registries' entries (`fusion.methods`, `fusion.normalize`): what a config may name.
@@ -149,6 +149,14 @@ class SearchConfig:
     rules: str = ""
 
     def __post_init__(self) -> None:
+        # A source named by its label ('vector', the app's word for dense) is that source
+        # (`sources.source_name`), from a JSON config, a URL, the CLI or an MCP call alike.
+        for name in ("weights", "min_raw"):
+            given = getattr(self, name)
+            if isinstance(given, dict) and any(source_name(k) != k for k in given if isinstance(k, str)):
+                named = {source_name(k) if isinstance(k, str) else k: v for k, v in given.items()}
+                if len(named) == len(given):  # 'vector' beside 'dense' is left for validate to name
+                    object.__setattr__(self, name, named)
         # Complete the parameter dicts from the defaults, once their values are known to be numbers
         # (a bad dict is left as given for `validate` to name).
         for group in PARAM_GROUPS:
@@ -272,6 +280,13 @@ class SearchConfig:
                 problems.append(problem)
         if isinstance(self.weights, dict) and not self.weights:
             problems.append("weights must name at least one source")
+        for name in ("weights", "min_raw"):
+            given = getattr(self, name)
+            twice = [k for k in given if isinstance(k, str) and source_name(k) != k
+                     and source_name(k) in given] if isinstance(given, dict) else []
+            if twice:
+                problems.append(f"{name} name a source twice: " + ", ".join(f"{k!r} is {source_name(k)!r}"
+                                                                              for k in twice))
         if _number_dict_problem("weights", self.weights) is None and self.weights:
             for source, w in self.weights.items():
                 if not (w == 0 or WEIGHT_MIN <= w <= WEIGHT_MAX):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from retrieval.sources import bm25, dense, graph, keyword
 from retrieval.sources.base import LoadContext, Param, Source, SourceSpec, run_source, run_source_batch, run_sources
+from retrieval.types import RetrievalError
 
 if TYPE_CHECKING:
     from retrieval.search.config import SearchConfig
@@ -31,8 +32,32 @@ if TYPE_CHECKING:
 SOURCES: dict[str, SourceSpec] = {spec.name: spec for spec in (bm25.SPEC, dense.SPEC, keyword.SPEC, graph.SPEC)}
 
 
+# A source may be named by its label, what the app shows ('vector' for dense): label → name.
+SOURCE_ALIASES: dict[str, str] = {spec.label: spec.name for spec in SOURCES.values()
+                                  if spec.label.lower() != spec.name}
+
+
 def unknown_source(name: str) -> str:
-    return f"unknown source {name!r}; known: {', '.join(SOURCES)}"
+    aliases = ", ".join(f"{alias!r} for {name}" for alias, name in SOURCE_ALIASES.items())
+    return f"unknown source {name!r}; known: {', '.join(SOURCES)} (also {aliases})"
+
+
+def source_name(name: str) -> str:
+    """The source a user's word names: a source's name, or its label as the app shows it
+    (`SOURCE_ALIASES`: 'vector' → 'dense'); other words are left as they are (a config keeps an
+    unknown source, reported when searched; `known_source` refuses it)."""
+    return SOURCE_ALIASES.get(name, name)
+
+
+def known_source(name: str, outside: tuple[str, ...] = ()) -> str:
+    """`source_name(name)` when it is a source or one of the `outside` engines' names, else
+    RetrievalError listing them (a front end's option)."""
+    if source_name(name) in SOURCES:
+        return source_name(name)
+    if name in outside:
+        return name
+    more = f"; outside engines: {', '.join(outside)}" if outside else ""
+    raise RetrievalError(unknown_source(name) + more)
 
 
 def source_params(name: str, config: SearchConfig, spec: SourceSpec | None = None) -> tuple:
@@ -55,5 +80,5 @@ def label(name: str) -> str:
     return spec.label if spec is not None else name
 
 
-__all__ = ["SOURCES", "LoadContext", "Param", "Source", "SourceSpec", "candidate_key", "label", "run_source",
-           "run_source_batch", "run_sources", "source_params", "unknown_source"]
+__all__ = ["SOURCES", "SOURCE_ALIASES", "LoadContext", "Param", "Source", "SourceSpec", "candidate_key", "known_source",
+           "label", "run_source", "run_source_batch", "run_sources", "source_name", "source_params", "unknown_source"]

@@ -25,14 +25,18 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-from lancedb.background_loop import LOOP
-from lancedb.query import FullTextSearchQuery, Query
 
 from retrieval.types import Hit
+
+if TYPE_CHECKING:
+    from lancedb.query import Query
+
+# LanceDB is imported by the functions that build or run a request, not with this module: the
+# source registry imports it, and `python -m retrieval --help` has no use for LanceDB (seconds).
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +60,8 @@ def fts_query(text: str, column: str, depth: int, filter: str | None = None, wit
     .limit(depth).select(["id"]).with_row_id(True)` as its `Query`: the `depth` best BM25 rows
     of the native full-text index on `column`, with `id`, `_score` and `_rowid` (`with_ids`
     False: `_score` and `_rowid` only, the same rows)."""
+    from lancedb.query import FullTextSearchQuery, Query
+
     return Query(columns=["id"] if with_ids else ["_score"], filter=filter, postfilter=False, limit=depth,
                  with_row_id=True, full_text_query=FullTextSearchQuery(query=text, columns=[column]))
 
@@ -68,6 +74,8 @@ def vector_query(vector: Sequence[float], column: str, depth: int, nprobes: int 
     query, as without an index): rows with `id`, `_distance` (cosine distance) and `_rowid`
     (`with_ids` False: `_distance` and `_rowid` only, the same rows). The vector is sent as
     float32 values, as the builder sends it."""
+    from lancedb.query import Query
+
     return Query(vector=np.asarray(vector, dtype=np.float32).tolist(), vector_column=column, distance_type="cosine",
                  columns=["id"] if with_ids else ["_distance"], filter=filter, postfilter=False, limit=depth,
                  with_row_id=True, minimum_nprobes=nprobes, maximum_nprobes=nprobes, refine_factor=refine_factor)
@@ -81,11 +89,15 @@ class RowIdMap:
     from (a restore can give a later fragment an earlier one's number)."""
 
     def __init__(self, table: Any):
+        from lancedb.background_loop import LOOP
+
         self.table = table
         self._read: Future = asyncio.run_coroutine_threadsafe(self._scan(table), LOOP.loop)
 
     @staticmethod
     async def _scan(table: Any) -> tuple[np.ndarray, np.ndarray | None, pa.Array]:
+        from lancedb.query import Query
+
         reader = await table._table._execute_query(Query(columns=["id"], with_row_id=True))
         rows = pa.Table.from_batches(await reader.read_all(), schema=reader.schema)
         row_ids = rows.column("_rowid").to_numpy()
@@ -150,4 +162,6 @@ def start_request(request: LanceRequest) -> Future:
     """Start `request` on LanceDB's event loop; the future's result is its Arrow rows (or the
     exception it raised). Several started one after another run side by side. Never call
     `.result()` from that loop's thread."""
+    from lancedb.background_loop import LOOP
+
     return asyncio.run_coroutine_threadsafe(_arrow(request), LOOP.loop)

@@ -17,8 +17,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import lancedb
-
 import retrieval.store.journal as store_journal
 from retrieval.store.catalogue import Catalogue, CollectionInfo, info_from_entry
 from retrieval.store.locks import WriterLock, counts_as_write, lock_dir
@@ -51,6 +49,8 @@ class Store(StoredReads):
         self.storage_options = storage_options if storage_options is not None else default_storage_options()
         # Interval 0: every read sees the latest committed version, also another process's
         # (on object storage: one small manifest request per read, see docs/scale.md).
+        import lancedb  # here, not at import: `python -m retrieval --help` needs no LanceDB
+
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0),
                                   storage_options=self.storage_options)
         self.lock_dir = lock_dir(self.uri)

@@ -11,8 +11,8 @@ from retrieval.types import Document
 
 
 def title_and_text(title: str | None, text: str) -> str:
-    """`title + "\\n" + text`, or the text alone when there is no title."""
-    return f"{title}\n{text}" if title else text
+    """`title + "\\n" + text`, or the one of them there is (a document may be a title alone)."""
+    return f"{title}\n{text}" if title and text else title or text
 
 
 def embedding_text(doc: Document) -> str:

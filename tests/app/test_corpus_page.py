@@ -147,6 +147,18 @@ def test_ingest_step_is_a_plain_function(tmp_path):
     assert store.info("fn-notes").doc_count == 3
 
 
+def test_versions_and_delete_pickers_start_at_the_sidebars_collection(workbench, app_db):
+    corpus.ingest(workbench, [("a.txt", b"An early name.")], ParseOptions(), "a-first", model="all-MiniLM-L6-v2")
+    at = open_page(CORPUS, collection=app_db.collection)
+    assert at.selectbox(key="corpus.versions").options[0] != app_db.collection  # 'a-first' is listed first …
+    assert at.selectbox(key="view.collection").value == app_db.collection
+    # … but the pickers start at the collection the sidebar shows, not at the first listed
+    assert at.selectbox(key="corpus.versions").value == app_db.collection
+    assert at.selectbox(key="corpus.manage").value == app_db.collection
+    assert corpus.index_of(["a", "b"], "b") == 1 and corpus.index_of(["a", "b"], None) == 0
+    workbench.delete("a-first")
+
+
 def test_versions_of_a_collection_say_what_changed(app_db):
     from retrieval.store.versions import collection_versions
 
@@ -195,11 +207,13 @@ def test_skip_invalid_records_loads_the_rest_and_lists_them(workbench):
     at.selectbox(key="corpus.model").set_value("all-MiniLM-L6-v2")
     at.checkbox(key="corpus.cross_lingual").uncheck()
     at.button(key="corpus.ingest").click().run()
-    assert any("bad.csv: row 3: text is empty" in plain(e.value) for e in at.error), [e.value for e in at.error]
+    assert any("bad.csv: 1 problem(s); nothing was loaded" in plain(e.value) and "row 3 (id 'k2'): text is empty"
+               in plain(e.value) for e in at.error), [e.value for e in at.error]
+    assert any("Tick “Skip invalid records” above" in plain(c.value) for c in at.caption)
     assert not workbench.exists("skipping")
     at.checkbox(key="corpus.skip_invalid").check()
     at.button(key="corpus.ingest").click().run()
     assert not at.error, [e.value for e in at.error]
-    assert any("Ingested 2 documents" in plain(s.value) and "Skipped 1 invalid record(s): bad.csv: row 3: text is "
-               "empty" in plain(s.value) for s in at.success), [s.value for s in at.success]
+    assert any("Ingested 2 documents" in plain(s.value) and "Skipped 1 invalid record(s): bad.csv: row 3 (id 'k2'): "
+               "text is empty" in plain(s.value) for s in at.success), [s.value for s in at.success]
     assert workbench.info("skipping").doc_count == 2

@@ -75,8 +75,9 @@ def test_need_and_guidelines_are_written_per_query_and_shown_to_every_rater(judg
     shown = [q for q, (need, _) in notes.items() if need]
     assert len(shown) == 1 and notes[shown[0]] == ("Fans asking how strong the defense was.",
                                                     "A number of points is a 3.")
-    markdown = " ".join(plain(m.value) for m in at.markdown)
-    assert "Information need: Fans asking how strong the defense was." in markdown.replace("*", "")
+    # the label in bold (its asterisks not escaped into literal ones), the rater's text escaped
+    assert any(m.value.startswith("**Information need:** ") and plain(m.value).endswith(
+        "Fans asking how strong the defense was.") for m in at.markdown), [m.value for m in at.markdown]
 
 
 def test_agreement_and_adjudication_on_the_raters_tab(judgments):

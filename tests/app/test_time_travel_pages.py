@@ -10,6 +10,7 @@ from retrieval.indexing.pipeline import add_documents, create_collection
 from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.store import Store
+from ui.search.view_controls import TODAY
 
 SEARCH, COMPARE = "pages/1_Search.py", "pages/2_Compare.py"
 TRAVEL = "travel"
@@ -44,7 +45,8 @@ def test_search_shows_an_earlier_version_read_only(workbench, travel):
                for c in at.caption)
     assert at.selectbox(key="view.version").value == travel
     assert at.query_params["version"] == str(travel)
-    at.selectbox(key="view.version").set_value(None).run()  # back to today's
+    at.selectbox(key="view.version").set_value(TODAY).run()  # back to today's
+    assert at.selectbox(key="view.version").index == 0  # shown as "today (…)", not "Choose an option"
     assert list(at.dataframe[0].value["id"]) == ids(workbench, QUERY)
     assert "version" not in at.query_params
 
@@ -54,7 +56,7 @@ def test_compare_puts_an_earlier_version_beside_today(workbench, travel):
     # no version in the link: the one before today's is picked
     latest = workbench.store.version(TRAVEL)
     chosen = at.selectbox(key="view.version").value
-    assert chosen < latest and None not in at.selectbox(key="view.version").options
+    assert chosen < latest and TODAY not in at.selectbox(key="view.version").options
     at.selectbox(key="view.version").set_value(travel).run()
     left, right = at.dataframe[0].value, at.dataframe[1].value
     assert list(left["id"]) == ids(workbench.at_version(TRAVEL, travel), QUERY)
@@ -66,7 +68,7 @@ def test_compare_puts_an_earlier_version_beside_today(workbench, travel):
 def test_a_version_the_collection_does_not_keep_falls_back_to_today(workbench, travel):
     at = open_page(SEARCH, collection=TRAVEL, q=QUERY, version="999")
     assert any("Version 999 of this collection is not kept" in w.value for w in at.warning)
-    assert at.selectbox(key="view.version").value is None
+    assert at.selectbox(key="view.version").value == TODAY and at.selectbox(key="view.version").index == 0
     assert list(at.dataframe[0].value["id"]) == ids(workbench, QUERY)
     at = open_page(SEARCH, collection=TRAVEL, q=QUERY, version="v2")
     assert any("version 'v2' is not a version number" in w.value for w in at.warning)

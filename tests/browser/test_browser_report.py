@@ -47,7 +47,7 @@ def test_the_report_opens_offline_on_a_phone_and_shows_its_figure(browser, tmp_p
         page.set_content(page_html, wait_until="load")
         headline = page.locator("p.big")
         assert headline.is_visible() and f"Δ {d['delta']:+.4f}" in headline.inner_text()
-        assert page.locator("h1").inner_text() == "ndcg@10: vectors only → bm25 only"
+        assert page.locator("h1").inner_text() == "nDCG@10: vectors only → bm25 only"  # as the app spells it
         bars = page.locator("svg rect")
         assert bars.count() == 3 and all(bars.nth(i).bounding_box()["height"] > 0 for i in range(3))
         assert page.locator("svg").bounding_box()["width"] <= 390  # fits the phone's width

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval.cli import main as cli
+from retrieval.types import RetrievalError
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -51,3 +52,52 @@ def test_a_file_that_cannot_be_read_or_written_is_named(tmp_path, capsys, monkey
     monkeypatch.setitem(cli.COMMANDS, "collections", fails_without_a_file)
     with pytest.raises(OSError, match="Address already in use"):  # not a file's: not ours to word
         cli.main(["--db", str(tmp_path / "db"), "collections"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["search", "c", "tea", "--weights", "bm25=0.4,vectr=0.6"],
+    ["evaluate", "x", "--min-raw", "bm2=1"],
+    ["sweep", "x", "--sources", "bm25,dens"],
+    ["optimize", "x", "--sources", "bm25,nothing"],
+])
+def test_an_unknown_source_is_an_error_naming_the_sources(tmp_path, capsys, argv):
+    assert cli.main(["--db", str(tmp_path / "db"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert "error: unknown source" in err and "known: bm25, dense, keyword, graph (also 'vector' for dense" in err
+
+
+def test_vector_is_dense_as_the_app_calls_it():
+    """One home for the alias (`sources.SOURCE_ALIASES`): the CLI's options and any config."""
+    from retrieval.cli.common import config_from_args, source_names
+    from retrieval.search.config import SearchConfig
+
+    args = cli.build_parser().parse_args(["search", "c", "q", "--weights", "bm25=0.4,vector=0.6", "--min-raw",
+                                          "vector=0.2"])
+    config = config_from_args(args)
+    assert config.weights == {"bm25": 0.4, "dense": 0.6} and config.min_raw == {"dense": 0.2}
+    assert source_names("bm25, vector") == ["bm25", "dense"]
+    assert SearchConfig.from_dict({"weights": {"vector": 1.0}}).weights == {"dense": 1.0}
+    assert SearchConfig.from_query_params({"weights": "bm25=1,vector=2"}).weights == {"bm25": 1.0, "dense": 2.0}
+    with pytest.raises(RetrievalError, match="weights name a source twice: 'vector' is 'dense'"):
+        SearchConfig(weights={"dense": 1.0, "vector": 1.0})
+
+
+def test_help_imports_no_model_nor_lancedb():
+    """`--help` (and every parse) pays no heavy import: LanceDB, torch and the encoders are
+    imported inside the commands that use them (about 12 s of a loaded machine before)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    heavy = ("torch", "lancedb", "sentence_transformers", "transformers", "onnxruntime", "pandas",
+             "retrieval.search.workbench")
+    code = ("import sys\nfrom retrieval.cli.main import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)")
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": root}, cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "usage: python -m retrieval" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "[]"

@@ -3,14 +3,39 @@ from the bundled sample, sample_data/xquad)."""
 
 import json
 import math
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from retrieval.cli.main import main
+from retrieval.evaluation.candidates import about
 from retrieval.evaluation.evaluate import evaluate_run, run_from_rankings, worst_queries
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "xquad"  # the bundled BEIR sample
+
+
+def test_an_estimate_in_words():
+    assert [about(s) for s in (0.2, 8.4, 89, 91, 170, 3600)] == [
+        "about 1 s", "about 8 s", "about 89 s", "about 2 min", "about 3 min", "about 60 min"]
+
+
+def test_metrics_compile_in_the_background_once_and_prepare_waits_for_it():
+    """The Evaluate page starts `warm_up_metrics` when it opens; an evaluation (or
+    `prepare_metrics`) then waits for that one compilation instead of starting another."""
+    code = ("import threading\nfrom retrieval.evaluation import evaluate as e\n"
+            "assert not e.metrics_ready()\ne.warm_up_metrics()\nfirst = e._warm_up\ne.warm_up_metrics()\n"
+            "assert e._warm_up is first and first.name == 'metrics-warm-up'\n"
+            "e.prepare_metrics()\nassert e.metrics_ready() and not first.is_alive()\n"
+            "print(e.QrelsEvaluator({'q': {'d': 1}}).evaluate({'q': {'d': 1.0}}, ['ndcg@10'])[0])")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{'ndcg@10': 1.0}"
 
 
 def test_run_from_rankings_keeps_our_order_even_for_ties():
@@ -83,6 +108,9 @@ def test_cli_evaluate_prints_one_json_object_and_reuses_its_cache(small_beir, tm
         assert 0.5 < values["ndcg@10"] <= 1.0  # one relevant paragraph among 30: easy
     assert report["config"]["rrf_k"] == 60.0
     assert "ingesting 30 documents" in first.stderr
+    # long work says how long first: measured on 16 queries (their vectors and candidates kept for the run)
+    estimate = re.search(r"40 queries: about \d+ (s|min) to embed and retrieve them \(timed on 16\)", first.stderr)
+    assert estimate and estimate.start() < first.stderr.index("queries 40/40"), first.stderr
     second = run_cli("evaluate", str(small_beir), "--json", "--weights", "bm25=0.3,dense=0.7", db=db)
     assert second.returncode == 0, second.stderr
     assert "reusing cached collection" in second.stderr

@@ -400,6 +400,28 @@ def test_a_gate_that_cannot_fail_says_so_and_fails(tmp_path, beir_folder, capsys
     assert gate_blind_spot([0.5] * 5 + [0.0] * 10, 0.05).startswith("15 queries are paired with the baseline and 5")
 
 
+def test_the_waterfall_axis_starts_near_the_levels_not_at_zero():
+    """A +0.0176 change on 0.9 drew as a 2-pixel sliver on an axis from 0: the axis now spans
+    the levels A, A + each share, B (`waterfall_range`), and the report says where it starts."""
+    import re
+
+    from retrieval.evaluation.snapshot_report import waterfall_range, waterfall_svg
+
+    d = {"metric": "ndcg@10", "a": {"name": "A", "value": 0.9}, "b": {"name": "B", "value": 0.9176},
+         "causes": {"config": 0.0176}}
+    low, high = waterfall_range(d)
+    assert (low, high) == (pytest.approx(0.9 - 0.0176), pytest.approx(0.9176 + 0.0176 / 4))
+    assert waterfall_range({**d, "b": {"name": "B", "value": 0.9}, "causes": {"config": 0.0}}) == (
+        pytest.approx(0.89), pytest.approx(0.9025))  # no change: a span of 0.01
+    assert waterfall_range({**d, "a": {"name": "A", "value": 0.001}, "b": {"name": "B", "value": 0.002},
+                            "causes": {"config": 0.001}})[0] == 0.0  # never below 0
+    svg = waterfall_svg(d)
+    heights = [float(h) for h in re.findall(r'<rect [^>]*height="([0-9.]+)"', svg)]
+    plot = 236 - 76
+    assert heights[1] == pytest.approx(plot * 0.0176 / (high - low), abs=0.1) and heights[1] > plot / 3
+    assert "nDCG@10 axis from 0.8824 (not from 0)" in svg
+
+
 def test_the_html_report_stands_alone_and_keeps_user_text_literal(workbench, tmp_path, capsys):
     import re
 
@@ -418,7 +440,10 @@ def test_the_html_report_stands_alone_and_keeps_user_text_literal(workbench, tmp
     d = diff(a, b)
     assert page == report_html(d, a, b)
     assert f"{d['a']['value']:.4f} → {d['b']['value']:.4f} (Δ {d['delta']:+.4f}, worse)" in page
-    assert "Config: weights: {&#x27;bm25&#x27;: 0.4, &#x27;dense&#x27;: 0.6} → {&#x27;bm25&#x27;: 1.0, " in page
+    # in the app's words: the sources' labels, not a Python dict with 'dense'; the metric as the app spells it
+    assert "Config: weights: BM25 0.4, vector 0.6 → BM25 1, vector 0." in page
+    assert "dense" not in page and "{" not in page.split("<body>")[-1]
+    assert f"<h1>nDCG@10: {a.name} → {b.name}</h1>" in page and "ndcg@10" not in page
     assert "Corpus: unchanged" in page and "Judgments: unchanged (3 queries, 5 judgments)." in page
     assert "<svg" in page and page.count("<rect") == 3  # A, the config's share, B
     # nothing to fetch: no script, no external reference of any kind

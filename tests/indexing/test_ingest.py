@@ -62,7 +62,7 @@ def test_csv_metadata_cells_become_numbers_and_empty_cells_are_dropped():
 def test_all_row_problems_are_reported_together():
     data = b"id,text\na,one\nb,\n,three\na,four\nc,five,extra\n 7 ,seven\n"
     assert problems_of(data, "bad.csv") == [
-        "row 3: text is empty",
+        "row 3 (id 'b'): text is empty",  # the row named by its id too
         "row 4: id is empty",
         "row 6: 3 cells but the header has 2",
         "id 'a' appears in rows 2 and 5",
@@ -144,6 +144,15 @@ def test_json_items_that_are_not_objects():
 def test_invalid_json_names_the_position():
     with pytest.raises(IngestError, match=r"bad\.json: invalid JSON at line 2, column 1"):
         parse_bytes(b'[{"text": "a"},\n]', "bad.json")
+    # json's message cut before its position ("Unterminated string starting at, column 42") in words
+    with pytest.raises(IngestError) as caught:
+        parse_bytes(b'[{"text": "a"},\n {"id": "b", "text": "never closed}]', "open.json")
+    assert str(caught.value) == ('open.json: invalid JSON at line 2, column 22: a string starts here and is never '
+                                 'closed (a missing ")')
+    assert problems_of(b'{"id": "a", "text": "one\ttab"}\n{"id": "b", "text": "open\n', "t.jsonl") == [
+        "line 1: invalid JSON at column 25: a tab or line break inside a string (write it as \\t or \\n)",
+        'line 2: invalid JSON at column 21: a string starts here and is never closed (a missing ")',
+    ]
 
 
 def test_jsonl_skips_blank_lines_and_names_bad_ones():
@@ -156,7 +165,7 @@ def test_jsonl_skips_blank_lines_and_names_bad_ones():
     ]
     bad = good + b'{"id": "c", "text": "three"\n[1]\n{"id": "a", "text": "again"}\n'
     assert problems_of(bad, "c.jsonl") == [
-        "line 4: invalid JSON (Expecting ',' delimiter, column 28)",
+        "line 4: invalid JSON at column 28: Expecting ',' delimiter",
         "line 5: expected an object, got an array",
         "id 'a' appears in lines 1 and 6",
     ]
@@ -166,7 +175,7 @@ def test_jsonl_with_no_readable_line_says_why():
     with pytest.raises(IngestError, match=r"j\.jsonl: no documents found") as caught:
         parse_bytes(b"oops\n\n[]\n", "j.jsonl")
     assert caught.value.problems == [
-        "line 1: invalid JSON (Expecting value, column 1)",
+        "line 1: invalid JSON at column 1: Expecting value",
         "line 3: expected an object, got an array",
     ]
 
@@ -248,11 +257,18 @@ def test_parse_files_rejects_ids_repeated_across_files():
     assert caught.value.problems == ["id '1' appears in x.csv and y.jsonl"]
 
 
+def test_one_failing_file_is_named_by_its_own_message_not_1_of_1_files():
+    with pytest.raises(IngestError) as caught:
+        parse_files([("bad.csv", b"id,text\nk1,fine\nk2,\n")])
+    assert str(caught.value) == "bad.csv: 1 problem(s); nothing was loaded\n  - row 3 (id 'k2'): text is empty"
+    assert caught.value.skippable
+
+
 def test_parse_files_reports_every_failing_file():
     files = [("ok.txt", b"fine"), ("bad.csv", b"id,text\n1,\n"), ("x.doc", b"?")]
     with pytest.raises(IngestError, match="2 of 3 files could not be parsed") as caught:
         parse_files(files)
-    assert caught.value.problems[0] == "bad.csv: row 2: text is empty"
+    assert caught.value.problems[0] == "bad.csv: row 2 (id '1'): text is empty"
     assert caught.value.problems[1].startswith("x.doc: unsupported file type '.doc'")
 
 
@@ -336,6 +352,13 @@ def test_preview_lists_columns_and_first_rows_before_mapping():
     columns, rows = preview(data, "t.csv", n_rows=2)
     assert columns == ["名称", "内容", "分数"]
     assert rows == [{"名称": "甲", "内容": "第一行", "分数": "1"}, {"名称": "乙", "内容": "第二行", "分数": "2"}]
+    # a line that cannot be read is shown in its place, not hidden
+    columns, rows = preview(b'{"id": "a", "text": "x"}\n{"id": "b", "text": \n[1]\n{"id": "c", "text": "z"}\n',
+                            "p.jsonl")
+    assert columns == ["id", "text"]
+    assert rows == [{"id": "a", "text": "x"},
+                    {"(problem)": "line 2: invalid JSON at column 21: Expecting value"},
+                    {"(problem)": "line 3: expected an object, got an array"}, {"id": "c", "text": "z"}]
     columns, rows = preview(b"# A\nalpha\n\n# B\nbeta\n", "n.md")
     assert columns == ["id", "title", "text"]
     assert rows == [{"id": "n#0", "title": "A", "text": "alpha"}, {"id": "n#1", "title": "B", "text": "beta"}]
@@ -384,5 +407,5 @@ def test_an_excel_workbook_is_read_like_a_csv():
     with pytest.raises(IngestError, match=r"broken\.xlsx: not a readable \.xlsx workbook .*save it again as Excel "
                                           r"\.xlsx, or as CSV UTF-8"):
         parse_bytes(b"id,text\n1,not a workbook\n", "broken.xlsx")
-    with pytest.raises(IngestError, match="row 3: text is empty"):
+    with pytest.raises(IngestError, match=r"row 3 \(id 'b'\): text is empty"):
         parse_bytes(_xlsx([["id", "text"], ["a", "fine"], ["b", None]]), "holes.xlsx")

@@ -77,7 +77,7 @@ def test_query_problems_are_collected():
     with pytest.raises(IngestError) as caught:
         parse_queries(data, "queries.jsonl")
     assert caught.value.problems == [
-        "line 2: invalid JSON (Expecting value, column 1)",
+        "line 2: invalid JSON at column 1: Expecting value",
         "line 3: no id (expected one of _id, id, query_id, qid)",
         "query id 'q1' appears on lines 1, 4",
     ]

@@ -91,7 +91,7 @@ def test_an_explicit_column_mapping_reads_the_file_as_plain_documents():
     data = json.dumps([{"id": "a", "name": {"en": "X"}, "tags": "t1"}]).encode()
     with pytest.raises(IngestError) as caught:
         parse_bytes(data, "plain.json", options)
-    assert caught.value.problems == ["item 1: title is not a string or number"]
+    assert caught.value.problems == ["item 1 (id 'a'): title is not a string or number"]  # named by its id too
     corpus = parse_bytes(data, "plain.json", ParseOptions(mapping=ColumnMapping(id="id", title="id", text="tags")))
     assert corpus.documents == [Document(id="a", text="t1", title="a", metadata={"name": {"en": "X"}})]
 

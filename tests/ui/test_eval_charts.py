@@ -85,6 +85,10 @@ def test_sweep_frame_keeps_the_core_order():
     assert list(frame["rank"]) == [1, 2, 3, 4, 5]
     assert list(frame["label"]) == [r["label"] for r in ROWS]
     assert list(frame["nDCG@10"]) == [r["ndcg@10"] for r in ROWS]
+    # a setting the method does not use reads "—", never "None"
+    rrf = ec.sweep_frame([{**ROWS[0], "normalization": None, "combination": None}], METRICS)
+    assert list(rrf["normalization"]) == ["—"] and list(rrf["combination"]) == ["—"]
+    assert "None" not in rrf.astype(str).drop(columns=["rrf_k", "rerank_top_n", "rerank_lambda"]).to_numpy()
 
 
 def test_delta_chart_colours_wins_losses_and_ties_and_escapes_text():

@@ -27,6 +27,8 @@ def test_the_waterfall_steps_from_a_through_each_cause_to_b():
     assert list(trace.measure) == ["absolute", "relative", "relative", "total"]
     assert list(trace.y[:3]) == [0.5, -0.02, 0.08]
     assert sum(trace.y[:3]) == pytest.approx(DIFF["b"]["value"])  # the total plotly draws is B's value
+    # the axis spans the levels (0.48 … 0.56), not from 0, where a small change is a sliver
+    assert tuple(causes_waterfall(DIFF).layout.yaxis.range) == (pytest.approx(0.48 - 0.08), pytest.approx(0.58))
 
 
 def test_the_trend_is_the_query_sets_snapshots_with_their_intervals():

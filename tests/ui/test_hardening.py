@@ -138,6 +138,21 @@ def test_markdown_safe_leaves_no_live_link_or_image():
     assert re.sub(r"\\(.)", r"\1", safe) == f"Preview of {EVIL_FILE}"  # the reader sees the name as it is
 
 
+def test_bold_user_text_is_bold_and_literal():
+    """The Judge card's title and the snapshot diff's headings: `markdown_safe(f"**{t}**")`
+    escaped the asterisks it meant to keep, so the page showed **…**. Rendered as CommonMark
+    (markdown-it, what Streamlit's renderer follows)."""
+    from markdown_it import MarkdownIt
+
+    render = MarkdownIt().render
+    assert render(views.bold("Tea *for* two [x](http://e) <b>")) == (
+        "<p><strong>Tea *for* two [x](http://e) &lt;b&gt;</strong></p>\n")
+    assert render(views.bold("  a title\nover two lines ")) == "<p><strong>a title over two lines</strong></p>\n"
+    assert render(views.labelled("Information need:", "find *all* of it")) == (
+        "<p><strong>Information need:</strong> find *all* of it</p>\n")
+    assert views.bold("   ") == ""
+
+
 # ---- bounded cards -------------------------------------------------------------------------
 def _huge_row(n: int) -> ResultRow:
     text = ("quokka " * (n // 7 + 1))[:n]

@@ -2,7 +2,7 @@
 the blind order of a query's documents."""
 
 from retrieval.judging.judge_next import Candidate
-from ui.judging.queue import current_pair, pending_pairs, queue_window
+from ui.judging.queue import current_pair, pending_pairs, progress_text, queue_window
 
 
 def pairs(*keys: str) -> list[Candidate]:
@@ -29,3 +29,11 @@ def test_blind_order_is_a_shuffle_per_rater_and_query_and_skipped_pairs_wait():
     assert len(shown) > 1  # raters see the query's documents in different orders
     assert current_pair(window, "ann", "s", blind=False) == window[0]
     assert current_pair(window, "ann", "s", blind=True, skipped=[("q", first.doc_id)]).doc_id != first.doc_id
+
+
+def test_the_progress_line_names_no_one_before_any_judging():
+    assert progress_text(0, 50, "", 0, 40, "sample") == (
+        "0 of 50 pairs of this queue judged · 0 of 40 queries of 'sample' have judgments")
+    assert progress_text(2, 50, "", 1, 40, "sample") == (
+        "2 of 50 pairs of this queue judged by you (no rater name given) · 1 of 40 queries of 'sample' have judgments")
+    assert progress_text(2, 50, "ann", 1, 40, "sample").startswith("2 of 50 pairs of this queue judged by ann · ")

@@ -191,6 +191,12 @@ def is_eval_cache(name: str) -> bool:
     return name.startswith(EVAL_CACHE_PREFIX)
 
 
+def index_of(names: list[str], current: str | None) -> int:
+    """Where a picker of `names` starts: at the sidebar's collection `current` (the one the user
+    is looking at), else the first."""
+    return names.index(current) if current in names else 0
+
+
 def caches_last(names: list[str]) -> list[str]:
     """Collections first, evaluation caches last (each group in the given order): for pickers."""
     return [n for n in names if not is_eval_cache(n)] + [n for n in names if is_eval_cache(n)]

@@ -175,9 +175,9 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
                  "3× the ingest time; by default only below 20,000 documents. Off: one model only.") else False
     skip_invalid = st.checkbox(
         "Skip invalid records", key="corpus.skip_invalid",
-        help="Off (the default): a file with any problem — an empty text, a repeated id — loads nothing, and "
-             "every problem is listed. On: those records are left out, the rest loads, and what was skipped "
-             "is listed with the result.")
+        help="Off (the default): a file with any problem — a record with neither a title nor a text, a "
+             "repeated id — loads nothing, and every problem is listed. On: those records are left out, "
+             "the rest loads, and what was skipped is listed with the result.")
     if st.button("Ingest", type="primary", key="corpus.ingest",
                  help="Parse, tokenise and embed everything, then write it in one commit: on any error "
                       "nothing is written."):
@@ -196,6 +196,9 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
         except Exception as exc:  # every core error is shown; the store wrote nothing
             bar.empty()
             views.show_error(exc)
+            if getattr(exc, "skippable", False) and not skip_invalid:
+                st.caption("Tick “Skip invalid records” above to leave out the records with a problem (each is "
+                           "listed) and load the rest.")
             return
         state.view().switch_collection(report.info.name)
         st.session_state[INGESTED_KEY] = report.message
@@ -218,6 +221,7 @@ def versions(workbench: Workbench) -> None:
         return
     labels = workbench.labels()
     name = st.selectbox("Collection", names, key="corpus.versions", format_func=lambda n: labels.get(n, n),
+                        index=corpus.index_of(names, state.view().collection),
                         help="Every write (an ingest, an add, a clear, an index build) makes a new version of the "
                              "collection's table; snapshots record the version they evaluated.")
     try:  # read again when the table moved on (also by another process's write)
@@ -238,6 +242,7 @@ def manage(workbench: Workbench) -> None:
     labels = workbench.labels()
     c1, c2, c3 = st.columns([2, 1, 1])
     name = c1.selectbox("Collection", names, key="corpus.manage", format_func=lambda n: labels.get(n, n),
+                        index=corpus.index_of(names, state.view().collection),
                         help="The collection to clear (remove every document, keep its settings) or delete.")
     if c2.button("Clear…", key="corpus.clear", help="Remove every document but keep the collection and its model."):
         st.session_state[PENDING_KEY] = ("clear", name)

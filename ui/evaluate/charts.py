@@ -19,14 +19,13 @@ from urllib.parse import urlencode
 import pandas as pd
 import plotly.graph_objects as go
 
-from retrieval.evaluation.evaluate import worst_queries  # noqa: F401 - the page's name for the core's
+from retrieval.evaluation.evaluate import metric_label, worst_queries  # noqa: F401 - worst_queries: the page's name for the core's
+from retrieval.evaluation.snapshot_report import waterfall_range
 from retrieval.search.config import SearchConfig
 from retrieval.sources import label
 from ui import state
 from ui.search.charts import plot_text
 
-METRIC_LABELS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "mrr": "MRR", "recall@100": "Recall@100",
-                 "precision@10": "P@10", "map": "MAP"}
 METRIC_HELP = {
     "ndcg@10": "Normalised discounted cumulative gain of the top 10: graded gains, discounted by log2(rank + 1), "
                "divided by the best possible ordering. 1 = ideal order.",
@@ -39,10 +38,6 @@ METRIC_HELP = {
 HYBRID = "hybrid"
 PRIMARY = "ndcg@10"
 SEARCH_PAGE_URL = "Search"  # pages/1_Search.py's URL path, relative to the app's root
-
-
-def metric_label(metric: str) -> str:
-    return METRIC_LABELS.get(metric, metric)
 
 
 def system_label(system: str) -> str:
@@ -120,13 +115,19 @@ def per_query_frame(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], 
 
 
 # ---- sweep -----------------------------------------------------------------------------------
+NOT_USED = "—"  # a table cell of a setting the row does not use
+
+
 def sweep_frame(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> pd.DataFrame:
-    """The ranked sweep table (rows as the core ranks them, best first) with a rank column."""
+    """The ranked sweep table (rows as the core ranks them, best first) with a rank column. A
+    setting the variant's method does not use (RRF's normalisation) reads "—", not "None"; the
+    number columns keep it empty for the table's placeholder (`NOT_USED`)."""
     columns = ["rank", "label", "fusion", "normalization", "combination", "weight", "rrf_k", "rerank_top_n",
                "rerank_lambda"]
     records = []
     for i, row in enumerate(rows, start=1):
         record = {"rank": i, **{c: row.get(c) for c in columns[1:]}}
+        record.update({c: NOT_USED for c in ("normalization", "combination") if record[c] is None})
         record.update({metric_label(m): row.get(m) for m in names})
         records.append(record)
     return pd.DataFrame.from_records(records, columns=columns + [metric_label(m) for m in names])
@@ -246,7 +247,8 @@ def causes_waterfall(d: Mapping[str, Any]) -> go.Figure:
         totals={"marker": {"color": "#64748b"}}, connector={"line": {"color": "#94a3b8"}},
         hovertemplate="%{x}: %{y:.4f}<extra></extra>",
     ))
-    fig.update_yaxes(title_text=metric_label(d["metric"]))
+    # not from 0: a +0.0176 change is then most of the plot, not a sliver (`waterfall_range`)
+    fig.update_yaxes(title_text=metric_label(d["metric"]), range=list(waterfall_range(d)))
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), showlegend=False)
     return fig
 

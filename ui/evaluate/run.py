@@ -23,16 +23,24 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def evaluate_section(workbench, collection: str, qset: QuerySet, config: SearchConfig) -> None:
+    from retrieval.evaluation.evaluate import warm_up_metrics
+
+    warm_up_metrics()  # compiled while the user reads the page, not when they press Evaluate
     key = (collection, qset.name, config.to_json(), qset.fingerprint())
     st.caption(views.markdown_safe(f"Config A (sidebar): {config_label(config)}."))
     if st.button("Evaluate config A", key="eval.run", type="primary",
                  help="Run every judged query of the set with config A and score each source's ranking and the "
                       "fused one (nDCG@10, MRR@10, Recall@100, P@10, MAP). Candidates are cached, so a second "
                       "run with other fusion settings only re-fuses."):
+        from retrieval.evaluation.candidates import about, estimate_seconds
         from retrieval.evaluation.evaluate import evaluate_collection
 
         try:
-            with progress_bar("Evaluating…", "Evaluating: query {done} of {total}") as progress:
+            judged = [qset.queries[q] for q, docs in qset.qrels.items() if docs and q in qset.queries]
+            with st.spinner("Timing the first queries…"):
+                expected = about(estimate_seconds(workbench, collection, judged, config))
+            with progress_bar(f"Evaluating {plural(len(judged), 'query', 'queries')} ({expected} in all)…",
+                              "Evaluating: query {done} of {total} (" + expected + " in all)") as progress:
                 report = evaluate_collection(workbench, collection, qset.queries, qset.qrels, config,
                                              DEFAULT_METRICS, progress)
         except Exception as exc:

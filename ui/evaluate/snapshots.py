@@ -166,6 +166,6 @@ def query_lists(d: dict, a: Snapshot, b: Snapshot) -> None:
     left, right = st.columns(2)
     frames = side_by_side(a, b, query_id)
     for column, snap, frame in zip((left, right), (a, b), frames, strict=True):
-        column.markdown(views.markdown_safe(f"**{snap.name}**"))
+        column.markdown(views.bold(snap.name))
         column.dataframe(frame, hide_index=True, width="stretch", placeholder="—",
                          column_config={"grade": st.column_config.NumberColumn(help="The judgment in this snapshot")})

@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ui.judging.queue import NEXT, current_pair, full_queue, pending_pairs, queue_controls, queue_window
+from ui.judging.queue import (
+    NEXT,
+    current_pair,
+    full_queue,
+    pending_pairs,
+    progress_text,
+    queue_controls,
+    queue_window,
+)
 from ui.search import views
 from ui.state import memo_read
 
@@ -71,9 +79,8 @@ def judging_session(workbench, collection: str, set_name: str, rater: str) -> No
     pending = pending_pairs(window, mine, work.skipped)
     done = len(window) - len(pending)
     st.progress(done / len(window) if window else 1.0,
-                text=f"{done} of {len(window)} pairs of this queue judged by {rater or 'the unnamed rater'} · "
-                     f"{sum(1 for q in queries if consensus.get(q))} of {len(queries)} queries of '{set_name}' have "
-                     "judgments")
+                text=progress_text(done, len(window), rater, sum(1 for q in queries if consensus.get(q)),
+                                   len(queries), set_name))
     if work.message:
         st.caption(views.markdown_safe(work.message))
     pair = current_pair(pending, rater, set_name, blind, work.skipped)
@@ -95,9 +102,9 @@ def show_pair(workbench, collection: str, set_name: str, pair, queries: dict, no
     st.subheader(views.markdown_safe(queries.get(pair.query_id, pair.query_id)))
     need, guidelines = notes.get(pair.query_id, ("", ""))
     if need:
-        st.markdown(views.markdown_safe(f"**Information need:** {need}"))
+        st.markdown(views.labelled("Information need:", need))
     if guidelines:
-        st.markdown(views.markdown_safe(f"**Guidelines for this query:** {guidelines}"))
+        st.markdown(views.labelled("Guidelines for this query:", guidelines))
     notes_form(workbench, collection, set_name, pair.query_id, need, guidelines)
     try:
         row = workbench.documents(collection, [pair.doc_id]).get(pair.doc_id)
@@ -110,7 +117,7 @@ def show_pair(workbench, collection: str, set_name: str, pair, queries: dict, no
             return
         title = (row.get("title") or "").strip()
         if title:
-            st.markdown(views.markdown_safe(f"**{title}**"))
+            st.markdown(views.bold(title))
         st.markdown(views.markdown_safe(row.get("text") or ""))
         if not blind:
             ranks = ", ".join(f"config {i + 1}: {'–' if r is None else r}" for i, r in enumerate(pair.ranks))

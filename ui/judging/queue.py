@@ -22,6 +22,14 @@ NEXT, POOL = "What to judge next", "Depth-10 pool"
 CONFIG_A, CONFIG_B, DEFAULT, BM25_ALONE = "Config A", "Config B", "Default", "BM25 alone"
 
 
+def progress_text(done: int, total: int, rater: str, judged_queries: int, queries: int, set_name: str) -> str:
+    """The queue's progress line. The rater is named only when there is one ('' is the
+    unnamed rater, which a newcomer read as someone else having judged)."""
+    by = f" by {rater}" if rater else " by you (no rater name given)" if done else ""
+    return (f"{done} of {total} pairs of this queue judged{by} · {judged_queries} of {queries} queries of "
+            f"'{set_name}' have judgments")
+
+
 def config_choices(workbench) -> dict[str, SearchConfig]:
     """The configs a queue can compare: the Search/Compare pages' A and B, the defaults, BM25
     alone, and every saved config."""

@@ -43,6 +43,11 @@ def collection_picker(workbench: Workbench) -> str | None:
                             "Each collection has its own documents, BM25 index and embedding model.")
 
 
+# The Version picker's option for today's table: a value of its own, because a selectbox whose
+# value is None shows no option at all ("Choose an option").
+TODAY = "today"
+
+
 def version_picker(workbench: Workbench, collection: str, today: bool = True, container=None) -> int | None:
     """The version of `collection` to search: None for today's, else one of its earlier table
     versions (read-only, `Workbench.at_version`). `today` False: an earlier one must be chosen
@@ -59,9 +64,9 @@ def version_picker(workbench: Workbench, collection: str, today: bool = True, co
         return None
     latest = listed[-1]["version"]
     earlier = [v["version"] for v in reversed(listed) if v["version"] != latest]
-    labels = {v["version"]: version_label(v) for v in listed}
-    labels[None] = f"today ({labels[latest]})"
-    options = ([None] if today else []) + earlier
+    labels: dict[int | str, str] = {v["version"]: version_label(v) for v in listed}
+    labels[TODAY] = f"today ({labels[latest]})"
+    options = ([TODAY] if today else []) + earlier
     if view.version is not None and view.version not in earlier:
         container.warning(f"Version {view.version} of this collection is not kept (a compaction removes old "
                           "versions; each collection numbers its own); showing today's.")
@@ -73,13 +78,15 @@ def version_picker(workbench: Workbench, collection: str, today: bool = True, co
     if view.version is None and not today:
         view.version = earlier[0]
 
-    def write_version(value: int | None) -> None:
-        state.view().version = value
+    def write_version(value: int | str | None) -> None:
+        state.view().version = None if value in (TODAY, None) else value
 
-    return state.bound(container.selectbox, "Version", "view.version", lambda: state.view().version, write_version,
-                       options=options, format_func=labels.get,
-                       help="Search the collection as it was at an earlier version of its table (LanceDB time "
-                            "travel), read-only, with any config: the same documents, indexes and scores as then.")
+    chosen = state.bound(container.selectbox, "Version", "view.version",
+                         lambda: TODAY if state.view().version is None else state.view().version, write_version,
+                         options=options, format_func=labels.get,
+                         help="Search the collection as it was at an earlier version of its table (LanceDB time "
+                              "travel), read-only, with any config: the same documents, indexes and scores as then.")
+    return None if chosen in (TODAY, None) else chosen
 
 
 def query_box() -> str:

@@ -37,6 +37,17 @@ def markdown_safe(message: str) -> str:
     return "\n".join(lines)
 
 
+def bold(text: str) -> str:
+    """User text in bold: the text escaped (`markdown_safe`), the asterisks around it kept
+    (`markdown_safe(f"**{text}**")` would escape them too and show them)."""
+    return f"**{markdown_safe(' '.join(str(text).split()))}**" if str(text).strip() else ""
+
+
+def labelled(label: str, text: str) -> str:
+    """'**Label:** user text': our label in bold, the user's text escaped."""
+    return f"**{label}** {markdown_safe(text)}"
+
+
 def show_error(error: BaseException | str) -> None:
     """A core error as a readable message. RetrievalError text is written for users; anything
     else is unexpected and says so on the page, with its traceback in the log only."""

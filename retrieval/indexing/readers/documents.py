@@ -13,9 +13,11 @@ Rules for records (table, JSON and JSONL formats):
   `TITLE_COLUMNS`, `TEXT_COLUMNS` (earlier names win). A text column is required.
 - Without an id column, ids are f"{stem}-{n}", n the record's row/line/item number above, so an
   id points at its place in the file and stays the same when the same file is parsed again.
-- Ids are str()-ed and stripped and must be non-empty and unique; text must be non-empty; text
-  and title are stripped. Every problem is collected and reported, by row, in one IngestError:
-  a file with any problem loads nothing. With `ParseOptions.skip_invalid` a record with a problem
+- Ids are str()-ed and stripped and must be non-empty and unique; text and title are stripped,
+  and a record needs a text or a title (a title alone is a document, as in classic collections
+  where half the documents are a title only: title + text is what is indexed, as BEIR systems
+  do). Every problem is collected and reported, by row, in one IngestError: a file with any
+  problem loads nothing. With `ParseOptions.skip_invalid` a record with a problem
   (or repeating an earlier record's id) is left out instead and listed in `ParsedCorpus.skipped`,
   and the rest loads: real collections have a few empty documents.
 - Every other column goes to `Document.metadata`: CSV/TSV cells are stripped, empty cells dropped,
@@ -99,39 +101,48 @@ def column_documents(records: Records, columns: Columns, stem: str, name: str,
     row_problems = list(records.problems)
     documents = []
     numbers_of: dict[str, list[int]] = {}
+    ids_of: dict[int, str] = {}
     roles = {columns.text, columns.id, columns.title}
     for number, fields in records.rows:
         doc_id = _as_text(fields.get(columns.id)) if columns.id else f"{stem}-{number}"
         text = _as_text(fields.get(columns.text))
         title = _as_text(fields.get(columns.title)) if columns.title else ""
-        found = [
-            (number, f"{role} is {'not a string or number' if value is None else 'empty'}")
-            for role, value, required in (("id", doc_id, True), ("text", text, True), ("title", title, False))
-            if value is None or (required and not value)
-        ]
+        found = [(number, f"{role} is not a string or number")
+                 for role, value in (("id", doc_id), ("text", text), ("title", title)) if value is None]
+        if doc_id == "":
+            found.append((number, "id is empty"))
+        if text == "" and title == "":  # a title alone is a document (BEIR indexes title + text)
+            found.append((number, "title and text are empty" if columns.title else "text is empty"))
         if found:
             row_problems += found
+            if columns.id and doc_id:  # the problem row named by its id too ("row 3 (id 'k2'): …")
+                ids_of[number] = doc_id
             continue
         numbers_of.setdefault(doc_id, []).append(number)
         metadata = {key: value for key, value in fields.items() if key not in roles}
         if records.typed_cells:
             metadata = {key: _cell_value(value) for key, value in metadata.items() if value.strip()}
         documents.append(Document(id=doc_id, text=text, title=title, metadata=metadata))
-    return _checked(documents, row_problems, numbers_of, records.unit, name, skipped, "")
+    return _checked(documents, row_problems, numbers_of, records.unit, name, skipped, "", ids_of)
 
 
 def _checked(documents: list[Document], row_problems: list[tuple[int, str]], numbers_of: dict[str, list[int]],
-             unit: str, name: str, skipped: list[str] | None, kind: str) -> list[Document]:
+             unit: str, name: str, skipped: list[str] | None, kind: str,
+             ids_of: dict[int, str] | None = None) -> list[Document]:
     """`documents` when there is no problem; else one IngestError listing them all, or with
     `skipped` the documents without the problem records and the repeats of an id after its
-    first record (each listed in `skipped`)."""
+    first record (each listed in `skipped`). `ids_of`: a problem record's id by its number."""
     row_problems.sort(key=lambda problem: problem[0])
+    ids_of = ids_of or {}
+    row_problems = [(f"{number} (id {ids_of[number]!r})" if number in ids_of else number, reason)
+                    for number, reason in row_problems]
     repeated = {doc_id: numbers for doc_id, numbers in numbers_of.items() if len(numbers) > 1}
     if skipped is None:
         problems = [f"{unit} {number}: {reason}" for number, reason in row_problems]
         problems += [f"id {doc_id!r} appears in {unit}s {_and_join(numbers)}" for doc_id, numbers in repeated.items()]
         if problems:
-            raise IngestError(f"{name}: {len(problems)} problem(s){kind}; nothing was loaded", problems)
+            raise IngestError(f"{name}: {len(problems)} problem(s){kind}; nothing was loaded", problems,
+                              skippable=True)
         return documents
     skipped += [f"{name}: {unit} {number}: {reason}" for number, reason in row_problems]
     if not repeated:

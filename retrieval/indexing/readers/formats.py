@@ -33,7 +33,7 @@ from typing import Any
 
 from retrieval import limits
 from retrieval.indexing.readers.options import ParseOptions
-from retrieval.judging.qrels import read_json_lines, read_rows
+from retrieval.judging.qrels import json_problem, read_json_lines, read_rows
 from retrieval.text.chunking import chunk_markdown, split_paragraphs
 from retrieval.text.encoding import decode_bytes
 from retrieval.text.json_values import parse_json
@@ -141,7 +141,7 @@ def _read_json(text: str, name: str, options: ParseOptions) -> Records:
     try:
         data = parse_json(text)
     except json.JSONDecodeError as err:
-        raise IngestError(f"{name}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}") from err
+        raise IngestError(f"{name}: {json_problem(err, line=True)}") from err
     items, notes = _json_items(data, name, options.json_key)
     records = Records([], "item", typed_cells=False, notes=notes)
     for number, item in enumerate(items, 1):

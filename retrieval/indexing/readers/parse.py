@@ -92,12 +92,17 @@ def skipped_note(skipped: list[str]) -> str:
     return f"skipped {len(skipped)} invalid record(s): {shown}"
 
 
+PREVIEW_PROBLEM = "(problem)"  # a preview row's column saying why the record cannot be read
+
+
 def preview(data: bytes, filename: str, options: ParseOptions = ParseOptions(),
             n_rows: int = 5) -> tuple[list[str], list[dict[str, Any]]]:
     """Column names and the first `n_rows` records of a file, before any column is mapped.
 
     For the column-mapping step of an upload. Text and Markdown files have no columns: their
-    preview is the documents they would become (id, title, text).
+    preview is the documents they would become (id, title, text). A record that cannot be read
+    (a bad JSONL line, a row with too many cells) is a row of its own in its place, its
+    `PREVIEW_PROBLEM` saying what is wrong, rather than a gap the user cannot see.
     """
     name = PurePath(filename).name
     extension = PurePath(name).suffix.lower()
@@ -114,7 +119,10 @@ def preview(data: bytes, filename: str, options: ParseOptions = ParseOptions(),
         reader, _ = RECORD_READERS[extension]
         records = reader(text, name, options)
     require_rows(records, name)
-    return records.columns(), [fields for _, fields in records.rows[:n_rows]]
+    unreadable = [(number, {PREVIEW_PROBLEM: f"{records.unit} {number}: {reason}"})
+                  for number, reason in records.problems]
+    entries = sorted(records.rows + unreadable, key=lambda entry: entry[0])
+    return records.columns(), [fields for _, fields in entries[:n_rows]]
 
 
 def parse_files(files: list[tuple[str, bytes]], options: ParseOptions = ParseOptions()) -> ParsedCorpus:
@@ -126,15 +134,19 @@ def parse_files(files: list[tuple[str, bytes]], options: ParseOptions = ParseOpt
     if not files:
         raise IngestError("no files to parse")
     parsed: list[tuple[str, ParsedCorpus]] = []
-    problems = []
+    problems, skippable = [], True
     for filename, data in files:
         try:
             parsed.append((PurePath(filename).name, parse_bytes(data, filename, options)))
         except IngestError as err:
+            if len(files) == 1:  # its own message names the file and the rows ("1 of 1 files" says less)
+                raise
             name = PurePath(filename).name
             problems += [f"{name}: {problem}" for problem in err.problems] or [str(err)]
+            skippable = skippable and err.skippable
     if problems:
-        raise IngestError(f"{len(files) - len(parsed)} of {len(files)} files could not be parsed", problems)
+        raise IngestError(f"{len(files) - len(parsed)} of {len(files)} files could not be parsed", problems,
+                          skippable=skippable)
     skipped = [entry for _, corpus in parsed for entry in corpus.skipped]
     if options.skip_invalid:  # an id an earlier file has: left out too
         seen: dict[str, str] = {}

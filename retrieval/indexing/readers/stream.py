@@ -28,7 +28,7 @@ from retrieval.indexing.readers.formats import (
 )
 from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
 from retrieval.indexing.readers.parse import parse_bytes
-from retrieval.judging.qrels import read_rows
+from retrieval.judging.qrels import json_problem, read_rows
 from retrieval.text.encoding import evident_utf8_line, mixed_encodings
 from retrieval.text.json_values import parse_json
 from retrieval.types import Document, IngestError
@@ -165,7 +165,7 @@ def open_stream(path: str | Path, options: ParseOptions = ParseOptions(),
         skipped = [entry.name for entry in entries if entry not in paths]
         if skipped:
             notes.append(f"skipped unsupported files: {', '.join(skipped)}")
-    files, problems = [], []
+    files, problems, skippable = [], [], True
     for file_path in paths:
         try:
             files.append(_survey(file_path, options))
@@ -173,8 +173,10 @@ def open_stream(path: str | Path, options: ParseOptions = ParseOptions(),
             if len(paths) == 1:
                 raise
             problems += [f"{file_path.name}: {problem}" for problem in err.problems] or [str(err)]
+            skippable = skippable and err.skippable
     if problems:
-        raise IngestError(f"{len(paths) - len(files)} of {len(paths)} files could not be parsed", problems)
+        raise IngestError(f"{len(paths) - len(files)} of {len(paths)} files could not be parsed", problems,
+                          skippable=skippable)
     if len(files) > 1:
         for file in files:
             notes.append(f"{file.name}: {file.encoding}, {file.count} documents")
@@ -304,7 +306,7 @@ def _jsonl_batches(file: _StreamFile, size: int) -> Iterator[Records]:
         try:
             item = parse_json(line)
         except json.JSONDecodeError as err:
-            batch.problems.append((number, f"invalid JSON ({err.msg}, column {err.colno})"))
+            batch.problems.append((number, json_problem(err)))
         else:
             if isinstance(item, dict):
                 batch.rows.append((number, item))
