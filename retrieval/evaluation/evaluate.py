@@ -93,9 +93,8 @@ _warm_up_lock = threading.Lock()
 
 
 def metrics_ready() -> bool:
-    """Whether this process has compiled ranx's metric functions yet (its first evaluation waits
-    for importing ranx and numba's compilation: 7 s on a warm machine, about 30 s on a loaded
-    one)."""
+    """Whether this process has compiled ranx's metric functions yet (a first evaluation waits for
+    importing ranx and numba's compilation: 7 s on a warm machine, about 30 s on a loaded one)."""
     return _metrics_ready
 
 
@@ -125,9 +124,8 @@ def prepare_metrics() -> None:
 
 
 def _wait_for_warm_up() -> None:
-    warm_up = _warm_up
-    if warm_up is not None and warm_up is not threading.current_thread():
-        warm_up.join()
+    if _warm_up is not None and _warm_up is not threading.current_thread():
+        _warm_up.join()
 
 
 def _compile_metrics() -> None:
@@ -138,8 +136,7 @@ def _compile_metrics() -> None:
 
 
 class QrelsEvaluator:
-    """The judged queries of a qrels as a ranx `Qrels`, built once, to score many runs (a sweep
-    scores over a hundred against the same judgments)."""
+    """The judged queries as a ranx `Qrels`, built once to score many runs (a sweep scores 100+)."""
 
     def __init__(self, qrels: Qrels):
         _wait_for_warm_up()  # one compilation of the metric functions, not two side by side
@@ -170,16 +167,13 @@ class QrelsEvaluator:
         mean = {m: float(sum(v[m] for v in per_query.values()) / len(per_query)) for m in metrics}
         return mean, per_query
 
-
     def evaluate_rankings(self, rankings: Mapping[str, Sequence[str]], metrics: Iterable[str] = DEFAULT_METRICS
                           ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-        """`evaluate(run_from_rankings(rankings), metrics)`, several times faster: the rankings go to
-        ranx's metric functions as the arrays ranx itself builds (one row per document: an id
-        number, a score), without building a ranx `Run` (what dominates a sweep's cost).
-
-        Doc ids are numbered by this evaluator (exact in float64), where ranx would hash them;
-        scores are n − rank + 1 as in `run_from_rankings`, so the arrays are already sorted.
-        """
+        """`evaluate(run_from_rankings(rankings), metrics)`, several times faster: the rankings go to ranx's
+        metric functions as the arrays ranx itself builds (one row per document: an id number, a score),
+        without building a ranx `Run` (what dominates a sweep's cost). Doc ids are numbered by this
+        evaluator (exact in float64), where ranx would hash them; scores are n − rank + 1 as in
+        `run_from_rankings`, so the arrays are already sorted."""
         import numpy as np
         from numba.typed import List as TypedList
         from ranx import evaluate
@@ -224,9 +218,8 @@ def worst_queries(per_query: Mapping[str, Mapping[str, float]], metric: str = "n
 
 
 def _asked(metrics: list[str]) -> list[str]:
-    """The metric list to give ranx. Asked for one metric without saving into a `Run`, ranx 0.3
-    returns its values under a wrong key (the base name, e.g. 'ndcg'); asked for two or more it
-    returns a dict keyed by the full names, so a lone metric gets a cheap companion."""
+    """The metric list to give ranx: asked for one metric without saving into a `Run`, ranx 0.3
+    keys its values wrongly (the base name, 'ndcg'), so a lone metric gets a cheap companion."""
     if len(metrics) > 1:
         return metrics
     return metrics + (["precision@1"] if metrics[0] != "precision@1" else ["recall@1"])
@@ -255,6 +248,11 @@ def trec_run(run: Run, tag: str) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _check_token(value: str, what: str) -> None:
+    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+        raise RetrievalError(f"A {what} in a TREC run must be non-empty without whitespace, got {value!r}")
+
+
 def metrics_csv(per_query: Mapping[str, Mapping[str, float]], metrics: Iterable[str], mean_row: bool = False) -> str:
     """Per-query metric values as CSV: header `query_id,<metric>,…`, one row per query (in the
     given order); with `mean_row`, a last row `mean` averaging each column over the queries. A
@@ -267,11 +265,6 @@ def metrics_csv(per_query: Mapping[str, Mapping[str, float]], metrics: Iterable[
     if mean_row and per_query:
         rows.append(["mean", *(sum(float(v[m]) for v in per_query.values()) / len(per_query) for m in metrics)])
     return csv_text(rows)
-
-
-def _check_token(value: str, what: str) -> None:
-    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
-        raise RetrievalError(f"A {what} in a TREC run must be non-empty without whitespace, got {value!r}")
 
 
 @dataclass
@@ -327,10 +320,7 @@ def evaluate_collection(
     eval_config = evaluation_config(config)
     rankings: dict[str, dict[str, list[str]]] = {s: {} for s in (*config.sources, "hybrid")}
     texts = [queries[q] for q in judged]
-    if explained:
-        ranked = ranked_explained(workbench, collection, texts, eval_config)
-    else:
-        ranked = ranked_lean(workbench, collection, texts, eval_config)
+    ranked = (ranked_explained if explained else ranked_lean)(workbench, collection, texts, eval_config)
     errors: dict[str, tuple[int, str]] = {}
     for i, (qid, (sources, fused)) in enumerate(zip(judged, ranked, strict=True), start=1):
         for source, source_result in sources.items():
@@ -352,8 +342,8 @@ def evaluate_collection(
 
 def fused_rankings(workbench, collection: str, queries: Mapping[str, str], config: SearchConfig
                    ) -> dict[str, list[str]]:
-    """query id -> the fused ranking that `evaluate_collection` scores as 'hybrid' (cut at
-    `config.depth`, lean), for every query given, judged or not: what the judging queue compares."""
+    """query id -> the fused ranking `evaluate_collection` scores as 'hybrid' (lean, cut at
+    `config.depth`) of every query, judged or not: what the judging queue compares."""
     ids = list(queries)
     ranked = ranked_lean(workbench, collection, [queries[q] for q in ids], evaluation_config(config))
     return {q: fused for q, (_, fused) in zip(ids, ranked, strict=True)}
@@ -385,9 +375,7 @@ def ranked_lean(workbench, collection: str, texts: Sequence[str], config: Search
     def rerank(text: str, head: list[str]) -> dict[str, float]:
         return workbench.rerank_scores(collection, text, head, config.reranker, state)
 
-    if config.rerank:
-        threads = 1
-
+    threads = 1 if config.rerank else threads
     for block in embedded_blocks(workbench, collection, texts, [config]):
         batches = [texts[i:min(i + QUERY_BATCH, block.stop)] for i in range(block.start, block.stop, QUERY_BATCH)]
         for ranked in map_queries(rank, batches, threads):

@@ -188,7 +188,7 @@ def test_a_deeply_nested_jsonl_line_is_named_by_both_readers(tmp_path):
     path = tmp_path / "deep.jsonl"
     path.write_text('{"id": "a", "text": "tea"}\n\n{"id": "b", "text": "x", "m": ' + nested(50_000) + "}\n",
                     encoding="utf-8")
-    problem = r"line 3: invalid JSON \(nested more than 100 levels deep, column 130\)"
+    problem = r"line 3: invalid JSON at column 130: nested more than 100 levels deep"
     with pytest.raises(IngestError) as one_shot:
         parse_bytes(path.read_bytes(), "deep.jsonl")
     assert re.search(problem, "\n".join([str(one_shot.value), *one_shot.value.problems]))
