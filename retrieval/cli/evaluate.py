@@ -129,6 +129,20 @@ def _judged(args, workbench) -> tuple[str, dict[str, str], dict, str, list[str]]
     return name, queries, qrels, label, skipped
 
 
+def announce_estimate(workbench, name: str, queries: dict[str, str], qrels: dict, config, then: str) -> bool:
+    """Long work says how long first (`candidates.estimate_seconds`, timed on a few queries whose
+    vectors and candidates the run then reuses): on stderr, before it; whether it did (not for a
+    handful of queries)."""
+    from retrieval.evaluation.candidates import ESTIMATE_SAMPLE, about, estimate_seconds
+
+    texts = [queries[q] for q in qrels if qrels[q] and q in queries]
+    if len(texts) <= ESTIMATE_SAMPLE:
+        return False
+    log(f"{len(texts)} queries: {about(estimate_seconds(workbench, name, texts, config))} to embed and retrieve "
+        f"them (timed on {ESTIMATE_SAMPLE}), then {then}")
+    return True
+
+
 def with_skipped(payload: dict, skipped: list[str]) -> dict:
     """A command's JSON object with what --skip-invalid left out: `skipped` (how many corpus
     lines) and `skipped_records` (each with its reason), so a script reads it from stdout."""
@@ -136,7 +150,6 @@ def with_skipped(payload: dict, skipped: list[str]) -> dict:
 
 
 def cmd_evaluate(args) -> int:
-    from retrieval.evaluation.candidates import ESTIMATE_SAMPLE, about, estimate_seconds
     from retrieval.evaluation.evaluate import evaluate_collection
     from retrieval.evaluation.snapshots import SnapshotStore
 
@@ -162,11 +175,7 @@ def cmd_evaluate(args) -> int:
     baseline = snapshots.get(args.baseline).check_metrics((args.metric,)) if args.baseline else None
     if args.snapshot:
         snapshots.check_free(args.snapshot)
-    texts = [queries[q] for q in qrels if qrels[q] and q in queries]
-    if len(texts) > ESTIMATE_SAMPLE:  # long work says how long first
-        log(f"{len(texts)} queries: {about(estimate_seconds(workbench, name, texts, config))} to embed and "
-            f"retrieve them (timed on {ESTIMATE_SAMPLE}), and a few seconds more to import and compile the metric "
-            "functions")
+    if announce_estimate(workbench, name, queries, qrels, config, "import and compile the metric functions"):
         started = time.perf_counter()
     report = evaluate_collection(workbench, name, queries, qrels, config, progress=progress)
     for source, (failed, first) in report.errors.items():  # e.g. an outside engine stopped mid-run
@@ -247,6 +256,7 @@ def cmd_sweep(args) -> int:
     variants, current = with_current(variants, base)  # the config the options give, scored beside the grid
     workbench = open_workbench(args)
     name, queries, qrels, label, _ = _judged(args, workbench)  # its --json is a list: skipped stays on stderr
+    announce_estimate(workbench, name, queries, qrels, base, f"the {len(variants)} variants are fused and scored")
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
@@ -302,6 +312,7 @@ def cmd_optimize(args) -> int:
         if args.save in workbench.configs.names() and not args.overwrite:
             raise RetrievalError(f"A config named {args.save!r} exists; add --overwrite to replace it")
     name, queries, qrels, label, skipped = _judged(args, workbench)
+    announce_estimate(workbench, name, queries, qrels, base, f"{args.trials} trials per study (--seconds bounds them)")
     started = time.perf_counter()
     prepared = prepare(workbench, name, queries, qrels, base, sources, args.metric,
                        lambda done, total: log(f"  candidates {done}/{total}") if done == total or done % 200 == 0

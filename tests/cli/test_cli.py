@@ -85,7 +85,6 @@ def test_vector_is_dense_as_the_app_calls_it():
 def test_help_imports_no_model_nor_lancedb():
     """`--help` (and every parse) pays no heavy import: LanceDB, torch and the encoders are
     imported inside the commands that use them (about 12 s of a loaded machine before)."""
-    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -96,8 +95,7 @@ def test_help_imports_no_model_nor_lancedb():
             "except SystemExit:\n    pass\n"
             f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)")
     root = str(Path(__file__).resolve().parents[2])
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": root}, cwd=root)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
     assert done.returncode == 0, done.stderr
     assert "usage: python -m retrieval" in done.stdout
     assert done.stderr.strip().splitlines()[-1] == "[]"

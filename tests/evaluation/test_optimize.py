@@ -160,8 +160,12 @@ def test_cli_optimize_saves_the_learned_config(xsmall, tmp_path, capsys):
     code = cli.main(["--db", str(db), "optimize", "xsmall", "--queryset", "questions", "--trials", "6", "--folds",
                      "3", "--seed", "2", "--save", "tuned", "--json"])
     assert code == 0
-    out = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr()
+    out = json.loads(printed.out)
     assert out["method"] == "bayes" and out["folds"] == 3 and out["queries"] == N_QUERIES
+    assert out["skipped"] == 0 and out["skipped_records"] == []  # a query set: nothing left out
+    # long work says how long first (30 queries: timed on 16)
+    assert f"{N_QUERIES} queries: about " in printed.err and "then 6 trials per study" in printed.err
     assert set(out["in_sample"]) == {"ndcg@10", "ci95"} and "ndcg@10" in out["default"]
     assert Workbench(Store(str(db))).configs.load("tuned") == SearchConfig.from_dict(out["config"])
     # a taken name is refused before the work; bad input is one line
