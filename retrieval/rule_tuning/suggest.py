@@ -8,7 +8,7 @@ term the query lacks: `text.tokenize`) scores
              − (non-relevant documents of its first `POOL` results holding w) / `POOL`
 
 (vocabulary the relevant documents share and the documents it wrongly ranks do not; words of
-letters only). The best `WORDS_PER_MISS` words each make a rule `t => SYNONYM: w` for the query's
+letters only; on a tie the longer word first). The best `WORDS_PER_MISS` words each make a rule `t => SYNONYM: w` for the query's
 `INPUTS_PER_MISS` longest terms t (a term input, so it fires on every query with t, not only the
 miss), leaving out terms in more than `COMMON_QUERY_SHARE` of the judged queries ('what', 'how':
 a synonym of those fires everywhere). A pair found for several misses adds their shares: evidence
@@ -143,7 +143,8 @@ def synonym_candidates(judge: _Judge, ids: Sequence[str]) -> list[tuple[str, str
                 if terms and not terms & asked:
                     counts[word] = counts.get(word, 0) + 1
         share = {w: c / len(relevant) - sum(w in words[d] for d in pool) / POOL for w, c in counts.items()}
-        best = sorted((w for w in share if share[w] > 0 and w.isalpha()), key=lambda w: (-share[w], w))
+        # ties (a single relevant document: every word of it shares 1): the longer, more specific word first
+        best = sorted((w for w in share if share[w] > 0 and w.isalpha()), key=lambda w: (-share[w], -len(w), w))
         best = best[:WORDS_PER_MISS]
         inputs = sorted({t for t in query_terms(judge.queries[q])
                          if tokenize(t) and _PLAIN_WORD.match(t) and in_queries.get(t, 0) <= common},
