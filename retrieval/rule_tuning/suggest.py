@@ -8,8 +8,8 @@ term the query lacks: `text.tokenize`) scores
              − (non-relevant documents of its first `POOL` results holding w) / `POOL`
 
 (vocabulary the relevant documents share and the documents it wrongly ranks do not; words of
-letters only; on a tie the longer word first). The best `WORDS_PER_MISS` words each make a rule `t
-=> SYNONYM: w` for the query's `INPUTS_PER_MISS` longest terms t (a term input, so it fires on
+letters only; on a tie the longer word first). The best `WORDS_PER_MISS` words each make a rule
+`t => SYNONYM: w` for the query's `INPUTS_PER_MISS` longest terms t (a term input, so it fires on
 every query with t, not only the miss), leaving out terms in more than `COMMON_QUERY_SHARE` of the
 judged queries ('what', 'how': a synonym of those fires everywhere). A pair found for several
 misses adds their shares: evidence from several queries is measured first.
