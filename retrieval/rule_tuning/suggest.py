@@ -7,9 +7,12 @@ term the query lacks: `text.tokenize`) scores
     share(w) = (relevant documents holding w) / (relevant documents)
              − (non-relevant documents of its first `POOL` results holding w) / `POOL`
 
-(vocabulary the relevant documents share and the documents it wrongly ranks do not). The best
-`WORDS_PER_MISS` words each make a rule `t => SYNONYM: w` for the query's `INPUTS_PER_MISS`
-longest terms t (a term input, so it fires on every query with t, not only the miss).
+(vocabulary the relevant documents share and the documents it wrongly ranks do not; words of
+letters only; on a tie the longer word first). The best `WORDS_PER_MISS` words each make a rule
+`t => SYNONYM: w` for the query's `INPUTS_PER_MISS` longest terms t (a term input, so it fires on
+every query with t, not only the miss), leaving out terms in more than `COMMON_QUERY_SHARE` of the
+judged queries ('what', 'how': a synonym of those fires everywhere). A pair found for several
+misses adds their shares: evidence from several queries is measured first.
 
 **Pins.** A navigational query, one judged-relevant document (the highest grade, held by one
 document), ranked below 1: `"query" => PIN: doc` (the whole query as input, so nothing else fires).
@@ -42,6 +45,7 @@ POOL = 20
 WORDS_PER_MISS = 3
 INPUTS_PER_MISS = 2
 CANDIDATES_MAX = 400  # candidate rules measured at most (the best-scored first)
+COMMON_QUERY_SHARE = 0.05  # an input term in more of the judged queries than this (and in > 3) is too common
 _PLAIN_WORD = re.compile(r"^\w[\w'-]*$")  # a word a rule can hold as it is (no '=>', '#', '"', '*' …)
 
 
@@ -121,7 +125,12 @@ def misses(judge: _Judge, ids: Sequence[str]) -> list[str]:
 
 def synonym_candidates(judge: _Judge, ids: Sequence[str]) -> list[tuple[str, str, str]]:
     """(kind, rule text, why) of the synonym candidates of the misses among `ids`, best share first."""
-    scored: dict[tuple[str, str], tuple[float, str]] = {}
+    scored: dict[tuple[str, str], tuple[float, str, int]] = {}  # (term, word) -> (Σ share, why, misses)
+    in_queries: dict[str, int] = {}
+    for q in judge.judged:
+        for term in set(query_terms(judge.queries[q])):
+            in_queries[term] = in_queries.get(term, 0) + 1
+    common = max(3, COMMON_QUERY_SHARE * len(judge.judged))
     for q in misses(judge, ids):
         relevant = [d for d, g in judge.qrels[q].items() if g > 0]
         pool = [d for d in judge.base[q][:POOL] if d not in set(relevant)]
@@ -134,19 +143,21 @@ def synonym_candidates(judge: _Judge, ids: Sequence[str]) -> list[tuple[str, str
                 if terms and not terms & asked:
                     counts[word] = counts.get(word, 0) + 1
         share = {w: c / len(relevant) - sum(w in words[d] for d in pool) / POOL for w, c in counts.items()}
-        best = sorted((w for w in share if share[w] > 0), key=lambda w: (-share[w], w))[:WORDS_PER_MISS]
-        best = [w for w in best if _PLAIN_WORD.match(w)]
-        inputs = sorted({t for t in query_terms(judge.queries[q]) if tokenize(t) and _PLAIN_WORD.match(t)},
+        # ties (a single relevant document: every word of it shares 1): the longer, more specific word first
+        best = sorted((w for w in share if share[w] > 0 and w.isalpha()), key=lambda w: (-share[w], -len(w), w))
+        best = best[:WORDS_PER_MISS]
+        inputs = sorted({t for t in query_terms(judge.queries[q])
+                         if tokenize(t) and _PLAIN_WORD.match(t) and in_queries.get(t, 0) <= common},
                         key=lambda t: (-len(t), t))
         for term in inputs[:INPUTS_PER_MISS]:
             for word in best:
                 why = (f"{word!r} is in {counts[word]} of query {q}'s {len(relevant)} relevant document(s) and in "
                        f"{sum(word in words[d] for d in pool)} of its first {POOL} non-relevant results")
-                key = (term, word)
-                if key not in scored or scored[key][0] < share[word]:
-                    scored[key] = (share[word], why)
+                total, first, n = scored.get((term, word), (0.0, why, 0))
+                scored[(term, word)] = (total + share[word], first, n + 1)
     ordered = sorted(scored.items(), key=lambda item: (-item[1][0], item[0]))
-    return [("synonym", f"{term} =>\n  SYNONYM: {word}\n", why) for (term, word), (_, why) in ordered]
+    return [("synonym", f"{term} =>\n  SYNONYM: {word}\n",
+             why + (f" (and {n - 1} other missed queries)" if n > 1 else "")) for (term, word), (_, why, n) in ordered]
 
 
 def pin_candidates(judge: _Judge, ids: Sequence[str]) -> list[tuple[str, str, str]]:
