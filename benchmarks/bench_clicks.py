@@ -43,12 +43,12 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from retrieval.judging.implicit.counts import ClickCounts
+from retrieval.judging.implicit.grading import MODELS, implicit_judgments
+from retrieval.judging.implicit.simulate import simulate
 
-from retrieval.judging.implicit.counts import ClickCounts  # noqa: E402
-from retrieval.judging.implicit.grading import MODELS, implicit_judgments  # noqa: E402
-from retrieval.judging.implicit.simulate import simulate  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
+
 
 DOCS = 20
 DEPTH = 10

@@ -11,15 +11,14 @@ gives the texts) and UBI queries. Deterministic: the same files on every run.
 """
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from retrieval.judging.implicit.simulate import simulate
 
-from retrieval.judging.implicit.simulate import simulate  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
 
 QUESTIONS, SESSIONS_PER_QUESTION, DEPTH, SEED = 20, 5, 5, 5
 

@@ -18,7 +18,8 @@ def test_the_console_script_and_the_module_run_from_anywhere(tmp_path):
                               env={**os.environ, "PYTHONPATH": ""})
         assert done.returncode == 0, done.stderr[-2000:]
         # the commands as argparse lists them (the docstring's copy may wrap)
-        commands = "ingest,search,evaluate,sweep,optimize,snapshot,collections,queryset,judge,serve,prepare"
+        commands = ("ingest,search,evaluate,sweep,optimize,rules,snapshot,collections,sources,queryset,judge,serve,"
+                    "prepare")
         assert "{" + commands + "}" in done.stdout
 
 

@@ -67,6 +67,10 @@ FIELD_HELP: dict[str, tuple[str, str]] = {
     "reranker": ("Reranker",
                  "'e5' re-scores with multilingual-e5-small (offline); or a CrossEncoder folder inside a folder the "
                  "server allows (WORKBENCH_MODEL_DIRS). Changes only the rerank score and the reranked order."),
+    "rules": ("Query rules",
+              "Querqy's common rules (SYNONYM, UP/DOWN, FILTER, DELETE) plus PIN and HIDE, one input per rule: "
+              "synonyms and deletes change what the word-matching sources search, filters join the metadata "
+              "filters, UP/DOWN add to the fused score, pins and hides act last (docs/guide/rules.md)."),
     "graph_focus": ("Focus topics", "Comma-separated topics or tags a user cares about; a chunk whose topics or tags "
                                     "include one gets a higher preference score."),
 }
