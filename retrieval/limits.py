@@ -38,7 +38,7 @@ NAME_MAX = 200  # characters of a source name (a weights key)
 # ---- JSON a user hands in (a link's filters= and query_weights=, a config file) -----------------
 # Python's parser recurses per nesting level: 100,000 nested lists raise RecursionError, so the
 # nesting is counted first, without parsing (`check_json_text`).
-JSON_MAX_DEPTH = 32  # a config nests 3 deep (query_weights: {query: {source: weight}})
+CONFIG_JSON_MAX_DEPTH = 32  # a config nests 3 deep (query_weights: {query: {source: weight}})
 LINK_JSON_MAX_CHARS = 20_000  # one JSON value of a link
 
 
@@ -60,12 +60,12 @@ def json_depth(text: str) -> int:
 
 
 def check_json_text(text: str, what: str, max_chars: int | None = None) -> None:
-    """Refuse JSON text longer than `max_chars` or nested deeper than `JSON_MAX_DEPTH`, before
+    """Refuse JSON text longer than `max_chars` or nested deeper than `CONFIG_JSON_MAX_DEPTH`, before
     it is parsed; the message never repeats the text."""
     if max_chars is not None and len(text) > max_chars:
         raise RetrievalError(f"{what} is {len(text):,} characters long; the limit is {max_chars:,}")
-    if json_depth(text) > JSON_MAX_DEPTH:
-        raise RetrievalError(f"{what} is JSON nested more than {JSON_MAX_DEPTH} deep")
+    if json_depth(text) > CONFIG_JSON_MAX_DEPTH:
+        raise RetrievalError(f"{what} is JSON nested more than {CONFIG_JSON_MAX_DEPTH} deep")
 
 
 # ---- Sizes (environment variables, read once at import) -----------------------------------------
@@ -98,7 +98,7 @@ XLSX_CELL_CHARS = 32_767
 # Levels of nesting a JSON document (a .json file, a JSONL line) may have: a record nested deeper
 # is refused, naming it (Python's parser stops near 1,000 levels with a RecursionError, and later
 # steps — the metadata's JSON, a table's cells — recurse too).
-JSON_MAX_DEPTH = 100
+DOCUMENT_JSON_MAX_DEPTH = 100
 # Result cards and details show at most this many characters of a document's text; the rest is
 # loaded on demand. Titles are cut at TITLE_CHARS.
 # Collections of at least this many documents are served by the scaled backends (`bm25_backend`

@@ -1,7 +1,7 @@
 """JSON text parsed with its nesting bounded: `json.loads` recurses once per level and stops near
 1,000 levels with a RecursionError (a traceback in the CLI, the Corpus preview raising), and the
 later steps that handle the values (the metadata's JSON, a table's cells) recurse too. A document
-nested past `limits.JSON_MAX_DEPTH` is a `json.JSONDecodeError` instead, so every reader's usual
+nested past `limits.DOCUMENT_JSON_MAX_DEPTH` is a `json.JSONDecodeError` instead, so every reader's usual
 "invalid JSON at line …, column …" message names where."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ _JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]')  # strings (ski
 
 
 def parse_json(text: str) -> Any:
-    """`json.loads`, with nesting bounded by `limits.JSON_MAX_DEPTH`: a document nested deeper is
+    """`json.loads`, with nesting bounded by `limits.DOCUMENT_JSON_MAX_DEPTH`: a document nested deeper is
     a `json.JSONDecodeError` ("nested more than 100 levels deep", at the bracket opening the
     level past it, with its item when the document is an array), never a RecursionError nor a
     value the later steps cannot handle."""
@@ -25,11 +25,12 @@ def parse_json(text: str) -> Any:
     except RecursionError:
         value, deep = None, True
     else:
-        deep = _deeper_than(value, limits.JSON_MAX_DEPTH)
+        deep = _deeper_than(value, limits.DOCUMENT_JSON_MAX_DEPTH)
     if deep:
-        offset, item = _too_deep_at(text, limits.JSON_MAX_DEPTH)
+        offset, item = _too_deep_at(text, limits.DOCUMENT_JSON_MAX_DEPTH)
         where = f" (item {item})" if item is not None else ""
-        raise json.JSONDecodeError(f"nested more than {limits.JSON_MAX_DEPTH} levels deep{where}", text, offset)
+        limit = limits.DOCUMENT_JSON_MAX_DEPTH
+        raise json.JSONDecodeError(f"nested more than {limit} levels deep{where}", text, offset)
     return value
 
 
