@@ -4,6 +4,7 @@ bundled XQuAD sample (figures present and consistent; no timing is asserted)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import time
 from pathlib import Path
 
@@ -50,7 +51,6 @@ def test_timed_pipeline_restores_every_wrapped_function():
 
 def test_a_small_run_reports_every_key_and_stage(capsys):
     bench.main([str(REPO / "sample_data" / "xquad" / "corpus.jsonl"), "--docs", "130", "--json"])
-    import json
 
     result = json.loads(capsys.readouterr().out)
     assert result["docs"] == 130  # 120 sample paragraphs, then 10 repeated with new ids
