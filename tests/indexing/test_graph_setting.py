@@ -72,8 +72,10 @@ def test_off_extracts_nothing_and_the_graph_pages_build_writes_the_inline_tables
     wb = Workbench(store)
     wb.graph.in_background = True  # the app's: a pending graph would start building now; an off one does not
     result = wb.create("off", ParsedCorpus(documents[:-3]), graph="off")
-    add_documents(store, "off", ParsedCorpus(documents[-3:]))  # an add follows the collection's setting
     assert result.info.graph == "off" and store.info("off").graph == "off"
+    assert store.clear("off").graph == "off"  # the setting outlives a clear
+    add_documents(store, "off", ParsedCorpus(documents[:-3]))
+    add_documents(store, "off", ParsedCorpus(documents[-3:]))  # an add follows the collection's setting
     assert graph(store, "off") is None and store.info("off").doc_count == len(documents)
     status = wb.graph.status("off")
     assert (status.state, status.total) == ("off", len(documents))
