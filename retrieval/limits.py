@@ -144,6 +144,11 @@ def ann_nprobes(index_type: str | None) -> int:
 # search), so entity extraction never blocks a large
 # ingest; below it every ingest writes them, as always.
 GRAPH_INLINE_MAX = _env_int("WORKBENCH_GRAPH_INLINE_MAX", SCALE_DOCS, 1, 1_000_000_000)
+# A new collection's entity graph setting "auto" (`indexing.graph.graph_setting`) is "off" for a
+# flat corpus (records, not chunks of files) of at least this many documents: the graph source is
+# for knowledge collections (Markdown, text), and extraction was most of a large ingest's time
+# (853 of 1,199 s at 100k, docs/experiments/scale.md). Its graph is built when the user asks.
+GRAPH_AUTO_FLAT_MAX = _env_int("WORKBENCH_GRAPH_AUTO_FLAT_MAX", 10_000, 0, 1_000_000_000)
 # An English (or all-Chinese) collection on a one-language model gets cross-lingual vectors
 # (multilingual E5, `indexing.plan.wants_cross_lingual`) by default below this many documents: they
 # cost ~3× the ingest's CPU (300 nfcorpus abstracts: 29 CPU s with MiniLM alone, 94 with both;

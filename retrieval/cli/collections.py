@@ -25,7 +25,7 @@ def cmd_collections(args) -> int:
     if args.action == "list":
         for info in workbench.collections():
             truncated = "truncated not counted" if info.truncated is None else f"{info.truncated} truncated"
-            graph = "graph pending" if info.graph == "pending" else "graph built"
+            graph = f"graph {info.graph}" if info.graph in ("pending", "off") else "graph built"
             backend = f" ({info.encoder_backend})" if info.encoder_backend else ""
             print(f"{info.label}\t{info.name}\t{info.doc_count} docs\t{truncated}\t{info.model}{backend}\t"
                   f"{info.language}\t{info.created}\t{graph}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from retrieval import limits
 from retrieval.cli.common import StageBars, at_least, collection_label, ingest_rate, log, open_workbench
 from retrieval.indexing.readers.stream import STREAM_BATCH
 
@@ -28,6 +29,11 @@ def add_parser(sub) -> None:
                          "below 20,000 documents: ~3× the ingest time)")
     xl.add_argument("--no-cross-lingual", dest="cross_lingual", action="store_false",
                     help="one embedding model only")
+    p.add_argument("--graph", choices=("auto", "on", "off"), default="auto",
+                   help="a new collection's entity graph (the graph source): on extracts entities at ingest, off "
+                        "leaves them until `collections graph NAME` or the Graph page builds them; auto (default): "
+                        f"off for flat records (CSV, JSONL) of {limits.GRAPH_AUTO_FLAT_MAX:,} documents or more, "
+                        "else on (docs/ingest.md)")
     p.add_argument("--id-column")
     p.add_argument("--title-column")
     p.add_argument("--text-column")
@@ -48,6 +54,10 @@ def cmd_ingest(args) -> int:
         mapping=ColumnMapping(id=args.id_column, title=args.title_column, text=args.text_column),
         text_mode=args.text_mode, markdown_max_chars=args.max_chunk_chars, skip_invalid=args.skip_invalid,
     )
+    if args.add and args.graph != "auto":
+        log("error: --graph is chosen when a collection is created; an added batch follows the collection's "
+            "setting (build an off graph with `collections graph NAME`)")
+        return 2
     stream = open_stream(args.path, options, args.batch_size)
     log(f"found {stream.total} documents ({stream.format}, encoding {stream.encoding}); "
         f"ingesting in batches of {stream.batch_size}")
@@ -61,14 +71,15 @@ def cmd_ingest(args) -> int:
             result = workbench.ingest_stream(workbench.resolve(args.collection), stream, add=True, progress=bars)
         else:
             result = workbench.ingest_stream(args.collection, stream, model=args.model, progress=bars,
-                                             cross_lingual=args.cross_lingual)
+                                             cross_lingual=args.cross_lingual, graph=args.graph)
     seconds = time.perf_counter() - started
     for note in stream.notes[shown:]:  # decided while reading (columns of each file's first batch)
         log(f"  note: {note}")
     info = result.info
     xl = f", cross-lingual vectors {info.xl_model}" if info.xl_model else ""
-    log(f"collection {collection_label(info)}: {info.doc_count} documents, model {info.model} ({info.dim}-d){xl}, "
-        f"language {info.language}; {ingest_rate(result.documents, seconds)}")
+    graph = {"off": ", entity graph off", "pending": ", entity graph pending"}.get(info.graph, "")
+    log(f"collection {collection_label(info)}: {info.doc_count} documents, model {info.model} ({info.dim}-d){xl}"
+        f"{graph}, language {info.language}; {ingest_rate(result.documents, seconds)}")
     if result.note:
         log(f"note: {result.note}")
     if stream.skipped:

@@ -76,6 +76,8 @@ def ensure_beir_collection(
         log(f"reusing cached collection {name}")
     else:
         log(f"ingesting {len(corpus.documents)} documents into {name} …")
+        # graph "on": an evaluation may weigh the graph source, and a BEIR corpus is flat records
+        # (whose "auto" would leave a large one's graph off and change its rankings).
         create_collection(store, name, corpus, model=model, description=f"BEIR cache of {folder}", progress=progress,
-                          cross_lingual=cross_lingual)
+                          cross_lingual=cross_lingual, graph="on")
     return name, corpus

@@ -3,7 +3,9 @@ blocks a large ingest).
 
 An ingest that leaves a collection with at least `limits.GRAPH_INLINE_MAX` documents skips entity
 extraction and marks the collection's graph "pending" (`CollectionInfo.graph`); below it every
-ingest writes the graph tables as always (`graph_inline`). `build_graph` then reads the stored
+ingest writes the graph tables as always (`graph_inline`). A collection created with the graph
+setting "off" (`graph_setting`: chosen at upload, "auto" picks it for large flat corpora) skips
+extraction at every ingest and records "off" until the user builds it. `build_graph` then reads the stored
 documents in batches from one pinned table version (no lock: ingests and searches go on), extracts
 their entities batch by batch (`entity_tables.graph_table_rows`, entity counts merged as the streaming
 ingest merges them), and writes the three graph tables in ONE transaction under the collection's
@@ -26,8 +28,10 @@ from retrieval import limits
 from retrieval.indexing.writer import GraphOutdated, write_graph
 from retrieval.store import CollectionInfo, Progress, Store
 from retrieval.text.entity_tables import graph_schemas, graph_table_rows, merge_entities
-from retrieval.types import Document
+from retrieval.types import Document, RetrievalError
 
+GRAPH_SETTINGS = ("auto", "on", "off")  # a new collection's entity graph, chosen at upload (`graph_setting`)
+OFF = "off"  # `CollectionInfo.graph` of a collection whose graph is built only when the user asks
 STAGE = "finding entities"
 BATCH_SIZE = 2_000
 ATTEMPTS = 3  # builds started again when the collection changed while one ran
@@ -35,11 +39,26 @@ ATTEMPTS = 3  # builds started again when the collection changed while one ran
 
 def graph_inline(documents_after: int, info: CollectionInfo | None = None) -> bool:
     """Whether an ingest leaving the collection with `documents_after` documents writes its graph
-    tables itself: below `limits.GRAPH_INLINE_MAX`, and (for an add) unless its graph is already
-    pending (the new rows alone would make incomplete tables current)."""
-    if info is not None and info.graph == "pending":
+    tables itself: below `limits.GRAPH_INLINE_MAX`, and unless its graph is already pending (the
+    new rows alone would make incomplete tables current) or off (`graph_setting`)."""
+    if info is not None and info.graph in ("pending", OFF):
         return False
     return documents_after < limits.GRAPH_INLINE_MAX
+
+
+def graph_setting(setting: str, documents: int, chunked: bool) -> str:
+    """A new collection's entity graph setting, "on" or "off", from the one asked for at upload
+    (`GRAPH_SETTINGS`): "on" extracts entities at ingest (inline below `limits.GRAPH_INLINE_MAX`
+    documents, else pending and built after the ingest), "off" extracts none: the catalogue
+    records the graph "off" and it is built only when the user asks (the Graph page's button,
+    `collections graph NAME`: the same `build_graph`). "auto": "off" for a flat corpus (no
+    document is a chunk of a file, `chunked` False: CSV, JSONL, BEIR records) of at least
+    `limits.GRAPH_AUTO_FLAT_MAX` documents, else "on" (Markdown, text, PDF chunks and small corpora)."""
+    if setting not in GRAPH_SETTINGS:
+        raise RetrievalError(f"Unknown entity graph setting {setting!r}; choose one of {', '.join(GRAPH_SETTINGS)}")
+    if setting != "auto":
+        return setting
+    return OFF if not chunked and documents >= limits.GRAPH_AUTO_FLAT_MAX else "on"
 
 
 def build_graph(store: Store, name: str, progress: Progress | None = None,

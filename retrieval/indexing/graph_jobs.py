@@ -41,12 +41,12 @@ class GraphBuilds:
         """Build the collection's entity graph tables from its stored documents, in batches, and
         mark them current, in one transaction (`graph.build_graph`). One build per collection at
         a time in this process (a second call waits for the first); with `only_pending`, nothing
-        is done when the graph is current by then. `progress("finding entities", done, total)`;
+        is done when the graph is current by then (pending or off: built). `progress("finding entities", done, total)`;
         `status` reads the same numbers."""
         with self._guard:
             lock = self._locks.setdefault(collection, threading.Lock())
         with lock:
-            if only_pending and self.store.info(collection).graph != "pending":
+            if only_pending and self.store.info(collection).graph not in ("pending", "off"):
                 return self.store.info(collection)
             self.progress.started(collection)
 

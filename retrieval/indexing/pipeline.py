@@ -4,8 +4,9 @@ a stream of document batches through the same steps:
 
     check → tokenise → embed every vector column the collection has (its model's, and the
     cross-lingual one: `plan.vector_models`) → extract entities (below `limits.GRAPH_INLINE_MAX`
-    documents) → write the batch (`writer.open_write`: one journaled transaction over all
-    batches) → full-text index, entities table, catalogue entry → indexes by size → compaction
+    documents, unless the collection's graph setting is off: `graph.graph_setting`) → write the
+    batch (`writer.open_write`: one journaled transaction over all batches) → full-text index,
+    entities table, catalogue entry → indexes by size → compaction
 
 What is derived is what the sources declare (`SourceSpec.derives`, read by `plan.py`). Only the
 embedding step may run elsewhere: `ingest_stream(..., embedding=...)` takes any function that
@@ -47,7 +48,7 @@ from retrieval.indexing.derive import (
     embedding_text,
     graph_rows,
 )
-from retrieval.indexing.graph import graph_inline
+from retrieval.indexing.graph import OFF, graph_inline, graph_setting
 from retrieval.indexing.indexes import index_for_size
 from retrieval.indexing.readers.stream import DocumentStream
 from retrieval.indexing.writer import Batch, clash_error, open_write
@@ -126,11 +127,11 @@ def announce_loading(progress: Progress | None, models) -> None:
 
 def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str | None = None,
                       description: str = "", progress: Progress | None = None,
-                      cross_lingual: bool | None = None) -> IngestResult:
+                      cross_lingual: bool | None = None, graph: str = "auto") -> IngestResult:
     """Create a collection named `name` (any script: the display name; the table name is derived,
     `Store.new_names`) from parsed documents, in one batch derived before the lock; the model
     defaults by corpus language. `cross_lingual`: `plan.wants_cross_lingual`'s `requested`
-    (None: auto)."""
+    (None: auto). `graph`: its entity graph setting (`graph.graph_setting`: auto, on, off)."""
     table, display = store.new_names(name)
     name_note = confusable_note(display, store.display_names().values())
     documents = check_documents(corpus.documents)
@@ -138,6 +139,7 @@ def create_collection(store: Store, name: str, corpus: ParsedCorpus, model: str 
     model = model or default_model_for(language)
     announce_loading(progress, [model, *([E5] if cross_lingual is not False else [])])
     info = plan.new_collection(table, display, language, model, len(documents), cross_lingual, description)
+    info.graph = _graph_state(graph, len(documents), documents)
     result = write_documents(store, info, [documents], len(documents), create=True, progress=progress)
     result.name_note = name_note
     return result
@@ -157,7 +159,8 @@ def add_documents(store: Store, name: str, corpus: ParsedCorpus, progress: Progr
 
 def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = False, model: str | None = None,
                   description: str = "", progress: Progress | None = None,
-                  cross_lingual: bool | None = None, embedding: Embedding | None = None) -> IngestResult:
+                  cross_lingual: bool | None = None, embedding: Embedding | None = None,
+                  graph: str = "auto") -> IngestResult:
     """Create collection `name` (any script, as `create_collection`) from a `DocumentStream`, or
     with `add` add it to collection `name` (its table name), batch by batch under the lock, so
     memory holds one batch; still all or nothing (module doc).
@@ -169,7 +172,8 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
     `cross_lingual` False, or too many documents for them by default). `progress("reading", done,
     total)` during that pass, then `progress("ingesting", documents done, stream.total)` after
     every embedding chunk and batch. `embedding`: where the embedding step runs (default: here,
-    `embed_here`)."""
+    `embed_here`). `graph`: a new collection's entity graph setting (`graph.graph_setting`; "auto"
+    looks at the first batch for chunks of files); an add keeps the collection's."""
     batches = stream.batches()
     first = next(batches, None)
     if first is None:
@@ -187,6 +191,7 @@ def ingest_stream(store: Store, name: str, stream: DocumentStream, add: bool = F
         announce_loading(progress, [model or default_model_for(language), *([E5] if xl_possible else [])])
         info = plan.new_collection(table, display, language, model or default_model_for(language), stream.total,
                                    cross_lingual, description)
+        info.graph = _graph_state(graph, stream.total, first)
     result = write_documents(store, info, _chained(first, batches), stream.total, create=not add, progress=progress,
                              streamed=True, embedding=embedding)
     result.name_note = name_note
@@ -213,7 +218,7 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
     stage_progress = None if streamed else progress
     embed_progress = _within(progress, done, count) if streamed else progress
     embed = embedding or functools.partial(embed_here, progress=embed_progress)
-    inline = graph_inline(info.doc_count + count, None if create else info)
+    inline = graph_inline(info.doc_count + count, info)
     ingested = datetime.now(UTC)
     seen: set[str] = set()
     records = (document_records(check_documents(batch, seen), stage_progress) for batch in batches)
@@ -276,6 +281,14 @@ def _chained(first: list[Document] | None, rest: Iterator[list[Document]]) -> It
     if first is not None:
         yield first
     yield from rest
+
+
+def _graph_state(setting: str, documents: int, sample: list[Document]) -> str:
+    """A new collection's `CollectionInfo.graph` before its first write: "off" when its graph
+    setting resolves so (`graph.graph_setting`; chunks of files are looked for in `sample`), else
+    "" (the write makes it current, or pending when the collection is large)."""
+    chunked = any(d.parent_id for d in sample)
+    return OFF if graph_setting(setting, documents, chunked) == OFF else ""
 
 
 def _within(progress: Progress | None, done: list[int], total: int) -> Progress | None:

@@ -132,7 +132,7 @@ class CollectionWriter:
         schema = graph_schemas()["entities"]
         entities_table = aux_table_name(name, "entities")
         if not self.graph:
-            self.info.graph = "pending"
+            self.info.graph = self.info.graph if self.info.graph == "off" else "pending"  # off: until asked
         elif entities_table in set(store.table_names()):
             handle = store.db.open_table(entities_table)
             merged = merge_entities(handle.to_arrow().to_pylist(), self._entities.values())

@@ -102,28 +102,30 @@ class Workbench:
         return self.store.stats(collection)
 
     def create(self, collection: str, corpus: ParsedCorpus, model: str | None = None, description: str = "",
-               progress: Progress | None = None, cross_lingual: bool | None = None) -> IngestResult:
+               progress: Progress | None = None, cross_lingual: bool | None = None,
+               graph: str = "auto") -> IngestResult:
         """A new collection from parsed documents, through the ingest pipeline (all or nothing).
         `collection` is the name the user gave, in any script (the table name is derived);
-        `cross_lingual` None: cross-lingual vectors when `indexing.plan.wants_cross_lingual` says so."""
+        `cross_lingual` None: cross-lingual vectors when `indexing.plan.wants_cross_lingual` says so;
+        `graph`: the entity graph setting (`indexing.graph.graph_setting`: auto, on, off)."""
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
         return self._after_write(create_collection(self.store, collection, corpus, model, description, progress,
-                                                   cross_lingual))
+                                                   cross_lingual, graph))
 
     def add(self, collection: str, corpus: ParsedCorpus, progress: Progress | None = None) -> IngestResult:
         return self._after_write(add_documents(self.store, collection, corpus, progress))
 
     def ingest_stream(self, collection: str, stream: DocumentStream, add: bool = False, model: str | None = None,
                       description: str = "", progress: Progress | None = None,
-                      cross_lingual: bool | None = None) -> IngestResult:
+                      cross_lingual: bool | None = None, graph: str = "auto") -> IngestResult:
         """Create collection `collection` (any script) from a `DocumentStream`, or add it to
         collection `collection` (its table name), batch by batch in one all-or-nothing write
         (`indexing.pipeline.ingest_stream`; holds the collection's writer lock for the whole ingest)."""
         if model is not None and self.model_check is not None:
             self.model_check("embedding model", model)
         return self._after_write(ingest_stream(self.store, collection, stream, add, model, description, progress,
-                                               cross_lingual))
+                                               cross_lingual, graph=graph))
 
     def _after_write(self, result: IngestResult) -> IngestResult:
         """Derived data the write left to build: a large collection's entity graph, started in the

@@ -155,7 +155,7 @@ class LoadedGraph:
 
 
 def load(context: LoadContext, collection: str) -> LoadedGraph:
-    if context.store.info(collection).graph == "pending":
+    if context.store.info(collection).graph in ("pending", "off"):
         return LoadedGraph(None, context, collection)
     return LoadedGraph(load_index(context.store, collection), context, collection)
 

@@ -15,7 +15,8 @@ from retrieval.store import Store
 @dataclass
 class GraphStatus:
     """Where a collection's entity graph tables stand (`Workbench.graph.status`): "current"
-    (written at ingest or built), "pending" (to be built: a large ingest skipped them),
+    (written at ingest or built), "pending" (to be built: a large ingest skipped them), "off"
+    (the collection's graph setting: built only when the user asks),
     "building" (`done` of `total` documents read), or "failed" (`error`)."""
 
     state: str
@@ -37,6 +38,9 @@ class GraphStatus:
             return (f"graph index: pending ({self.total:,} documents; entity extraction runs after an ingest of "
                     f"{limits.GRAPH_INLINE_MAX:,} documents or more, in the background in the app, or with "
                     f"the Graph page's “Build the entity graph” or `collections graph NAME`); {joins}")
+        if self.state == "off":
+            return (f"graph index: off ({self.total:,} documents; chosen at upload, so no entities were extracted); "
+                    f"build it with the Graph page's “Build the entity graph” or `collections graph NAME`; {joins}")
         if self.state == "failed":
             return (f"graph index: the build failed ({self.error}); build it again with the Graph page's “Build "
                     f"the entity graph” or `collections graph NAME`")
@@ -66,11 +70,11 @@ class GraphProgress:
             if progress is not None and progress.running:
                 return GraphStatus("building", progress.done, progress.total)
         info = self.store.info(collection)
-        if info.graph != "pending":
+        if info.graph not in ("pending", "off"):
             return GraphStatus("current", info.doc_count, info.doc_count)
         if progress is not None and progress.error:
             return GraphStatus("failed", progress.done, progress.total, progress.error)
-        return GraphStatus("pending", 0, info.doc_count)
+        return GraphStatus(info.graph, 0, info.doc_count)
 
     def started(self, collection: str) -> None:
         with self._guard:

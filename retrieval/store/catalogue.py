@@ -42,7 +42,9 @@ class CollectionInfo:
     truncated: int | None = None
     # The entity graph tables: "" current (written by every ingest below `limits.GRAPH_INLINE_MAX`
     # documents, or built); "pending": missing or missing the latest documents, to be built by
-    # `indexing.graph.build_graph` (a large ingest skips entity extraction). Null in older catalogues: "".
+    # `indexing.graph.build_graph` (a large ingest skips entity extraction); "off": the collection's
+    # graph setting chosen at upload (`indexing.graph.graph_setting`): no ingest extracts entities,
+    # built only when the user asks (then ""). Null in older catalogues: "".
     graph: str = ""
     # The second, cross-lingual vector column (`vector_xl`): its model and dimension, "" / 0 when
     # the collection has none (`indexing.plan.wants_cross_lingual`). The dense source searches it

@@ -338,7 +338,7 @@ class Store(StoredReads):
                 store_journal.clear_tables(self, name)
                 info.doc_count = 0
                 info.truncated = 0
-                info.graph = ""  # no documents: nothing to build
+                info.graph = "off" if info.graph == "off" else ""  # no documents: nothing to build; off stays off
                 info.updated = now_iso()
                 self.write_info(info)
             return info

@@ -90,7 +90,6 @@ _EN_YEAR = re.compile(r"\b(?:(?:in|since|by|until|of|year|AD|CE)\s+(\d{2,4})(\s*
                       r"|(\d{2,4})\s*(AD|CE|BC|BCE)\b|((?:1\d|20)\d{2}))\b")
 _EN_PHRASE = re.compile(r"\b[A-Z][a-z]+(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][a-z]+)*\b")
 _EN_LOCATIVE = re.compile(r"\b(?:in|at|near|from|to)\s+$")
-_EN_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"'(]\s*)$")
 _EN_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
 _EN_STOP = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
@@ -102,6 +101,19 @@ _EN_SENTENCE_START_SKIP = frozenset(
     "The A An In At On After Before When While During This That These Those It He She They We His Her Its Their "
     "Then There By From With For Of As But And Or".split()
 )
+
+
+def opens_sentence(text: str, start: int) -> bool:
+    r"""Whether `text[start:]` opens a sentence: nothing before it, or only whitespace after a line
+    break, one of . ! ? : ; or an opening quote or bracket (" ' ( ). The regex
+    `(?:^|[.!?:;\n]\s*|["'(]\s*)$` searched in `text[:start]` says the same, but tries every
+    position of the prefix: quadratic in a document's length when asked at every capitalised word."""
+    if start == 0:
+        return True
+    end = start
+    while end > 0 and text[end - 1].isspace():  # \s is str.isspace()
+        end -= 1
+    return "\n" in text[end:start] or (end > 0 and text[end - 1] in ".!?:;\"'(")
 
 
 def clean(name: str) -> str:
@@ -187,12 +199,13 @@ class EntityExtractor:
     def _load_jieba(self) -> None:
         import jieba
         import jieba.analyse
-        import jieba.posseg
 
         jieba.setLogLevel(logging.WARNING)
         tokenizer = jieba.Tokenizer()  # private: words added here never change BM25's jieba
         tokenizer.initialize()
-        pos = jieba.posseg.POSTokenizer(tokenizer)
+        from retrieval.text.pos_tagging import FastPOSTokenizer  # imports jieba.posseg's tables: seconds
+
+        pos = FastPOSTokenizer(tokenizer)
         for word in set(self.config.synonyms) | set(self.config.synonyms.values()) | set(self.config.types):
             if _HAN_CHAR.search(word):
                 tokenizer.add_word(word, freq=100_000)
@@ -301,7 +314,7 @@ class EntityExtractor:
             phrase = match.group()
             words = phrase.split()
             if len(words) == 1 and (phrase in _EN_SENTENCE_START_SKIP or phrase in _MONTHS.split("|")
-                                    or phrase.lower() in _EN_STOP or _EN_SENTENCE_START.search(text[:match.start()])):
+                                    or phrase.lower() in _EN_STOP or opens_sentence(text, match.start())):
                 continue  # a lone capitalised word opening a sentence is usually no name
             if words[0] in _EN_SENTENCE_START_SKIP:
                 phrase = " ".join(words[1:])

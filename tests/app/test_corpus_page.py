@@ -55,9 +55,12 @@ def test_upload_preview_map_and_ingest_creates_a_collection(workbench):
     at.selectbox(key="corpus.model").set_value("all-MiniLM-L6-v2")
     assert at.checkbox(key="corpus.cross_lingual").value  # on by default …
     at.checkbox(key="corpus.cross_lingual").uncheck()  # … off here: one model only
+    assert at.selectbox(key="corpus.graph").options == ["auto", "on", "off"]
+    assert at.selectbox(key="corpus.graph").value == "auto"  # 3 records: auto is on
     at.button(key="corpus.ingest").click().run()
     assert not at.error, [e.value for e in at.error]
     assert any("Ingested 3 documents" in s.value for s in at.success)
+    assert workbench.store.info("notes").graph == ""
     links = at.get("page_link")
     assert [link.proto.label for link in links] == ["Search it now"]
     assert links[0].proto.page == "Search"
@@ -136,8 +139,11 @@ def test_ingest_step_is_a_plain_function(tmp_path):
     store = Store(str(tmp_path))
     workbench = Workbench(store)
     options = corpus.parse_options("key", "heading", "body")
-    report = corpus.ingest(workbench, [("notes.csv", NOTES_CSV)], options, "fn-notes", model="all-MiniLM-L6-v2")
-    assert report.info.doc_count == 3 and not report.added
+    report = corpus.ingest(workbench, [("notes.csv", NOTES_CSV)], options, "fn-notes", model="all-MiniLM-L6-v2",
+                           graph="off")
+    assert report.info.doc_count == 3 and not report.added and report.info.graph == "off"
+    assert "; entity graph off: the Graph page builds it)." in report.message
+    assert not store.has_graph_tables("fn-notes")
     with pytest.raises(IngestError):
         corpus.ingest(workbench, [("notes.csv", NOTES_CSV)], options, "fn-notes", add=True)
     with pytest.raises(RetrievalError, match="already exists"):

@@ -142,3 +142,33 @@ def test_a_pending_graph_is_said_on_the_graph_search_and_corpus_pages(app_db, wo
         assert not at.error and plain(note) not in [plain(i.value) for i in at.info]  # built
     finally:
         store.delete("graph-pending")
+
+
+def test_a_graph_left_off_at_upload_is_built_from_the_graph_page(app_db, workbench, monkeypatch):
+    """A collection created with the entity graph setting off (retrieval/indexing/graph.py
+    `graph_setting`) extracts nothing at ingest; the Graph page says so, its button builds the
+    graph, and the tables are those an inline ingest writes."""
+    monkeypatch.setattr(workbench.graph, "in_background", True)  # the app's: an off graph is still not started
+    store = Store(app_db.uri)
+    documents = ParsedCorpus(chunk_markdown(MINI, "mini"))
+    workbench.create("graph-off", documents, graph="off")  # the app's write
+    create_collection(store, "graph-on", documents, graph="on")
+    try:
+        assert store.info("graph-off").graph == "off" and not store.has_graph_tables("graph-off")
+        at = open_page("pages/6_Graph.py", collection="graph-off", q="袁绍")
+        assert not at.error
+        assert [plain(i.value) for i in at.info] == [plain(
+            "graph index: off (4 documents; chosen at upload, so no entities were extracted); build it with the "
+            "Graph page's “Build the entity graph” or `collections graph NAME`; the graph source joins when it "
+            "is built")]
+        assert workbench.graph.status("graph-off").state == "off"  # no page built it
+        at.button(key="graph.build").click().run()
+        assert not at.error
+        workbench.graph.wait("graph-off")
+        assert store.info("graph-off").graph == "" and workbench.graph.status("graph-off").state == "current"
+        built, inline = store.graph_tables("graph-off"), store.graph_tables("graph-on")
+        assert {k: sorted(map(str, t.to_pylist())) for k, t in built.items()} == {
+            k: sorted(map(str, t.to_pylist())) for k, t in inline.items()}
+    finally:
+        store.delete("graph-off")
+        store.delete("graph-on")

@@ -144,7 +144,10 @@ def build_scale_collection(store: Store, n: int) -> tuple[SentenceMeanEncoder, l
     encoder = SentenceMeanEncoder(load(MODEL), sentences, parts)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(embed, "load_encoder", lambda name: encoder if name == MODEL else load(name))
-        create_collection(store, SCALE_COLLECTION, ParsedCorpus(documents=documents), description=DESCRIPTION)
+        # graph "on": a flat corpus this large is "off" by default (`indexing.graph.graph_setting`); this
+        # test is of the large collection whose graph is pending, to be built after the ingest.
+        create_collection(store, SCALE_COLLECTION, ParsedCorpus(documents=documents), description=DESCRIPTION,
+                          graph="on")
     assert encoder.passages == n, "the ingest embedded through the sentence-mean encoder"
     return encoder, documents
 

@@ -151,8 +151,9 @@ class IngestReport:
         """The success message: what was written, then the truncation note."""
         verb = "Added" if self.added else "Ingested"
         xl = f"; cross-lingual vectors {self.info.xl_model}" if self.info.xl_model else ""
+        graph = "; entity graph off: the Graph page builds it" if self.info.graph == "off" else ""
         text = (f"{verb} {len(self.corpus.documents)} documents: collection '{self.info.label}' now holds "
-                f"{self.info.doc_count} ({self.info.model}, language {self.info.language}{xl}).")
+                f"{self.info.doc_count} ({self.info.model}, language {self.info.language}{xl}{graph}).")
         if self.note:
             text = f"{text} {self.note[:1].upper()}{self.note[1:]}."
         if self.corpus.skipped:
@@ -162,11 +163,12 @@ class IngestReport:
 
 def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseOptions, collection: str,
            add: bool = False, model: str | None = None, progress: Progress | None = None,
-           cross_lingual: bool | None = None) -> IngestReport:
+           cross_lingual: bool | None = None, graph: str = "auto") -> IngestReport:
     """Parse the uploaded files and create the collection named `collection` (any script: it
     becomes the display name) or add to collection `collection` (a table or display name). All
     or nothing: any problem raises RetrievalError (IngestError for input problems) and nothing is
-    written. `cross_lingual`: a new collection's (`indexing.plan.wants_cross_lingual`; None: auto)."""
+    written. `cross_lingual`: a new collection's (`indexing.plan.wants_cross_lingual`; None: auto);
+    `graph`: its entity graph setting (`indexing.graph.graph_setting`: auto, on, off)."""
     collection = display_name(collection or "")
     if not files:
         raise RetrievalError("Upload at least one file first")
@@ -179,7 +181,8 @@ def ingest(workbench: Workbench, files: list[tuple[str, bytes]], options: ParseO
     if add:
         result = workbench.add(collection, corpus, progress=progress)
     else:
-        result = workbench.create(collection, corpus, model=model, progress=progress, cross_lingual=cross_lingual)
+        result = workbench.create(collection, corpus, model=model, progress=progress, cross_lingual=cross_lingual,
+                                  graph=graph)
     return IngestReport(result.info, corpus, add, result.note)
 
 

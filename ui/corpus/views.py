@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+from retrieval import limits
 from retrieval.search.workbench import Workbench
 from retrieval.store import collection_versions
 from ui import state
@@ -152,7 +153,7 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
         name = c1.selectbox("Collection", existing, key="corpus.add_to", format_func=lambda n: labels.get(n, n),
                             help="The collection to add the documents to (ids must be new).")
         c2.caption("Documents are embedded with the collection's own model (and its cross-lingual one, if any).")
-        model_choice, model_path, cross_lingual = corpus.MODEL_AUTO, "", None
+        model_choice, model_path, cross_lingual, graph = corpus.MODEL_AUTO, "", None, "auto"
     else:
         name = c1.text_input("New collection name", key="corpus.new_name", placeholder="e.g. my-docs or 中文集合",
                              help="1–64 characters in any script. It is shown everywhere; a name that is not "
@@ -173,6 +174,12 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
                  "multilingual-e5-small vectors, searched when a question is in the other language "
                  "(Chinese questions over English XQuAD: nDCG@10 0.82 instead of 0.10). Costs about "
                  "3× the ingest time; by default only below 20,000 documents. Off: one model only.") else False
+        graph = c1.selectbox(
+            "Entity graph", ("auto", "on", "off"), key="corpus.graph",
+            help="The graph source's entities (people, places, times …). on: found at ingest; off: none now, "
+                 "the Graph page builds them when you ask; auto: off for flat records (CSV, JSONL) of "
+                 f"{limits.GRAPH_AUTO_FLAT_MAX:,} documents or more, else on. Finding entities took most of a "
+                 "large ingest's time.")
     skip_invalid = st.checkbox(
         "Skip invalid records", key="corpus.skip_invalid",
         help="Off (the default): a file with any problem — a record with neither a title nor a text, a "
@@ -192,7 +199,7 @@ def _target_and_ingest(workbench: Workbench, files, mapping, text_mode, max_char
                                            skip_invalid)
             report = corpus.ingest(workbench, files, options, name, add=add,
                                    model=corpus.model_name(model_choice, model_path), progress=progress,
-                                   cross_lingual=cross_lingual)
+                                   cross_lingual=cross_lingual, graph=graph)
         except Exception as exc:  # every core error is shown; the store wrote nothing
             bar.empty()
             views.show_error(exc)

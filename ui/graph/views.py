@@ -47,7 +47,7 @@ def build_status(workbench: Workbench, collection: str, source: GraphSource | Pe
     if status.state == "current":
         return
     st.info(markdown_safe(status.note))
-    if status.state in ("pending", "failed"):
+    if status.state in ("pending", "off", "failed"):
         if st.button("Build the entity graph", key="graph.build",
                      help="Find every document's entities and write the graph tables, in the background: "
                           "searches go on meanwhile, and this page says how far the build is."):

@@ -1,0 +1,62 @@
+"""benchmarks/bench_ingest.py: the repeated corpus, the stage timer, and one small run on the
+bundled XQuAD sample (figures present and consistent; no timing is asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("bench_ingest", REPO / "benchmarks" / "bench_ingest.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_repeated_rows_keep_the_texts_and_make_every_id_unique():
+    rows = [{"_id": "a", "title": "T", "text": "one"}, {"_id": "b", "text": "two"}]
+    out = list(bench.repeated(rows, 5))
+    assert [r["_id"] for r in out] == ["a", "b", "a~1", "b~1", "a~2"]
+    assert [r["text"] for r in out] == ["one", "two", "one", "two", "one"]
+    assert [r["title"] for r in out] == ["T", "", "T", "", "T"]
+
+
+def test_stage_timer_charges_a_nested_call_to_the_inner_stage_only():
+    timer = bench.StageTimer()
+    inner = timer.timed("inner", lambda: time.sleep(0.02))
+
+    def outer_body():
+        inner()
+        time.sleep(0.01)
+    timer.timed("outer", outer_body)()
+    assert 0.02 <= timer.seconds["inner"] < timer.seconds["inner"] + timer.seconds["outer"]
+    assert 0.01 <= timer.seconds["outer"] < 0.02 + 0.01  # the inner 0.02 s is not counted again
+    assert list(timer.timed_iterator("read", iter([1, 2, 3]))) == [1, 2, 3]
+    assert set(timer.seconds) == {"inner", "outer", "read"}
+
+
+def test_timed_pipeline_restores_every_wrapped_function():
+    from retrieval.indexing import derive, pipeline, writer
+    from retrieval.indexing.readers.stream import DocumentStream
+
+    before = (pipeline.document_records, pipeline.graph_rows, pipeline.count_truncated, pipeline.index_for_size,
+              derive.EmbedBatches.__call__, writer.CollectionWriter.append, DocumentStream.batches)
+    with bench.timed_pipeline(bench.StageTimer()):
+        assert pipeline.document_records is not before[0]
+    after = (pipeline.document_records, pipeline.graph_rows, pipeline.count_truncated, pipeline.index_for_size,
+             derive.EmbedBatches.__call__, writer.CollectionWriter.append, DocumentStream.batches)
+    assert after == before
+
+
+def test_a_small_run_reports_every_key_and_stage(capsys):
+    bench.main([str(REPO / "sample_data" / "xquad" / "corpus.jsonl"), "--docs", "130", "--json"])
+
+    result = json.loads(capsys.readouterr().out)
+    assert result["docs"] == 130  # 120 sample paragraphs, then 10 repeated with new ids
+    assert {"ingest_docs_per_s", "encoder_docs_per_s", "peak_rss_mb", "stages", "device"} <= set(result)
+    assert list(result["stages"]) == list(bench.STAGES)
+    assert result["device"] in ("cpu", "cuda")
+    assert result["stages"]["embed"] > 0 and result["stages"]["tokenise"] > 0 and result["stages"]["entities"] > 0
+    assert result["graph"] == "current"
+    assert sum(result["stages"].values()) <= result["ingest_s"] + 0.01
