@@ -54,7 +54,7 @@ def _impact(args) -> int:
         raise RetrievalError("rules impact needs --rules FILE")
     config = config_from_args(args)
     workbench = open_workbench(args)
-    name, queries, qrels, _label = _judged(args, workbench)
+    name, queries, qrels, _label, _skipped = _judged(args, workbench)
     report = rule_impact(workbench, name, queries, qrels, config, args.metric,
                          progress=lambda done, total: log(f"  rules {done}/{total}") if done % 50 == 0 else None)
     if args.json:
@@ -76,7 +76,7 @@ def _suggest(args) -> int:
 
     config = config_from_args(args)
     workbench = open_workbench(args)
-    name, queries, qrels, _label = _judged(args, workbench)
+    name, queries, qrels, _label, _skipped = _judged(args, workbench)
     suggestions = suggest_rules(workbench, name, queries, qrels, config, args.metric, limit=args.limit)
     if args.json:
         print(json.dumps([s.to_json_dict() for s in suggestions], ensure_ascii=False))
