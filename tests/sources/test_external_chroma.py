@@ -2,70 +2,23 @@
 through the preset descriptor examples/sources/chroma.json: the real server started on a free
 loopback port (telemetry off), the collection's paragraphs added with the vectors of the
 collection's own encoder (Chroma embeds nothing), queried over its HTTP API v2 with
-`{query_vector}`. Its parallel arrays are read by `zip`, its distances ranked lower-is-better;
-its nDCG@10 computed by the workbench equals the one computed from Chroma's own answers; it fuses
+`{query_vector}`. Its parallel arrays are read by `zip`, its distances ranked lower-is-better
+(score 1 / (1 + d)); its nDCG@10 computed by the workbench equals the one computed from Chroma's own answers; it fuses
 with local BM25; stopped mid-run, it is that source's error while BM25 still fuses."""
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-import httpx2
 import pytest
+from chroma_server import Chroma
 
 from retrieval.evaluation.evaluate import evaluate_collection, evaluate_run, run_from_rankings
 from retrieval.models.embed import load_encoder
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
-from retrieval.sources.external import close_engines, parse_descriptor
+from retrieval.sources.external import close_engines
 from retrieval.text.passages import embedding_text
 
-REPO = Path(__file__).resolve().parents[2]
-PRESET = REPO / "examples" / "sources" / "chroma.json"
-CHROMA = Path(sys.executable).parent / "chroma"  # the chromadb package's server CLI (requirements-dev.txt)
-TENANT = "/api/v2/tenants/default_tenant/databases/default_database"
 DEPTH = 100
-
-
-class Chroma:
-    """A `chroma run` server on a free loopback port, its data in `path`."""
-
-    def __init__(self, path: Path):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        # Chroma's documented opt-out of its anonymous telemetry; proxies unset: loopback only.
-        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-        env["ANONYMIZED_TELEMETRY"] = "False"
-        self.log = path / "chroma.out"
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(
-                [str(CHROMA), "run", "--path", str(path / "db"), "--host", "127.0.0.1", "--port", str(self.port)],
-                cwd=path, env=env, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx2.get(self.base + "/api/v2/heartbeat", timeout=2).is_success:
-                    break
-            except httpx2.TransportError:
-                pass
-            assert self.process.poll() is None and time.monotonic() < deadline, self.log.read_text(errors="replace")
-            time.sleep(0.1)
-
-    def post(self, path: str, body: dict) -> dict:
-        response = httpx2.post(self.base + TENANT + path, json=body, timeout=30)
-        assert response.is_success, response.text
-        return response.json()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -75,15 +28,8 @@ def chroma(xsmall, tmp_path_factory):
     try:
         documents = xsmall.corpus.documents
         encoder = load_encoder(xsmall.store.info("xsmall").model)
-        vectors = encoder.encode_passages([embedding_text(d) for d in documents])
-        collection = server.post("/collections", {"name": "xsmall", "configuration": {"hnsw": {"space": "cosine"}}})
-        server.post(f"/collections/{collection['id']}/add", {
-            "ids": [d.id for d in documents], "embeddings": [[float(x) for x in v] for v in vectors],
-            "documents": [d.text for d in documents], "metadatas": [{"title": d.title} for d in documents]})
-        server.collection_id = collection["id"]
-        text = PRESET.read_text(encoding="utf-8")
-        server.descriptor = parse_descriptor(text.replace("http://127.0.0.1:8000", server.base)
-                                             .replace("COLLECTION_ID", collection["id"]))
+        server.load("xsmall", documents, encoder.encode_passages([embedding_text(d) for d in documents]))
+        server.preset = server.descriptor()
         yield server
     finally:
         server.stop()
@@ -92,16 +38,14 @@ def chroma(xsmall, tmp_path_factory):
 
 def workbench(xsmall, chroma) -> Workbench:
     wb = Workbench(xsmall.store)  # its own caches: nothing answered by another test's workbench
-    wb.use_source(chroma.descriptor)
+    wb.use_source(chroma.preset)
     return wb
 
 
 def asked_directly(chroma, xsmall, queries: dict[str, str]) -> dict[str, dict]:
     """Chroma's own answers (POST …/query over HTTP) to the queries embedded by the collection's encoder."""
     vectors = load_encoder(xsmall.store.info("xsmall").model).encode_queries(list(queries.values()))
-    return {qid: chroma.post(f"/collections/{chroma.collection_id}/query", {
-        "query_embeddings": [[float(x) for x in vector]], "n_results": DEPTH, "include": ["distances"]})
-        for qid, vector in zip(queries, vectors, strict=True)}
+    return {qid: chroma.query(vector, DEPTH) for qid, vector in zip(queries, vectors, strict=True)}
 
 
 def test_ndcg_of_chroma_alone_equals_the_one_computed_from_its_own_answers(xsmall, chroma):
@@ -116,7 +60,7 @@ def test_ndcg_of_chroma_alone_equals_the_one_computed_from_its_own_answers(xsmal
     assert report.metrics["chroma"]["ndcg@10"] == pytest.approx(report.metrics["hybrid"]["ndcg@10"], abs=1e-12)
 
 
-def test_chroma_fuses_with_bm25_its_score_minus_its_distance(xsmall, chroma):
+def test_chroma_fuses_with_bm25_its_score_the_similarity_of_its_distance(xsmall, chroma):
     wb = workbench(xsmall, chroma)
     query = xsmall.queries[next(iter(xsmall.qrels))]
     config = SearchConfig(fusion="weighted", normalization="minmax", weights={"bm25": 1.0, "chroma": 1.0},
@@ -125,7 +69,8 @@ def test_chroma_fuses_with_bm25_its_score_minus_its_distance(xsmall, chroma):
     hits = result.candidates.sources["chroma"].hits
     answer = asked_directly(chroma, xsmall, {"q": query})["q"]
     assert [h.doc_id for h in hits] == answer["ids"][0][:20]
-    assert [(h.raw_score, h.detail["engine_score"]) for h in hits] == [(-d, d) for d in answer["distances"][0][:20]]
+    assert [(h.raw_score, h.detail["engine_score"]) for h in hits] == [(1 / (1 + d), d)
+                                                                       for d in answer["distances"][0][:20]]
     document = next(d for d in xsmall.corpus.documents if d.id == hits[0].doc_id)  # its title and text mapped too
     assert hits[0].detail == {"engine_score": answer["distances"][0][0], "title": document.title,
                               "text": document.text[:500]}

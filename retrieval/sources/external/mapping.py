@@ -14,12 +14,16 @@ an engine that answers with parallel arrays instead of a list of results — Chr
 `zip(ids[0], distances[0], documents[0])`, then id `[0]`, score `[1]`, text `[2]`.
 
 The engine's order is the ranking (rank 1 = its first result); its scores are the raw scores,
-as given, unless the descriptor's `score_order` is "ascending" (lower is better: a distance), when
-the source's score is −raw, so that higher is better for fusion like every source's, and the raw
-value is kept as the hit's `engine_score`. A path that matches nothing, a path whose function
-fails (`zip` of a missing array), a list that is not a list, an id or a score of the wrong
-type: the whole response is refused with a message naming the path (`MappingError`), so the
-source reports an error instead of fusing half a response. A repeated id keeps its first place.
+as given, unless the descriptor's `score_order` is "ascending" (lower is better: a distance d ≥ 0),
+when the source's score is the similarity 1 / (1 + d), in (0, 1]: higher is better, as fusion
+expects of every source, and positive, so a document the engine did not return (0) still counts
+less than any it did under every normalisation (−d would rank it above them all under l2 or
+none); the engine's d is kept as the hit's `engine_score`. A negative distance is refused.
+
+A path that matches nothing, a path whose function fails (`zip` of a missing array), a list
+that is not a list, an id or a score of the wrong type: the whole response is refused with a
+message naming the path (`MappingError`), so the source reports an error instead of fusing half
+a response. A repeated id keeps its first place.
 """
 
 from __future__ import annotations
@@ -66,13 +70,13 @@ class ResultPaths:
     score: Any
     title: Any = None
     text: Any = None
-    lower_is_better: bool = False  # `score_order` "ascending": the source's score is −raw
+    lower_is_better: bool = False  # `score_order` "ascending": the source's score is 1 / (1 + raw)
 
 
 @dataclass(frozen=True)
 class OutsideHit:
     doc_id: str
-    score: float  # higher is better: the engine's score, or −it when lower is better
+    score: float  # higher is better: the engine's score, or 1 / (1 + it) when lower is better
     title: str | None = None
     text: str | None = None
     engine_score: float | None = None  # the engine's own value when lower is better (a distance)
@@ -137,10 +141,20 @@ def map_hits(response: Any, paths: ResultPaths, depth: int) -> list[OutsideHit]:
             raise MappingError(f"score path {paths.score.expression!r} matched {score!r} in result {position}, "
                                "not a finite number")
         if doc_id not in hits:
-            score, engine_score = (-float(score), float(score)) if paths.lower_is_better else (float(score), None)
+            score, engine_score = float(score), None
+            if paths.lower_is_better:
+                if score < 0:
+                    raise MappingError(f"score path {paths.score.expression!r} matched {score!r} in result "
+                                       f"{position}: score_order 'ascending' reads a distance, never negative")
+                score, engine_score = similarity(score), score
             hits[doc_id] = OutsideHit(doc_id, score, _text(paths.title, "title", item, position),
                                       _text(paths.text, "text", item, position), engine_score)
     return list(hits.values())
+
+
+def similarity(distance: float) -> float:
+    """1 / (1 + d): a distance d ≥ 0 as a score in (0, 1], higher for nearer (1 at d = 0)."""
+    return 1.0 / (1.0 + distance)
 
 
 def _search(path: Any, key: str, value: Any, position: int | None = None) -> Any:
