@@ -505,7 +505,18 @@ def test_ab_test_of_an_outside_engine_against_the_local_default(small_set, workb
         assert shown["verdict"] == said.answer
         trust = next(d.value for d in at.dataframe if "bpref" in d.value.columns)
         assert list(trust["config"]) == ["local default", "team"]
+        # an engine failing on every query: named with its first error, counted as retrieving nothing
+        workbench.outside_sources().add(parse_descriptor(descriptor(base, name="broken", path="/broken")))
+        at.run()  # the picker lists it from the next run on
+        at.selectbox(key="ab.engine").set_value("broken").run()
+        at.button(key="ab.run").click().run()
+        assert not at.exception
+        assert [plain(w.value) for w in at.warning if "failed on" in w.value] == [
+            f"'broken' failed on {len(qrels)} of {len(qrels)} queries (first: ExternalError: {base} answered HTTP "
+            '500: {"error": "index unavailable"}); each counts as retrieving nothing.']
+        assert {m.label: m.value for m in at.metric}["nDCG@10 B"] == "0.0000"
     finally:
-        workbench.outside_sources().remove("team")
+        for name in {"team", "broken"} & set(workbench.outside_sources().names()):
+            workbench.outside_sources().remove(name)
         engine.stop()
         close_engines()
