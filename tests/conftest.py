@@ -44,6 +44,7 @@ SLOW_MODULES = {
     "tests/search/test_plan.py",
     "tests/serve/test_serve.py",
     "tests/serve/test_tuning_session.py",
+    "tests/sources/test_external_chroma.py",
     "tests/store/test_names.py",
     "tests/store/test_object_storage.py",
     "tests/test_docs_commands.py",

@@ -16,6 +16,10 @@ empty scores 0), per query δᵢ = m_B(qᵢ) − m_A(qᵢ); B wins where δ > 0,
 
 When every δ is 0 the runs are indistinguishable on this metric and p = 1.
 
+Beside p, Δ = mean(δ) gets its 95 % percentile bootstrap interval (`paired.bootstrap_ci`: the n
+queries resampled with replacement 10,000 times, seed 42), the interval every other paired
+comparison of the workbench reports (snapshot diffs, the optimiser's gain).
+
 The verdict (`verdict`) is the one place that says whether to believe the difference: it weighs
 the test and, when given, the trust check of the judgments' holes (`trust.flip_check`) — a
 difference significant on today's judgments that judging the unjudged documents could reverse
@@ -29,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.evaluation.evaluate import Qrels, QrelsEvaluator, Run
-from retrieval.evaluation.paired import NOT_ENOUGH_QUERIES, p_text, randomization_p, t_test_p
+from retrieval.evaluation.paired import NOT_ENOUGH_QUERIES, bootstrap_ci, p_text, randomization_p, t_test_p
 from retrieval.evaluation.trust import FlipCheck
 from retrieval.types import RetrievalError
 
@@ -56,6 +60,7 @@ class ABResult:
     alpha: float
     n_permutations: int | None = None  # randomization only
     seed: int | None = None  # randomization only
+    delta_ci: tuple[float, float] | None = None  # 95 % bootstrap interval of mean_delta
 
     @property
     def significant(self) -> bool:
@@ -137,4 +142,5 @@ def compare(
         p_value=None if p_value is None else float(p_value), alpha=alpha,
         n_permutations=n_permutations if test == "randomization" else None,
         seed=seed if test == "randomization" else None,
+        delta_ci=bootstrap_ci(deltas) if deltas.size else None,
     )

@@ -165,11 +165,10 @@ class TuningService:
     def compare(self, a: Any, b: Any, query_set: str, collection_name: str | None = None, metric: str = "ndcg@10",
                 test: str = "t-test", max_queries: int | None = None) -> dict[str, Any]:
         """The Evaluate page's A/B test of B against A (`abtest.compare` on both configs' runs of
-        `evaluate_collection`), Δ's 95 % paired bootstrap interval (`paired.bootstrap_ci`), the
+        `evaluate_collection`), Δ's 95 % paired bootstrap interval (`ABResult.delta_ci`), the
         winners and losers, and the trust check (`trust.judgment_trust`)."""
         from retrieval.evaluation.abtest import compare, verdict
         from retrieval.evaluation.evaluate import DEFAULT_METRICS, evaluate_collection
-        from retrieval.evaluation.paired import bootstrap_ci
         from retrieval.evaluation.trust import judgment_trust
 
         if metric not in DEFAULT_METRICS:
@@ -190,7 +189,7 @@ class TuningService:
             return {"query_id": qid, "query": queries.get(qid, ""), "a": result.per_query_a[qid],
                     "b": result.per_query_b[qid], "delta": result.deltas[qid]}
 
-        low, high = bootstrap_ci(list(result.deltas.values()))
+        low, high = result.delta_ci
         return {"a": {"config_name": name_a, "config": config_a.to_dict(), metric: result.mean_a},
                 "b": {"config_name": name_b, "config": config_b.to_dict(), metric: result.mean_b},
                 "metric": metric, "test": test, "n_queries": result.n_queries, "delta": result.mean_delta,

@@ -464,3 +464,59 @@ def test_an_implicit_list_is_a_judgment_source_with_its_agreement_and_ab_on_it(s
     expected = compare(implicit_qrels, run_a, run_b, metric="ndcg@10", test="t-test")
     shown = {m.label: m.value for m in at.metric}
     assert shown["nDCG@10 A"] == f"{expected.mean_a:.4f}" and shown["nDCG@10 B"] == f"{expected.mean_b:.4f}"
+
+
+def test_ab_test_of_an_outside_engine_against_the_local_default(small_set, workbench, app_db):
+    from search_engine import Engine, descriptor
+
+    from retrieval.evaluation.abtest import compare, verdict
+    from retrieval.evaluation.paired import p_text
+    from retrieval.evaluation.trust import flip_check
+    from retrieval.sources.external import close_engines, parse_descriptor
+
+    queries, qrels = small_set
+    at = open_page(EVALUATE, set="small-eval")
+    at.radio(key="ab.mode").set_value("outside").run()
+    assert any("No outside engine is registered" in plain(i.value) for i in at.info)
+    docs = workbench.documents(app_db.collection, [f"{lang}-{i:03d}" for lang in ("en", "zh") for i in range(1, 9)])
+    engine = Engine({i: (row["title"], row["text"]) for i, row in docs.items()})
+    base = engine.start()
+    workbench.outside_sources().add(parse_descriptor(descriptor(base, name="team")))
+    try:
+        at = open_page(EVALUATE, set="small-eval")
+        at.radio(key="ab.mode").set_value("outside").run()
+        assert at.selectbox(key="ab.engine").value == "team"
+        at.button(key="ab.run").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        run_a = evaluate_collection(workbench, COLLECTION, queries, qrels, SearchConfig()).runs["hybrid"]
+        run_b = evaluate_collection(workbench, COLLECTION, queries, qrels,
+                                    SearchConfig(weights={"team": 1.0})).runs["hybrid"]
+        expected = compare(qrels, run_a, run_b, metric="ndcg@10", test="t-test")
+        assert expected.mean_a != expected.mean_b
+        shown = {m.label: m.value for m in at.metric}
+        assert shown["nDCG@10 A"] == f"{expected.mean_a:.4f}" and shown["nDCG@10 B"] == f"{expected.mean_b:.4f}"
+        assert shown["p-value"] == shown_p(expected.p_value)
+        low, high = expected.delta_ci
+        assert any(plain(c.value) == f"Δ nDCG@10 (B − A) = {expected.mean_delta:+.4f}, 95 % interval {low:+.4f} … "
+                   f"{high:+.4f} (bootstrap over the {len(qrels)} queries); paired t-test, {p_text(expected.p_value)}."
+                   for c in at.caption), [c.value for c in at.caption]
+        rank = lambda run: {q: sorted(d, key=d.get, reverse=True) for q, d in run.items()}  # noqa: E731
+        said = verdict(expected, flip_check(rank(run_a), rank(run_b), qrels))
+        assert shown["verdict"] == said.answer
+        trust = next(d.value for d in at.dataframe if "bpref" in d.value.columns)
+        assert list(trust["config"]) == ["local default", "team"]
+        # an engine failing on every query: named with its first error, counted as retrieving nothing
+        workbench.outside_sources().add(parse_descriptor(descriptor(base, name="broken", path="/broken")))
+        at.run()  # the picker lists it from the next run on
+        at.selectbox(key="ab.engine").set_value("broken").run()
+        at.button(key="ab.run").click().run()
+        assert not at.exception
+        assert [plain(w.value) for w in at.warning if "failed on" in w.value] == [
+            f"'broken' failed on {len(qrels)} of {len(qrels)} queries (first: ExternalError: {base} answered HTTP "
+            '500: {"error": "index unavailable"}); each counts as retrieving nothing.']
+        assert {m.label: m.value for m in at.metric}["nDCG@10 B"] == "0.0000"
+    finally:
+        for name in {"team", "broken"} & set(workbench.outside_sources().names()):
+            workbench.outside_sources().remove(name)
+        engine.stop()
+        close_engines()

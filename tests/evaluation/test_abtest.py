@@ -58,6 +58,11 @@ def test_t_test_p_value_equals_scipy_on_the_per_query_values(runs):
     assert result.wins + result.ties + result.losses == result.n_queries
     assert result.significant == (result.p_value < 0.05)
     assert "B wins" in result.summary()
+    # Δ's 95 % interval: the percentile bootstrap of the per-query differences (seed 42), around Δ
+    low, high = result.delta_ci
+    means = np.random.default_rng(42).choice(list(result.deltas.values()), size=(10_000, result.n_queries)).mean(axis=1)
+    assert low < result.mean_delta < high and (low, high) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])),
+                                                                          abs=0.01)
 
 
 def test_randomization_is_reproducible_and_agrees_with_the_exact_test(runs):

@@ -109,3 +109,34 @@ def test_a_response_of_another_shape_is_refused_naming_the_path(response, messag
     with pytest.raises(MappingError) as caught:
         map_hits(response, PATHS, depth=10)
     assert message in str(caught.value)
+
+
+CHROMA_PATHS = compile_paths({"hits": "zip(ids[0], distances[0], documents[0], metadatas[0])", "id": "[0]",
+                              "score": "[1]", "text": "[2]", "title": "[3].title", "score_order": "ascending"})
+
+
+def test_parallel_arrays_are_read_by_zip_and_a_distance_becomes_one_over_one_plus_itself():
+    response = {"ids": [["a", "c", "b"]], "distances": [[0.25, 0.5, 1.5]], "documents": [["alpha", "gamma", "beta"]],
+                "metadatas": [[{"title": "A"}, None, {"title": "B"}]]}
+    hits = map_hits(response, CHROMA_PATHS, depth=10)
+    assert [(h.doc_id, h.score, h.engine_score, h.title, h.text) for h in hits] == [
+        ("a", 0.8, 0.25, "A", "alpha"), ("c", 2 / 3, 0.5, None, "gamma"), ("b", 0.4, 1.5, "B", "beta")]
+    assert [h.doc_id for h in map_hits(response, CHROMA_PATHS, depth=2)] == ["a", "c"]
+    # zip stops at the shortest array; the descending default keeps the score and no engine_score
+    plain = compile_paths({"hits": "zip(ids[0], distances[0])", "id": "[0]", "score": "[1]"})
+    assert [(h.doc_id, h.score, h.engine_score) for h in map_hits({"ids": [["x", "y"]], "distances": [[3]]}, plain,
+                                                                   depth=10)] == [("x", 3.0, None)]
+
+
+def test_a_zip_of_a_missing_array_and_an_unknown_score_order_are_refused():
+    with pytest.raises(MappingError) as caught:
+        map_hits({"ids": [["a"]], "distances": [[0.1]], "documents": None}, CHROMA_PATHS, depth=10)
+    assert str(caught.value).startswith("hits path 'zip(ids[0], distances[0], documents[0], metadatas[0])' failed: "
+                                        "In function zip(), invalid type for value: None")
+    with pytest.raises(RetrievalError, match=r"score_order must be one of \('descending', 'ascending'\)"):
+        parse_descriptor({**GOOD, "score_order": "lowest"})
+    assert parse_descriptor({**GOOD, "score_order": "ascending"}).paths.lower_is_better
+    with pytest.raises(MappingError, match=r"score path '\[1\]' matched -0.5 in result 2: score_order 'ascending' "
+                                           "reads a distance, never negative"):
+        map_hits({"ids": [["a", "b"]], "distances": [[0.1, -0.5]], "documents": [["x", "y"]], "metadatas": [[{}, {}]]},
+                 CHROMA_PATHS, depth=10)

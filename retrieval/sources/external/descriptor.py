@@ -5,6 +5,7 @@ called, so a bad descriptor is refused with a message naming every problem.
      "method": "GET" | "POST", "headers": {"Authorization": "Bearer ${PROD_KEY}"},
      "params": {"q": "{query}", "size": "{depth}"}  (GET)  |  "body": {...}  (POST),
      "hits": "hits.hits", "id": "_id", "score": "_score", "title": "_source.title"?, "text": ...?,
+     "score_order": "descending" (higher is better) | "ascending" (lower is better: a distance)?,
      "timeout_s": 10?, "max_concurrent": 4?, "max_bytes": 5000000?, "max_depth": 1000?, "label": "production"?}
 
     {"name": "other-workbench", "kind": "mcp", "command": ["python", "-m", "retrieval", "serve", …]
@@ -52,7 +53,8 @@ METADATA_HOSTS = frozenset({"metadata", "metadata.google.internal", "metadata.go
                             "instance-data.ec2.internal"})
 CREDENTIAL_HEADER = re.compile(r"authorization|cookie|key|token|secret|password", re.IGNORECASE)
 _FIELDS = {"name", "kind", "label", "url", "method", "headers", "params", "body", "command", "env", "tool",
-           "arguments", "hits", "id", "score", "title", "text", "timeout_s", "max_concurrent", "max_bytes",
+           "arguments", "hits", "id", "score", "score_order", "title", "text", "timeout_s", "max_concurrent",
+           "max_bytes",
            "max_depth"}
 
 

@@ -113,6 +113,8 @@ class ExternalSource:
 def hit_detail(hit: OutsideHit) -> dict[str, Any] | None:
     """What the engine said of a hit beside its score (shown in the explanation)."""
     detail = {}
+    if hit.engine_score is not None:  # lower is better: its score is 1 / (1 + engine_score)
+        detail["engine_score"] = hit.engine_score
     if hit.title is not None:
         detail["title"] = hit.title
     if hit.text is not None:
