@@ -101,3 +101,13 @@ def test_evaluate_the_engine_alone_and_fused_with_bm25(beir, tmp_path, capsys):
     grid = [v for v in json.loads(out) if set(v["config"]["weights"]) == {"bm25", "engine"}]
     assert len(grid) > 20 and len({v["metrics"]["ndcg@10"] for v in grid}) > 1
     assert beir["engine"].calls == calls + 2 * len(beir["qrels"])
+    # a snapshot of the fused config, then the CI gate against it: the engine is a source by name there too
+    fused_args = ("--db", db, "evaluate", folder, "--weights", "bm25=1,engine=1")
+    code, _, err = run(capsys, *fused_args, "--snapshot", "with-engine")
+    assert code == 0, err
+    code, _, err = run(capsys, *fused_args, "--baseline", "with-engine", "--fail-if-worse", "0.01")
+    assert code == 0 and "Δ +0.0000" in err, err
+    assert beir["engine"].calls == calls + 4 * len(beir["qrels"])  # each command asks once per query
+    # a misspelt engine is an error naming the built-in sources and the outside engines
+    code, _, err = run(capsys, "--db", db, "evaluate", folder, "--weights", "bm25=1,engin=1")
+    assert code == 2 and "unknown source 'engin'" in err and "outside engines: engine" in err, err
