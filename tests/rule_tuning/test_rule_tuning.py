@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from corpora import ANIMALS_WITH_CATEGORY
 
 from retrieval.cli import main as cli
 from retrieval.indexing.pipeline import create_collection
@@ -15,14 +16,7 @@ from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 
-ANIMALS = b"""id,title,text,category
-cat,Cats,"Cats are small felines that sleep most of the day and hunt mice at night.",pet
-dog,Dogs,"Dogs are loyal companions that need daily walks and enjoy playing fetch.",pet
-owl,Owls,"Owls are nocturnal birds of prey with silent flight and excellent night vision.",wild
-bee,Bees,"Bees pollinate flowers and produce honey in their hives.",insect
-fox,Foxes,"Foxes are clever wild canines that hunt small animals such as mice and rabbits.",wild
-cow,Cows,"Cows graze on grass and give milk on dairy farms.",farm
-"""
+ANIMALS = ANIMALS_WITH_CATEGORY.encode()
 QUERIES = {"q1": "kitten", "q2": "mice", "q3": "honey"}
 QRELS = {"q1": {"cat": 1}, "q2": {"cat": 1}, "q3": {"bee": 1}}
 RULES = ("kitten =>\n  SYNONYM: cats\nmice =>\n  HIDE: cat\nzebra =>\n  SYNONYM: stripes\n"

@@ -4,6 +4,7 @@ the order, and the explanation each affected result carries (search, lean path, 
 from __future__ import annotations
 
 import pytest
+from corpora import ANIMALS_WITH_CATEGORY
 
 from retrieval.evaluation.evaluate import ranked_lean
 from retrieval.indexing.pipeline import create_collection
@@ -17,14 +18,7 @@ from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 from retrieval.types import RetrievalError
 
-ANIMALS = b"""id,title,text,category
-cat,Cats,"Cats are small felines that sleep most of the day and hunt mice at night.",pet
-dog,Dogs,"Dogs are loyal companions that need daily walks and enjoy playing fetch.",pet
-owl,Owls,"Owls are nocturnal birds of prey with silent flight and excellent night vision.",wild
-bee,Bees,"Bees pollinate flowers and produce honey in their hives.",insect
-fox,Foxes,"Foxes are clever wild canines that hunt small animals such as mice and rabbits.",wild
-cow,Cows,"Cows graze on grass and give milk on dairy farms.",farm
-"""
+ANIMALS = ANIMALS_WITH_CATEGORY.encode()
 BM25 = {"weights": {"bm25": 1.0}, "depth": 10, "top_k": 5}
 
 
