@@ -35,7 +35,7 @@ from rank_bm25 import BM25Okapi
 from retrieval import limits
 from retrieval.sources.base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
 from retrieval.sources.lance_requests import LanceRequest, RowIdMap, fts_query, hit_ids, ready_map
-from retrieval.text.tokenize import analyser, tokenize
+from retrieval.text.tokenize import analyser, reindex_note, tokenize
 from retrieval.types import Hit
 
 if TYPE_CHECKING:
@@ -49,7 +49,8 @@ class LoadedBM25:
     def __init__(self, context: LoadContext, collection: str):
         self.table = context.table(collection)
         self.doc_count = self.table.count_rows()
-        self.analyse = analyser(context.store.info(collection).tokenizer)
+        self.tokenizer = context.store.info(collection).tokenizer
+        self.analyse = analyser(self.tokenizer)
         self._context, self._collection = context, collection
 
     def row_id_map(self) -> RowIdMap:
@@ -88,13 +89,18 @@ def resolved_backend(backend: str, doc_count: int) -> str:
 
 def build(loaded: LoadedBM25, config: SearchConfig):
     backend = resolved_backend(config.bm25_backend, loaded.doc_count)
+    source: RankBM25Source | LanceFTSSource
     if backend == "lancedb":
         source = LanceFTSSource(loaded.table, loaded.row_id_map, analyse=loaded.analyse)
         if config.bm25_backend == "auto":
             source.backend += f" (auto: {loaded.doc_count:,} documents ≥ {limits.SCALE_DOCS:,})"
-        return source
-    return RankBM25Source(loaded.ids, None, config.bm25_k1, config.bm25_b, postings=loaded.postings,
-                          analyse=loaded.analyse)
+    else:
+        source = RankBM25Source(loaded.ids, None, config.bm25_k1, config.bm25_b, postings=loaded.postings,
+                                analyse=loaded.analyse)
+    # A collection built with an older analyser is flagged where the source says what served it.
+    if (note := reindex_note(loaded.tokenizer)) is not None:
+        source.backend += f"; {note}"
+    return source
 
 
 _AGAIN = " Retrieves BM25 candidates again."

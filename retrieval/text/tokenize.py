@@ -140,9 +140,8 @@ def reindex_note(name: str) -> str | None:
     """A sentence for a collection built with an older analyser than `TOKENIZER_NAME`, else None."""
     if name not in ANALYSERS or name == TOKENIZER_NAME:
         return None
-    return (f"built with the analyser {name}; re-ingest it to use {TOKENIZER_NAME} (one-letter words "
-            "and Chinese function words no longer indexed, fractions kept whole). Until then it is "
-            "searched with the analyser it was built with.")
+    return (f"the collection's analyser is {name}, and queries use it too; re-ingest it for "
+            f"{TOKENIZER_NAME} (one-letter words and Chinese function words not indexed, fractions whole)")
 
 
 def document_language(text: str) -> str:

@@ -246,7 +246,8 @@ def test_a_collection_is_searched_and_appended_to_with_the_analyser_it_was_built
     for backend in ("rank_bm25", "lancedb"):
         config = SearchConfig(bm25_backend=backend, weights={"bm25": 1.0})
         old = wb.candidates("old", "J or Q?", config).sources["bm25"]
-        assert sorted(h.doc_id for h in old.hits) == ["j", "q"]
         new = wb.candidates("new", "J or Q?", config).sources["bm25"]
+        assert sorted(h.doc_id for h in old.hits) == ["j", "q"]
+        assert old.backend.endswith(reindex_note(TOKENIZER_V1)) and "re-ingest" not in new.backend
         assert new.hits == () and NO_TERMS in new.notes
     assert reindex_note(wb.store.info("old").tokenizer) is not None
