@@ -14,7 +14,7 @@ maps it over Ray Data batches (`map_batches`), so both write the same rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 import numpy as np
@@ -54,14 +54,16 @@ def check_documents(documents: list[Document], seen: set[str] | None = None) -> 
     return documents
 
 
-def document_records(documents: list[Document], progress: Progress | None = None) -> pa.Table:
+def document_records(documents: list[Document], progress: Progress | None = None,
+                     analyse: Callable[[str], list[str]] = tokenize) -> pa.Table:
     """The batch as records: the documents' fields (metadata as the JSON text the collection
-    stores) and what tokenising derives (tokens space-joined, n_tokens, language).
+    stores) and what tokenising derives with `analyse` (the collection's analyser, `tokenize`
+    for a new one: tokens space-joined, n_tokens, language).
     `progress("tokenising", done, total)` every 500 documents."""
     total = len(documents)
     token_lists = []
     for i, doc in enumerate(documents):
-        token_lists.append(tokenize(embedding_text(doc)))
+        token_lists.append(analyse(embedding_text(doc)))
         if progress and (i % 500 == 0 or i == total - 1):
             progress("tokenising", i + 1, total)
     columns: dict[str, pa.Array | list] = {f: [getattr(d, f) for d in documents] for f in DOCUMENT_FIELDS}

@@ -56,7 +56,7 @@ from retrieval.models import embed
 from retrieval.models.embed import E5, default_model_for
 from retrieval.store import CollectionInfo, Progress, Store, stored_documents
 from retrieval.store.names import confusable_note
-from retrieval.text.tokenize import corpus_language, document_language, language_from_mix
+from retrieval.text.tokenize import analyser, corpus_language, document_language, language_from_mix
 from retrieval.types import Document, ParsedCorpus
 
 log = logging.getLogger(__name__)
@@ -221,7 +221,9 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
     inline = graph_inline(info.doc_count + count, info)
     ingested = datetime.now(UTC)
     seen: set[str] = set()
-    records = (document_records(check_documents(batch, seen), stage_progress) for batch in batches)
+    # Appended documents are tokenised as the collection's own were (its recorded analyser).
+    analyse = analyser(info.tokenizer)
+    records = (document_records(check_documents(batch, seen), stage_progress, analyse) for batch in batches)
     derived: Iterable[Batch] = (_batch(embedded, info, encoder, ingested if inline else None, stage_progress)
                                 for embedded in embed(plan.vector_models(info), records))
     if not streamed:

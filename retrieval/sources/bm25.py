@@ -35,7 +35,7 @@ from rank_bm25 import BM25Okapi
 from retrieval import limits
 from retrieval.sources.base import Derives, LoadContext, Param, SourceSpec, ids_in, top_hits
 from retrieval.sources.lance_requests import LanceRequest, RowIdMap, fts_query, hit_ids, ready_map
-from retrieval.text.tokenize import tokenize
+from retrieval.text.tokenize import analyser, reindex_note, tokenize
 from retrieval.types import Hit
 
 if TYPE_CHECKING:
@@ -43,11 +43,14 @@ if TYPE_CHECKING:
 
 class LoadedBM25:
     """A collection's BM25 inputs at one state, read on first use: the table handle (native
-    index) and its row-id map, its size, and every document's stored tokens (rank-bm25)."""
+    index) and its row-id map, its size, every document's stored tokens (rank-bm25), and the
+    analyser the collection was built with (`tokenize.analyser`), which queries go through."""
 
     def __init__(self, context: LoadContext, collection: str):
         self.table = context.table(collection)
         self.doc_count = self.table.count_rows()
+        self.tokenizer = context.store.info(collection).tokenizer
+        self.analyse = analyser(self.tokenizer)
         self._context, self._collection = context, collection
 
     def row_id_map(self) -> RowIdMap:
@@ -86,12 +89,18 @@ def resolved_backend(backend: str, doc_count: int) -> str:
 
 def build(loaded: LoadedBM25, config: SearchConfig):
     backend = resolved_backend(config.bm25_backend, loaded.doc_count)
+    source: RankBM25Source | LanceFTSSource
     if backend == "lancedb":
-        source = LanceFTSSource(loaded.table, loaded.row_id_map)
+        source = LanceFTSSource(loaded.table, loaded.row_id_map, analyse=loaded.analyse)
         if config.bm25_backend == "auto":
             source.backend += f" (auto: {loaded.doc_count:,} documents ≥ {limits.SCALE_DOCS:,})"
-        return source
-    return RankBM25Source(loaded.ids, None, config.bm25_k1, config.bm25_b, postings=loaded.postings)
+    else:
+        source = RankBM25Source(loaded.ids, None, config.bm25_k1, config.bm25_b, postings=loaded.postings,
+                                analyse=loaded.analyse)
+    # A collection built with an older analyser is flagged where the source says what served it.
+    if (note := reindex_note(loaded.tokenizer)) is not None:
+        source.backend += f"; {note}"
+    return source
 
 
 _AGAIN = " Retrieves BM25 candidates again."
@@ -127,9 +136,9 @@ class LuceneIdfBM25(BM25Okapi):
 NO_TERMS = "the query has no indexable terms (only stopwords, punctuation or symbols): BM25 found no terms to match"
 
 
-def why_no_hits(query: str) -> str | None:
+def why_no_hits(query: str, analyse: Callable[[str], list[str]] = tokenize) -> str | None:
     """Why BM25 returns nothing for `query`, when the query itself is the reason."""
-    return NO_TERMS if not tokenize(query) else None
+    return NO_TERMS if not analyse(query) else None
 
 
 class BM25Postings:
@@ -191,14 +200,17 @@ class BM25Postings:
 
 class RankBM25Source:
     name = "bm25"
-    why_empty = staticmethod(why_no_hits)
+
+    def why_empty(self, query: str) -> str | None:
+        return why_no_hits(query, self.analyse)
     unscored = "it shares no indexed term with the query (BM25 score 0)"
 
     def __init__(self, ids: list[str], token_lists: list[list[str]] | None, k1: float = 0.9, b: float = 0.4,
-                 postings: BM25Postings | None = None):
+                 postings: BM25Postings | None = None, analyse: Callable[[str], list[str]] = tokenize):
         """From the documents' token lists, or from `postings` already built over them (then
-        `token_lists` is not read)."""
+        `token_lists` is not read); queries analysed by `analyse` (the collection's analyser)."""
         self.ids = ids
+        self.analyse = analyse
         self.k1, self.b = k1, b
         self.backend = f"BM25 in memory (rank-bm25's scores, k1 {k1:g}, b {b:g})"
         self.postings = postings if postings is not None else BM25Postings(token_lists or [])
@@ -211,11 +223,11 @@ class RankBM25Source:
 
     def coverage(self, query: str) -> tuple[int, int]:
         """(the query's analysed terms, how many of them the vocabulary holds): a query feature."""
-        terms = tokenize(query)
+        terms = self.analyse(query)
         return len(terms), sum(1 for t in terms if t in self.postings.vocabulary)
 
     def search(self, query: str, depth: int, allowed: frozenset[str] | None = None) -> list[Hit]:
-        terms = tokenize(query)
+        terms = self.analyse(query)
         if not terms or self._norm is None:
             return []
         mask = None if allowed is None else np.fromiter((i in allowed for i in self.ids), bool, len(self.ids))
@@ -224,13 +236,18 @@ class RankBM25Source:
 
 class LanceFTSSource:
     name = "bm25"
-    why_empty = staticmethod(why_no_hits)
+
+    def why_empty(self, query: str) -> str | None:
+        return why_no_hits(query, self.analyse)
     unscored = "it shares no indexed term with the query (BM25 score 0)"
 
-    def __init__(self, table, row_id_map: Callable[[], RowIdMap] | None = None):
+    def __init__(self, table, row_id_map: Callable[[], RowIdMap] | None = None,
+                 analyse: Callable[[str], list[str]] = tokenize):
         """The native index of `table`; `row_id_map()` names the rows a search returns (`table`
-        must then be checked out at that map's version), else each search selects `id`."""
+        must then be checked out at that map's version), else each search selects `id`; queries
+        analysed by `analyse` (the collection's analyser)."""
         self.table = table
+        self.analyse = analyse
         self._row_id_map = row_id_map
         self.backend = "LanceDB native BM25 index (k1 1.2, b 0.75 fixed)"
 
@@ -238,7 +255,7 @@ class LanceFTSSource:
         """The native index's search for `query` (`lance_requests.fts_query` over the analysed
         terms, space-joined); None when there is nothing to search (no terms, nothing allowed).
         Row ids and scores only once the row-id map is read (`lance_requests.RowIdMap`)."""
-        terms = tokenize(query)
+        terms = self.analyse(query)
         if not terms or (allowed is not None and not allowed):
             return None
         filter = ids_in(allowed) if allowed is not None else None

@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from retrieval.text.tokenize import SEGMENT_RE, tokenize
+from retrieval.text.tokenize import SEGMENT_RE, segment_han, tokenize
 
 _SPACE_RE = re.compile(r"\s")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^&])")
@@ -82,10 +82,11 @@ def match_spans(text: str, query: str | Iterable[str]) -> list[Span]:
 def _han_spans(run: str, offset: int, terms: frozenset[str]) -> list[Span]:
     """Spans of the jieba segments of a Han run that are query terms.
 
-    `tokenize` of a pure Han run is jieba's segmentation of it, a partition of the run, so the
-    segments' positions follow from their lengths (NFKC keeps Han characters one for one).
+    jieba's segmentation of a pure Han run (`segment_han`, what `tokenize` filters) is a partition
+    of the run, so the segments' positions follow from their lengths (NFKC keeps Han characters
+    one for one); a function word is a segment but never a query term.
     """
-    segments = tokenize(run)
+    segments = segment_han(unicodedata.normalize("NFKC", run))
     normalized = unicodedata.normalize("NFKC", run)
     if "".join(segments) != normalized or len(normalized) != len(run):
         return []  # not a clean partition: better no highlight than a misplaced one

@@ -1,10 +1,18 @@
 """Tokenisation for BM25: jieba for Han text, a Snowball English analyser for the rest, one pass.
 
 `tokenize(text)` normalises with NFKC (full-width letters and digits become ASCII), then walks the
-text once: each run of Han characters is segmented by jieba (precise mode); each run of other
-letters/digits is lowercased, dropped if it is an English stopword, and stemmed with the Snowball
-English (Porter2) stemmer. Punctuation and whitespace separate tokens and are dropped.
+text once: each run of Han characters is segmented by jieba (precise mode) and its Chinese
+function words dropped (`CHINESE_STOPWORDS`); a fraction ("½", "1/2", "6½" → `6` `1/2`) is one
+token; each run of other letters/digits is lowercased, dropped if it is an English stopword or a
+single Latin letter ("I", the "e" and "g" of "e.g.": rare in documents, so heavily weighted, and
+never what a query means), and stemmed with the Snowball English (Porter2) stemmer. Punctuation
+and whitespace separate tokens and are dropped. Digits and single Han characters stay.
 The same function tokenises documents and queries, so both sides always agree.
+
+Analysers are versioned: a collection records the one it was built with (`CollectionInfo.tokenizer`,
+`TOKENIZER_NAME` when created) and is searched and appended to with that one (`analyser`), so a
+collection built before a change keeps matching its stored tokens until it is re-indexed.
+`TOKENIZER_V1` is the analyser before one-letter words, Chinese stopwords and fractions were handled.
 """
 
 from __future__ import annotations
@@ -13,13 +21,14 @@ import logging
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 import jieba
 import snowballstemmer
 
-TOKENIZER_NAME = "jieba+snowball-english/v1"
+TOKENIZER_V1 = "jieba+snowball-english/v1"
+TOKENIZER_NAME = "jieba+snowball-english/v2"
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # Runs of Han characters (group "han") and runs of other letters/digits (group "word").
@@ -33,6 +42,22 @@ ENGLISH_STOPWORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
     "there these they this to was will with".split()
 )
+
+# Chinese function words: stopwords-iso's stopwords-zh.txt (github.com/stopwords-iso/stopwords-zh,
+# MIT licence, © Gene Diaz; 119 single characters), vendored here unchanged. Single characters
+# only, so a word jieba keeps whole (在于, 是否) is untouched; measured in docs/experiments/.
+CHINESE_STOPWORDS = frozenset(
+    "一上下不与且个为乃么之也了于些亦人今仍从他以们但何你使儿其再几凡凭则别到即却去又及另只可各同后向吧和"
+    "咱哇哟哪啥啦嗡嘛因在她好如它小尔已并当往很得怎您我或所打把拿据无既是曾最有来某此每比沿用由的看着给而自"
+    "至致若虽被让该诸谁起趁距跟还这那随靠"
+)
+
+# A vulgar fraction character (½, ⅞ …): NFKC makes it "1⁄2", which would run into a digit before it.
+_VULGAR_FRACTION_RE = re.compile(
+    "([" + "".join(chr(c) for c in range(0x80, 0x2200)
+                   if unicodedata.decomposition(chr(c)).startswith("<fraction>")) + "])")
+# v2's segments: a fraction "N/M" or "N⁄M" (not part of a date such as 2020/01/02) first.
+SEGMENT_V2_RE = re.compile(rf"(?P<fraction>(?<![\d/\u2044])\d+[/\u2044]\d+(?![\d/\u2044]))|{SEGMENT_RE.pattern}")
 
 _jieba_lock = threading.Lock()
 _jieba_ready = False
@@ -64,19 +89,59 @@ def _stem(word: str) -> str:
     return _stemmer().stemWord(word)
 
 
+def segment_han(run: str) -> list[str]:
+    """jieba's segmentation (precise mode, HMM) of a run of Han characters: a partition of it."""
+    _ensure_jieba()
+    return [t for t in jieba.lcut(run, HMM=True) if t.strip()]
+
+
 def tokenize(text: str) -> list[str]:
-    """Split `text` into BM25 terms (see module docstring for the rules)."""
+    """Split `text` into BM25 terms with the current analyser (see module docstring for the rules)."""
+    tokens: list[str] = []
+    text = _VULGAR_FRACTION_RE.sub(r" \1", text)
+    for match in SEGMENT_V2_RE.finditer(unicodedata.normalize("NFKC", text)):
+        han, fraction = match.group("han"), match.group("fraction")
+        if fraction is not None:
+            tokens.append(fraction.replace("\u2044", "/"))
+        elif han is not None:
+            tokens.extend(t for t in segment_han(han) if t not in CHINESE_STOPWORDS)
+        else:
+            word = match.group("word").lower()
+            if word not in ENGLISH_STOPWORDS and not (len(word) == 1 and not word.isdigit()):
+                tokens.append(_stem(word))
+    return tokens
+
+
+def tokenize_v1(text: str) -> list[str]:
+    """`TOKENIZER_V1`: as `tokenize` but one-letter words and Chinese function words kept, and a
+    fraction split by NFKC ("6½" → `61` `2`). Collections built with it are searched with it."""
     tokens: list[str] = []
     for match in SEGMENT_RE.finditer(unicodedata.normalize("NFKC", text)):
         han = match.group("han")
         if han is not None:
-            _ensure_jieba()
-            tokens.extend(t for t in jieba.lcut(han, HMM=True) if t.strip())
+            tokens.extend(segment_han(han))
         else:
             word = match.group("word").lower()
             if word not in ENGLISH_STOPWORDS:
                 tokens.append(_stem(word))
     return tokens
+
+
+ANALYSERS: dict[str, Callable[[str], list[str]]] = {TOKENIZER_V1: tokenize_v1, TOKENIZER_NAME: tokenize}
+
+
+def analyser(name: str) -> Callable[[str], list[str]]:
+    """The analyser a collection recorded (`CollectionInfo.tokenizer`); an unknown name (a
+    catalogue row written by hand or a test) gets the current one."""
+    return ANALYSERS.get(name, tokenize)
+
+
+def reindex_note(name: str) -> str | None:
+    """A sentence for a collection built with an older analyser than `TOKENIZER_NAME`, else None."""
+    if name not in ANALYSERS or name == TOKENIZER_NAME:
+        return None
+    return (f"the collection's analyser is {name}, and queries use it too; re-ingest it for "
+            f"{TOKENIZER_NAME} (one-letter words and Chinese function words not indexed, fractions whole)")
 
 
 def document_language(text: str) -> str:

@@ -153,9 +153,10 @@ def test_highlights_escape_markup_in_documents(app_db):
 def test_details_show_tokens_and_metadata(app_db):
     at = open_page(SEARCH, q="alert markdown")
     details = between(cards(at)["unsafe-1"], '<details class="wb-details">', "</details>")
-    tokens = between(details, '<pre class="wb-tokens" style="white-space:pre-wrap">', "</pre>")
+    font = "font-family:workbench-cjk,'Source Code Pro',monospace"  # the bundled CJK face, not tofu
+    tokens = between(details, f'<pre class="wb-tokens" style="white-space:pre-wrap;{font}">', "</pre>")
     assert "alert" in tokens.split() and "markdown" in tokens.split()
-    metadata = between(details, '<pre class="wb-metadata">', "</pre>")
+    metadata = between(details, f'<pre class="wb-metadata" style="{font}">', "</pre>")
     assert json.loads(html.unescape(metadata)) == {"source": "test", "quality": 3}
     assert "<th>contribution</th>" in details and "&lt;script&gt;" in details and "<script>" not in details
     assert "wb-source-detail" not in details  # BM25 and vectors give no detail of their own

@@ -89,6 +89,9 @@ def test_chinese_text_renders_with_the_bundled_font(page, ready_app):
     assert page.evaluate("() => document.fonts.check('16px workbench-cjk', '赤壁之战')")
     family = page.locator(".wb-card").first.evaluate("el => getComputedStyle(el).fontFamily")
     assert family.startswith("workbench-cjk"), family
+    # The tokens BM25 indexes, in a <pre>: the same face, not the browser's monospace (tofu).
+    tokens = page.locator(".wb-tokens").first.evaluate("el => getComputedStyle(el).fontFamily")
+    assert tokens.startswith("workbench-cjk"), tokens
     page.mouse.move(0, 0)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "chinese-search.png"))

@@ -273,10 +273,11 @@ def test_metrics_equal_trec_eval_on_a_real_bm25_run_over_the_sample():
         trec_mean = sum(reference[q][measure] for q in reference) / len(reference)
         assert mean[metric] == pytest.approx(trec_mean, abs=1e-6)
         assert fast_mean[metric] == pytest.approx(trec_mean, abs=1e-6)
-    # Graded, with the translations relevant: BM25 rarely crosses languages (trec_eval: 0.7568
-    # nDCG@10, 0.6016 recall@100 over the 640 queries).
-    assert mean["ndcg@10"] == pytest.approx(0.7568, abs=5e-4)
-    assert mean["recall@100"] == pytest.approx(0.6016, abs=5e-4)
+    # Graded, with the translations relevant: BM25 rarely crosses languages (trec_eval: 0.7626
+    # nDCG@10, 0.6008 recall@100 over the 640 queries; 0.7568 and 0.6016 with analyser v1, which
+    # indexed one-letter words and Chinese function words).
+    assert mean["ndcg@10"] == pytest.approx(0.7626, abs=5e-4)
+    assert mean["recall@100"] == pytest.approx(0.6008, abs=5e-4)
     # One judgment per question, as published: the evaluation sets' README measures BM25 nDCG@10
     # 0.964 (xquad-en) and 0.965 (xquad-zh) on all 240 paragraphs; on this half-size sample
     # trec_eval gives 0.9695.

@@ -11,8 +11,9 @@ from retrieval.indexing.readers.parse import parse_bytes
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.sources.base import run_source
-from retrieval.sources.bm25 import RankBM25Source
+from retrieval.sources.bm25 import NO_TERMS, RankBM25Source
 from retrieval.store import Store
+from retrieval.text.tokenize import TOKENIZER_NAME, TOKENIZER_V1, reindex_note
 from retrieval.types import Hit
 
 
@@ -225,3 +226,28 @@ def test_a_search_reads_only_the_rows_it_shows(tmp_path):
     tied = fresh.search("animals", "night hunters", SearchConfig(weights={"bm25": 1.0}, depth=6, top_k=1,
                                                                  tie_field="quality"))
     assert len(tied.candidates.all_ids()) > 1 and read == [tied.candidates.all_ids()]
+
+
+def test_a_collection_is_searched_and_appended_to_with_the_analyser_it_was_built_with(tmp_path, monkeypatch):
+    """A collection built before one-letter words were dropped (analyser v1) keeps matching its
+    stored tokens with both BM25 backends, and documents added later are tokenised as its own
+    were; a new collection gets today's analyser, which drops the one-letter query."""
+    import retrieval.indexing.plan as plan
+
+    wb = Workbench(Store(str(tmp_path)))
+    monkeypatch.setattr(plan, "TOKENIZER_NAME", TOKENIZER_V1)  # as created before v2 existed
+    create_collection(wb.store, "old", parse_bytes(b"id,text\nq,Q wrote a letter\nx,nothing here\n", "old.csv"))
+    monkeypatch.undo()
+    create_collection(wb.store, "new", parse_bytes(b"id,text\nq,Q wrote a letter\nx,nothing here\n", "new.csv"))
+    add_documents(wb.store, "old", parse_bytes(b"id,text\nj,J wrote this\n", "more.csv"))
+    assert (wb.store.info("old").tokenizer, wb.store.info("new").tokenizer) == (TOKENIZER_V1, TOKENIZER_NAME)
+    tokens = wb.store.column("old", ["tokens"]).column("tokens").to_pylist()
+    assert sorted(tokens) == ["j wrote", "noth here", "q wrote letter"]
+    for backend in ("rank_bm25", "lancedb"):
+        config = SearchConfig(bm25_backend=backend, weights={"bm25": 1.0})
+        old = wb.candidates("old", "J or Q?", config).sources["bm25"]
+        new = wb.candidates("new", "J or Q?", config).sources["bm25"]
+        assert sorted(h.doc_id for h in old.hits) == ["j", "q"]
+        assert old.backend.endswith(reindex_note(TOKENIZER_V1)) and "re-ingest" not in new.backend
+        assert new.hits == () and NO_TERMS in new.notes
+    assert reindex_note(wb.store.info("old").tokenizer) is not None

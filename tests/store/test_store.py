@@ -52,7 +52,7 @@ def test_collection_names_are_validated():
 def test_create_records_catalogue_and_stats(store, pets):
     info = store.info(pets)
     assert (info.model, info.dim, info.language, info.doc_count) == ("all-MiniLM-L6-v2", 384, "en", 4)
-    assert info.tokenizer == "jieba+snowball-english/v1"
+    assert info.tokenizer == "jieba+snowball-english/v2"
     assert [i.name for i in store.list_collections()] == ["pets"]
     assert store.collection_names() == ["pets"]
     stats = store.stats(pets)

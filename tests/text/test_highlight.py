@@ -95,3 +95,10 @@ def test_escape_markdown():
 def test_bad_width():
     with pytest.raises(ValueError):
         snippet("x", "x", width=0)
+
+
+def test_chinese_function_words_are_never_highlighted_content_words_still_are():
+    text = "黑豹队的防守在比赛中丢了十分。"
+    spans = match_spans(text, "黑豹队的防守丢了多少分？")
+    assert [(text[s.start:s.end], s.term) for s in spans] == [
+        ("黑豹", "黑豹"), ("队", "队"), ("防守", "防守"), ("丢", "丢")]

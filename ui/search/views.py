@@ -23,6 +23,10 @@ from ui.search.results import ResultRow
 
 _BULLET = re.compile(r"^(\s*-\s+)(.*)$")
 _MUTED = "color:#64748b"
+# A <pre> draws in the browser's monospace, which has no Chinese glyphs on a machine without a
+# CJK font (tofu): the theme's bundled face first (`.streamlit/config.toml`, `workbench-cjk`; its
+# unicode-range is CJK only), then Streamlit's code font for the rest.
+_PRE_FONT = "font-family:workbench-cjk,'Source Code Pro',monospace"  # single quotes: inside style="…"
 
 log = logging.getLogger(__name__)
 
@@ -210,8 +214,9 @@ def details_html(row: ResultRow, title_spans, text_spans) -> str:
         f'<table class="wb-explain"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>'
         f"{source_details_html(row)}"
         f'<div style="{_MUTED}">Tokens, as BM25 indexes them</div>'
-        f'<pre class="wb-tokens" style="white-space:pre-wrap">{html.escape(tokens)}</pre>'
-        f'<div style="{_MUTED}">Metadata</div><pre class="wb-metadata">{html.escape(metadata)}</pre>{chunk_line}'
+        f'<pre class="wb-tokens" style="white-space:pre-wrap;{_PRE_FONT}">{html.escape(tokens)}</pre>'
+        f'<div style="{_MUTED}">Metadata</div>'
+        f'<pre class="wb-metadata" style="{_PRE_FONT}">{html.escape(metadata)}</pre>{chunk_line}'
     )
 
 
