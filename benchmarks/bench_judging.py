@@ -24,7 +24,9 @@ query's DCG of A and B is kept up to date as its documents are revealed (one que
 judgment; no ranx call per step). At the end, with every pool pair revealed, Δ is checked
 against the library's own evaluation of the full qrels (`QrelsEvaluator`, to 1e-9).
 
-The normaliser. With partial judgments a query's IDCG computed from the revealed grades alone
+The normaliser (the first table printed is the revealed-grades one, what the workbench
+computes; the held one is an oracle's, for comparison). With partial judgments a query's IDCG
+computed from the revealed grades alone
 is too small, and since every rule only judges documents of the two top 10s it never reaches the
 full-qrels value (relevant documents neither config ranks in its top 10 are never revealed), so
 "within 0.01 of the full-qrels Δ" can be out of reach for every rule, for reasons no selection
@@ -44,8 +46,10 @@ null means never within the pool (then the pool size is the total). Random is th
 pool's counts depend on it (next's only through ties), so next and pool are also run with the
 queries shuffled, the median over the same seeds.
 
-The rules: `next` is `judge_next.next_to_judge` (its order computed once, from no judgments: the
-rule kept is static, w × 1/log2(1 + best rank), see its docstring); `pool` is
+The rules: `next` is `judge_next.next_to_judge`'s priority re-made after every judgment from the
+judgments so far (`change_weight` × 1/log2(1 + best rank): how far a grade can move Δ under the
+revealed-grades normaliser, see its docstring); `next static (MTC order)` is its order computed
+once, from no judgments (the MTC weight, the order before); `pool` is
 `judge_next.depth_pool` (depth 10, queries in the query set's order). With `--ablation`,
 refinements of `next` that were tried and not kept are run as well
 (docs/experiments/judging.md): adaptive ones are re-ranked after every judgment
