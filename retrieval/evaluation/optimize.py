@@ -25,9 +25,12 @@ Stop (`should_stop`, the page's button; `seconds`): the study running ends after
 trial and nothing more is tried — the folds not reached keep the base config (held out, its
 values), and the learned config is the best trial so far (`stopped_study`).
 
-95 % intervals: percentile bootstrap of the mean over queries (`paired.bootstrap_ci`); the gain
-over the base config is paired per query, and a gain whose interval reaches 0 is said to be
-inside the noise.
+95 % intervals: percentile bootstrap of the mean over queries (`paired.bootstrap_ci`). The gain
+over the base config is paired per query, but its interval must also carry the tuning's own
+variance (another training set, another config chosen), which resampling queries with each
+fold's choice fixed leaves out: it is the corrected resampled t interval over the folds' mean
+gains (`paired.corrected_cv_ci`, Nadeau & Bengio 2003; the queries' bootstrap is kept as
+`ci95_queries`), and a gain whose interval reaches 0 is said to be inside the noise.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.evaluation.paired import bootstrap_ci
+from retrieval.evaluation.paired import bootstrap_ci, corrected_cv_ci
 from retrieval.evaluation.study import Prepared, Study, learn_study, run_study
 from retrieval.search.config import SearchConfig
 from retrieval.types import RetrievalError
@@ -141,7 +144,8 @@ class OptimizeResult:
             "cv": block(self.cv),
             "in_sample": block(self.in_sample),
             "default": block(self.default),
-            "gain": {**block(self.gain), "inside_noise": self.gain["inside_noise"]},
+            "gain": {**block(self.gain), "inside_noise": self.gain["inside_noise"],
+                     "ci95_queries": [round(x, 6) for x in self.gain["ci95_queries"]]},
             "config": self.config.to_dict(),
             "folds": self.folds,
             "trials": self.trials,
@@ -235,6 +239,9 @@ def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: i
     cv_values = [held_out[q] for q in query_ids]
     gains = [held_out[q] - default_values[q] for q in query_ids]
     gain = mean_ci(gains)
+    gain["ci95_queries"] = gain["ci95"]  # queries resampled, each fold's choice fixed: too narrow
+    fold_gains = [float(np.mean([held_out[q] - default_values[q] for q in ids])) for ids in fold_ids]
+    gain["ci95"] = list(corrected_cv_ci(fold_gains, 1 / (folds - 1)))
     gain["inside_noise"] = bool(gain["ci95"][0] <= 0.0 <= gain["ci95"][1])
     if full.validation and full.validation["kept"] == "start":
         cautions.append(f"The tuned config scored {full.validation['tuned']:.4f} on the {full.validation['queries']} "

@@ -57,6 +57,13 @@ def test_one_search_per_query_and_a_seed_gives_the_same_result(prepared, xsmall)
     start = ready.values(ready.space.base, first.full.query_ids)
     assert first.full.history[0]["value"] == pytest.approx(sum(start.values()) / len(start), abs=1e-12)
     assert first.in_sample["value"] >= first.default["value"]
+    # the gain's interval: the corrected resampled t over the three folds' mean gains (Nadeau & Bengio)
+    folds = query_folds(sorted(ready.qrels), 3, 7)
+    by_fold = [sum(first.per_query["cv"][q] - first.per_query["default"][q] for q in ids) / len(ids) for ids in folds]
+    mean = sum(by_fold) / 3
+    variance = sum((g - mean) ** 2 for g in by_fold) / 2
+    half = 4.302652729911275 * ((1 / 3 + 1 / 2) * variance) ** 0.5  # t_{2, 0.975}; n_test / n_train = 1/2
+    assert first.gain["ci95"] == pytest.approx([mean - half, mean + half], abs=1e-12)
 
 
 def test_scores_are_the_evaluation_of_the_configs(prepared, xsmall):
