@@ -193,17 +193,20 @@ def show_results(workbench, collection: str, qset: QuerySet, config: SearchConfi
             st.caption(views.markdown_safe(f"{METHOD_LABELS[method]} ran from config A as it was at {finished.when}."))
         rows.append(_row(METHOD_LABELS[method], [r.per_query["cv"][q] for q in ids],
                          [r.per_query["default"][q] for q in ids], r.in_sample["value"], finished.p_value,
-                         f"{r.seconds['total']:.1f} s" + (" (stopped)" if r.stopped else "")))
+                         f"{r.seconds['total']:.1f} s" + (" (stopped)" if r.stopped else ""), r.gain["ci95"]))
     st.dataframe(rows, hide_index=True, width="stretch")
     st.caption("Held out: each query scored by the config chosen on the other folds. In-sample: chosen and scored "
-               "on the same queries — optimistic. Gain: held out minus config A, paired per query, with a bootstrap "
-               "95 % CI; p: paired randomization test.")
+               "on the same queries — optimistic. Gain: held out minus config A, paired per query; its 95 % CI for "
+               "a method includes the tuning's own variance (corrected resampled t over the folds, Nadeau & "
+               "Bengio), for the grid a bootstrap over queries; p: paired randomization test.")
     for method, (finished, _) in done.items():
         result_details(workbench, method, finished)
 
 
 def _row(name: str, values: list[float], base: list[float] | None, in_sample: float, p: float | None,
-         seconds: str = "") -> dict[str, Any]:
+         seconds: str = "", gain_ci: list[float] | None = None) -> dict[str, Any]:
+    """One row of the table; `gain_ci`: the optimiser's interval of the gain (with the tuning's
+    variance), else the queries' bootstrap."""
     from retrieval.evaluation.optimize import mean_ci
 
     held = mean_ci(values)
@@ -211,6 +214,7 @@ def _row(name: str, values: list[float], base: list[float] | None, in_sample: fl
            "95 % CI": f"{held['ci95'][0]:.4f} … {held['ci95'][1]:.4f}", "in-sample": round(in_sample, 4)}
     if base is not None:
         gain = mean_ci([v - b for v, b in zip(values, base, strict=True)])
+        gain["ci95"] = gain_ci or gain["ci95"]
         row["gain over config A"] = f"{gain['value']:+.4f} ({gain['ci95'][0]:+.4f} … {gain['ci95'][1]:+.4f})"
     if p is not None:
         row["p"] = shown_p(p)
