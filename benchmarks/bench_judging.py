@@ -24,7 +24,9 @@ query's DCG of A and B is kept up to date as its documents are revealed (one que
 judgment; no ranx call per step). At the end, with every pool pair revealed, Δ is checked
 against the library's own evaluation of the full qrels (`QrelsEvaluator`, to 1e-9).
 
-The normaliser. With partial judgments a query's IDCG computed from the revealed grades alone
+The normaliser (the first table printed is the revealed-grades one, what the workbench
+computes; the held one is an oracle's, for comparison). With partial judgments a query's IDCG
+computed from the revealed grades alone
 is too small, and since every rule only judges documents of the two top 10s it never reaches the
 full-qrels value (relevant documents neither config ranks in its top 10 are never revealed), so
 "within 0.01 of the full-qrels Δ" can be out of reach for every rule, for reasons no selection
@@ -44,8 +46,10 @@ null means never within the pool (then the pool size is the total). Random is th
 pool's counts depend on it (next's only through ties), so next and pool are also run with the
 queries shuffled, the median over the same seeds.
 
-The rules: `next` is `judge_next.next_to_judge` (its order computed once, from no judgments: the
-rule kept is static, w × 1/log2(1 + best rank), see its docstring); `pool` is
+The rules: `next` is `judge_next.next_to_judge`'s priority re-made after every judgment from the
+judgments so far (`change_weight` × 1/log2(1 + best rank): how far a grade can move Δ under the
+revealed-grades normaliser, see its docstring); `next static (MTC order)` is its order computed
+once, from no judgments (the MTC weight, the order before); `pool` is
 `judge_next.depth_pool` (depth 10, queries in the query set's order). With `--ablation`,
 refinements of `next` that were tried and not kept are run as well
 (docs/experiments/judging.md): adaptive ones are re-ranked after every judgment
@@ -72,8 +76,10 @@ from retrieval.evaluation.beir_cache import ensure_beir_collection  # noqa: E402
 from retrieval.evaluation.evaluate import QrelsEvaluator, fused_rankings  # noqa: E402
 from retrieval.judging.judge_next import (  # noqa: E402
     Candidate,
+    change_weight,
     depth_pool,
     discount,
+    judged_dcgs,
     next_to_judge,
     random_order,
     top_ranks,
@@ -286,7 +292,7 @@ def run_rules(rankings_a, rankings_b, qrels, query_ids, ablation: bool) -> tuple
     whole pool is judged; Δ held at the end."""
     both = [{q: rankings_a.get(q, []) for q in query_ids}, {q: rankings_b.get(q, []) for q in query_ids}]
     orders: dict[str, list[Candidate] | list[list[Candidate]]] = {
-        "next": next_to_judge(both, {}, k=K),
+        "next": next_to_judge(both, {}, k=K),  # from no judgments: the MTC order, static
         "pool": depth_pool(both, {}, depth=K),
         "random": [random_order(both, {}, k=K, seed=s) for s in RANDOM_SEEDS],
     }
@@ -309,7 +315,17 @@ def run_rules(rankings_a, rankings_b, qrels, query_ids, ablation: bool) -> tuple
         return counts(h, delta_full), partial_counts
 
     pool_pairs = {(c.query_id, c.doc_id) for c in orders["pool"]}
-    held["next"], partial["next"] = record("next", orders["next"])
+    tops = {q: [top_ranks(ranking.get(q, ()), K) for ranking in both] for q in query_ids}
+
+    def judged_change(c: Candidate, grades: Mapping[str, int], context: Context) -> float:
+        """`next_to_judge`'s priority given the judgments so far (the queue re-made after each)."""
+        weight = change_weight(c.ranks, judged_dcgs(tops[c.query_id], grades, K), grades.values(), K,
+                               context.top_grade)
+        return weight * discount(c.best_rank)
+
+    oracle = Oracle(rankings_a, rankings_b, qrels)
+    held["next"], partial["next"] = record("next", adaptive_order(orders["pool"], judged_change, oracle))
+    held["next static (MTC order)"], partial["next static (MTC order)"] = record("next static", orders["next"])
     held["pool"], partial["pool"] = record("pool", orders["pool"])
 
     def median_of(name: str, per_seed: list[tuple[dict, dict]]) -> None:
@@ -325,7 +341,9 @@ def run_rules(rankings_a, rankings_b, qrels, query_ids, ablation: bool) -> tuple
         ids = list(query_ids)
         random.Random(seed).shuffle(ids)
         shuffled.append([{q: ranking[q] for q in ids} for ranking in both])
-    median_of("next, queries shuffled", [record("next shuffled", next_to_judge(s, {}, k=K)) for s in shuffled])
+    median_of("next, queries shuffled",
+              [record("next shuffled", adaptive_order(depth_pool(s, {}, depth=K), judged_change,
+                                                      Oracle(rankings_a, rankings_b, qrels))) for s in shuffled])
     median_of("pool, queries shuffled", [record("pool shuffled", depth_pool(s, {}, depth=K)) for s in shuffled])
     if ablation:
         for name, (_, priority) in ABLATION.items():
@@ -374,7 +392,8 @@ def main() -> None:
     assert abs(delta_full - delta_library) < 1e-9, (delta_full, delta_library)
     seconds = {"rank": round(ranked - started, 1), "simulate": round(time.perf_counter() - ranked, 1)}
 
-    rules = {"next": "next", "pool": "pool", "random": "random", "next, queries shuffled": "next_shuffled",
+    rules = {"next": "next", "next static (MTC order)": "next_static", "pool": "pool", "random": "random",
+             "next, queries shuffled": "next_shuffled",
              "pool, queries shuffled": "pool_shuffled"}  # row: JSON key
     result = {**{key: held[rule] for rule, key in rules.items()}, "delta_full": round(delta_library, 6),
               "ndcg@10": {"a": round(means[0], 6), "b": round(means[1], 6)}, **extra,
@@ -397,8 +416,8 @@ def main() -> None:
           f"{means[0]:.4f}), B = {b_label} ({means[1]:.4f}); full-qrels Δ = {delta_library:+.4f}; pool "
           f"(unjudged pairs of the two top 10s) {pool_size}, of which {extra['zero_weight']} weigh 0 (the same rank "
           f"in both); with the pool judged, Δ with the partial normaliser is {extra['delta_partial_end']:+.4f}")
-    for title, table in (("normaliser held at the full-qrels IDCG@10", held),
-                         ("normaliser from the revealed grades only", partial)):
+    for title, table in (("normaliser from the revealed grades only (what the workbench computes)", partial),
+                         ("normaliser held at the full-qrels IDCG@10 (an oracle: for comparison only)", held)):
         print(f"\n{title}")
         end = table is partial
         print(f"{'rule':<44} {'to_sign':>9} {'to_0.01':>9} {'of pool':>9} {'mean |Δ − Δ_full|':>18}"

@@ -21,9 +21,16 @@ learned ranker that memorises) then falls back to where it started instead of en
 held-out queries: the cross-validated score measures this whole procedure, choice included, and
 the config returned is chosen the same way on all the queries.
 
-95 % intervals: percentile bootstrap of the mean over queries (`paired.bootstrap_ci`); the gain
-over the base config is paired per query, and a gain whose interval reaches 0 is said to be
-inside the noise.
+Stop (`should_stop`, the page's button; `seconds`): the study running ends after its current
+trial and nothing more is tried — the folds not reached keep the base config (held out, its
+values), and the learned config is the best trial so far (`stopped_study`).
+
+95 % intervals: percentile bootstrap of the mean over queries (`paired.bootstrap_ci`). The gain
+over the base config is paired per query, but its interval must also carry the tuning's own
+variance (another training set, another config chosen), which resampling queries with each
+fold's choice fixed leaves out: it is the corrected resampled t interval over the folds' mean
+gains (`paired.corrected_cv_ci`, Nadeau & Bengio 2003; the queries' bootstrap is kept as
+`ci95_queries`), and a gain whose interval reaches 0 is said to be inside the noise.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.evaluation.paired import bootstrap_ci
+from retrieval.evaluation.paired import bootstrap_ci, corrected_cv_ci
 from retrieval.evaluation.study import Prepared, Study, learn_study, run_study
 from retrieval.search.config import SearchConfig
 from retrieval.types import RetrievalError
@@ -137,7 +144,8 @@ class OptimizeResult:
             "cv": block(self.cv),
             "in_sample": block(self.in_sample),
             "default": block(self.default),
-            "gain": {**block(self.gain), "inside_noise": self.gain["inside_noise"]},
+            "gain": {**block(self.gain), "inside_noise": self.gain["inside_noise"],
+                     "ci95_queries": [round(x, 6) for x in self.gain["ci95_queries"]]},
             "config": self.config.to_dict(),
             "folds": self.folds,
             "trials": self.trials,
@@ -194,35 +202,46 @@ def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: i
 
     studies: list[Study] = []
     held_out: dict[str, float] = {}
+    untuned: list[int] = []  # folds a Stop left untuned: held out by the base config
     for index in range(n_studies):
         is_full = index == folds
         train = query_ids if is_full else [q for f, ids in enumerate(fold_ids) if f != index for q in ids]
         train, check = inner_split(train, seed + index) if inner_validation else (train, [])
         label = "all queries" if is_full else f"fold {index + 1}/{folds}"
+        if stop():  # Stop returns at once: no further trial is scored (see `stopped_study`)
+            studies.append(stopped_study(studies, label, query_ids if is_full else train, prepared.space.base,
+                                         is_full))
+            if not is_full:
+                untuned.append(index)
+            continue
 
         def on_trial(study: Study, number: int, index: int = index, label: str = label) -> None:
             if progress:
                 progress({"study": index + 1, "studies": n_studies, "label": label, "trial": number + 1,
                           "trials": per_study, "value": study.history[-1]["value"], "best": study.value})
 
-        if prepared.space.method == "lambdamart":
-            if stop():  # a model is trained whole or not at all: a stopped run keeps the base config
-                study = Study(label, train, prepared.space.base, math.nan, stopped=True)
-            else:
-                study = learn_study(prepared, train, seed + index, label)
-                on_trial(study, 0)
+        if prepared.space.method == "lambdamart":  # a model is trained whole or not at all
+            study = learn_study(prepared, train, seed + index, label)
+            on_trial(study, 0)
         else:
-            study = run_study(prepared, train, trials, seed + index, label, per_study_seconds,
-                              stop if not stop_event.is_set() else (lambda: True), on_trial)
+            study = run_study(prepared, train, trials, seed + index, label, per_study_seconds, stop, on_trial)
         studies.append(checked_against_start(prepared, study, check))
         if not is_full:
             held_out.update(prepared.values(study.config, fold_ids[index], study.learned))
     default_values = prepared.values(prepared.space.base, query_ids)
+    held_out.update({q: default_values[q] for index in untuned for q in fold_ids[index]})
+    if untuned:
+        cautions.append(f"Stopped: {len(untuned)} of {folds} folds were not tuned (their held-out values are the "
+                        "base config's); the learned config is the best trial so far"
+                        + ("." if studies[-1].history else " (none was tried: the base config)."))
     full = studies[-1]
     in_sample_values = prepared.values(full.config, query_ids, full.learned)
     cv_values = [held_out[q] for q in query_ids]
     gains = [held_out[q] - default_values[q] for q in query_ids]
     gain = mean_ci(gains)
+    gain["ci95_queries"] = gain["ci95"]  # queries resampled, each fold's choice fixed: too narrow
+    fold_gains = [float(np.mean([held_out[q] - default_values[q] for q in ids])) for ids in fold_ids]
+    gain["ci95"] = list(corrected_cv_ci(fold_gains, 1 / (folds - 1)))
     gain["inside_noise"] = bool(gain["ci95"][0] <= 0.0 <= gain["ci95"][1])
     if full.validation and full.validation["kept"] == "start":
         cautions.append(f"The tuned config scored {full.validation['tuned']:.4f} on the {full.validation['queries']} "
@@ -241,6 +260,20 @@ def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: i
         {"cv": held_out, "in_sample": in_sample_values, "default": default_values},
         cautions, {"total": total}, prepared.queries_fetched, stopped=stop_event.is_set(),
         model_text=full.model_text)
+
+
+def stopped_study(done: Sequence[Study], label: str, query_ids: Sequence[str], base: SearchConfig,
+                  is_full: bool) -> Study:
+    """The study a Stop skipped, without scoring anything: a fold's keeps the base config (it was
+    not tuned); the study on all queries takes the config of the best trial so far, the best of
+    the last study that ran (the one Stop interrupted, whose best the progress bar showed; after
+    its inner check), with that study's trials as its history."""
+    ran = [s for s in done if s.history]
+    if not is_full or not ran:
+        return Study(label, list(query_ids), base, math.nan, stopped=True)
+    last = ran[-1]
+    return Study(label, list(query_ids), last.config, last.value, list(last.history), dict(last.importance),
+                 stopped=True, model_text=last.model_text, learned=last.learned, validation=last.validation)
 
 
 def judgment_warnings(qrels: Mapping[str, Mapping[str, int]], fold_ids: Sequence[Sequence[str]]) -> list[str]:

@@ -120,6 +120,28 @@ def bootstrap_ci(values: Sequence[float], confidence: float = 0.95, n_resamples:
     return float(low), float(high)
 
 
+def corrected_cv_ci(fold_means: Sequence[float], test_fraction: float, confidence: float = 0.95
+                    ) -> tuple[float, float]:
+    """Interval of a cross-validated mean difference that includes the tuning's own variance:
+    the corrected resampled t of Nadeau & Bengio ("Inference for the generalization error",
+    Machine Learning 52, 2003): with the J folds' mean differences d_j (each fold tuned on its
+    own training queries, so their spread carries the tuning's variance), their variance s²
+    and n_test / n_train = `test_fraction` (1/(k − 1) for k folds),
+
+        mean(d) ± t_{J−1, (1+confidence)/2} · sqrt((1/J + n_test/n_train) · s²)
+
+    (the 1/J of the naive t-interval understates it: the training sets overlap). E.g. d = (0.1,
+    0.3), J = 2, ratio 1: s² = 0.02, sqrt(1.5 · 0.02) = 0.1732, t_{1, 0.975} = 12.706 → 0.2 ± 2.2."""
+    from scipy.stats import t
+
+    d = np.asarray(list(fold_means), dtype=float)
+    if len(d) < 2:
+        raise RetrievalError("A cross-validated interval needs at least 2 folds")
+    half = float(t.ppf((1 + confidence) / 2, len(d) - 1)) * math.sqrt((1 / len(d) + test_fraction)
+                                                                     * float(d.var(ddof=1)))
+    return float(d.mean()) - half, float(d.mean()) + half
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm–Bonferroni adjusted p-values, in the input order (see the module docstring)."""
     p = np.asarray(p_values, dtype=np.float64)

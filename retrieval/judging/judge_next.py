@@ -16,8 +16,16 @@ d is not relevant. Before the judgment only the ranks are known; the MTC weight 
     w(d) = Σ over pairs i < j of |disc(r_i(d)) − disc(r_j(d))|   more configs
 
 e.g. rank 1 in A and rank 3 in B: |1/log2 2 − 1/log2 4| = 0.5; rank 2 in A's top 10 only:
-1/log2 3 ≈ 0.631; the same rank in both: 0 (the judgment cannot change the comparison; such a
-pair is queued last, with weight 0, since the metric's own value still needs it).
+1/log2 3 ≈ 0.631; the same rank in both: 0.
+
+That holds with IDCG@k fixed, which only the full qrels know. The workbench normalises by the
+IDCG of the judgments so far, and a relevant grade raises it, rescaling the query's whole term of
+Δ: a document both configs rank alike can then move Δ, even flip its sign. So a pair's weight
+(`change_weight`) is how far its grade can move the query's term given the query's judgments —
+the MTC weight when the query has none, and not 0 for a same-rank document once the configs'
+judged documents differ and its grade would raise the ideal DCG. Pairs that cannot move Δ are
+queued last, with weight 0, since the metric's own value still needs them. The order depends on
+the judgments passed: re-made after each judgment it adapts (the benchmark does so).
 
 Only a relevant document moves Δ, and a document high in either list is likelier relevant, so
 `next_to_judge` orders the unjudged pairs by
@@ -27,11 +35,16 @@ Only a relevant document moves Δ, and a document high in either list is likelie
 highest first, ties by query order (the order the queries first appear in the rankings), then by
 the best rank, then by config order. E.g. the rank-1-in-A, rank-3-in-B document above (0.5 · 1 =
 0.5) comes before the rank-2-in-A-only one (0.631 · 0.631 ≈ 0.398). The order is static: it
-depends on the ranks only, so judging one pair never reorders the rest. Queries with no judgment
-yet are eligible: `qrels` is the judgments so far, not the set of queries to judge.
+depends on the ranks and the judgments passed in. Queries with no judgment yet are eligible:
+`qrels` is the judgments so far, not the set of queries to judge.
 
-Measured (benchmarks/bench_judging.py, docs/experiments/judging.md: BM25 alone against the
-default hybrid, qrels revealed one pair at a time), against w alone the discount of the best
+Measured with the normaliser the workbench computes (benchmarks/bench_judging.py, loaded
+machine, docs/experiments/judging.md): on xquad-en the right sign after 8 judgments against the
+pool's 239 (within 0.01 after 46 against 6,918); on nfcorpus the earlier static order needed more
+than the pool (115 against 69) and this weight has not been measured there yet.
+
+Measured earlier with the normaliser held at its full-qrels value (an oracle; same benchmark:
+BM25 alone against the default hybrid, qrels revealed one pair at a time), against w alone the discount of the best
 rank cut the judgments needed to bring Δ within 0.01 of its full-qrels value from 1,906 to 1,551
 on nfcorpus, 828 to 767 on vaswani and 416 to 46 on xquad-en (cmrc2018-dev's |Δ| is below 0.01:
 none needed), with the same number for the sign on all four. Tried there and not kept, each
@@ -53,7 +66,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -95,6 +108,45 @@ def mtc_weight(ranks: Sequence[int | None], k: int = JUDGE_K) -> float:
     return sum(abs(discount(a, k) - discount(b, k)) for a, b in combinations(ranks, 2))
 
 
+def gain(grade: int) -> float:
+    """ranx's linear gain (relevance level 1): the grade when ≥ 1, else 0."""
+    return float(grade) if grade >= 1 else 0.0
+
+
+def ideal_dcg(grades: Iterable[int], k: int = JUDGE_K) -> float:
+    """IDCG@k of the judged grades: the best k gains in order, each × disc(its rank); 0 if none."""
+    gains = sorted((gain(g) for g in grades if gain(g) > 0), reverse=True)[:k]
+    return sum(g * discount(rank, k) for rank, g in enumerate(gains, start=1))
+
+
+def change_weight(ranks: Sequence[int | None], dcgs: Sequence[float], grades: Iterable[int], k: int = JUDGE_K,
+                  top_grade: int = 1) -> float:
+    """How far judging one document relevant can move the comparison, nDCG normalised by the
+    judgments so far (what the workbench computes): with D_ij = DCG_i − DCG_j over the query's
+    judged documents, I = max(1, IDCG@k of its judged grades) and I′ the same with the new grade g,
+
+        max over g = 1 … top_grade of Σ_{i<j} |(D_ij + g·(disc(r_i) − disc(r_j))) / I′ − D_ij / I|
+
+    With nothing judged (D = 0, I′ = g) this is the MTC weight Σ |disc(r_i) − disc(r_j)|; a
+    document both configs rank alike still counts when the query's configs already differ (D ≠ 0)
+    and the grade would raise its ideal DCG, which rescales the query's term of Δ."""
+    grades = list(grades)
+    before = max(ideal_dcg(grades, k), 1.0)
+    best = 0.0
+    for g in range(1, max(top_grade, 1) + 1):
+        after = max(ideal_dcg([*grades, g], k), 1.0)
+        moved = sum(abs((dcgs[i] - dcgs[j] + g * (discount(ranks[i], k) - discount(ranks[j], k))) / after
+                        - (dcgs[i] - dcgs[j]) / before)
+                    for i, j in combinations(range(len(ranks)), 2))
+        best = max(best, moved)
+    return best
+
+
+def judged_dcgs(tops: Sequence[Mapping[str, int]], judged: Mapping[str, int], k: int = JUDGE_K) -> list[float]:
+    """Each config's DCG@k of one query over its judged documents (`tops`: document → rank)."""
+    return [sum(gain(g) * discount(top.get(d), k) for d, g in judged.items()) for top in tops]
+
+
 def query_order(rankings: Rankings) -> list[str]:
     """The query ids in the order they first appear: the first config's, then any only a later
     config ranked."""
@@ -106,14 +158,19 @@ def top_ranks(ranking: Sequence[str], k: int = JUDGE_K) -> dict[str, int]:
     return {doc_id: rank for rank, doc_id in enumerate(list(dict.fromkeys(ranking))[:k], start=1)}
 
 
-def unjudged_pairs(rankings: Rankings, qrels: Mapping[str, Mapping[str, int]], k: int = JUDGE_K
-                   ) -> list[Candidate]:
+def unjudged_pairs(rankings: Rankings, qrels: Mapping[str, Mapping[str, int]], k: int = JUDGE_K,
+                   top_grade: int | None = None) -> list[Candidate]:
     """Every unjudged pair of the configs' top k, in pool order: queries in `query_order`, then
-    rank 1 … k, at each rank the configs in order; each pair once (where it first appears)."""
+    rank 1 … k, at each rank the configs in order; each pair once (where it first appears); its
+    weight is `change_weight` given the judgments so far (`top_grade` None: the highest grade in
+    `qrels`, at least 1)."""
+    if top_grade is None:
+        top_grade = max((g for docs in qrels.values() for g in docs.values()), default=1)
     out: list[Candidate] = []
     for qid in query_order(rankings):
         judged = qrels.get(qid, {})
         tops = [top_ranks(ranking.get(qid, ()), k) for ranking in rankings]
+        dcgs = judged_dcgs(tops, judged, k)
         by_rank = [list(top) for top in tops]
         seen: set[str] = set()
         for position in range(k):
@@ -125,7 +182,7 @@ def unjudged_pairs(rankings: Rankings, qrels: Mapping[str, Mapping[str, int]], k
                     continue
                 seen.add(doc_id)
                 ranks = tuple(top.get(doc_id) for top in tops)
-                out.append(Candidate(qid, doc_id, mtc_weight(ranks, k), ranks))
+                out.append(Candidate(qid, doc_id, change_weight(ranks, dcgs, judged.values(), k, top_grade), ranks))
     return out
 
 

@@ -42,6 +42,16 @@ TRAIN_PARAMS = {"objective": "lambdarank", "metric": "ndcg", "ndcg_eval_at": [10
                 "num_leaves": 15, "min_data_in_leaf": 20, "feature_fraction": 0.9, "lambdarank_truncation_level": 20,
                 "deterministic": True, "force_row_wise": True, "num_threads": 1, "verbose": -1}
 ROUNDS = 200
+# Early stopping (why: with 200 rounds the model memorised, in-sample 0.94 against 0.72 held out):
+# every EARLY_STOP_EVERY-th query (shuffled by the seed) is held back when there are at least
+# EARLY_STOP_MIN_QUERIES, and training stops after EARLY_STOP_PATIENCE rounds without a better
+# nDCG@10 on them, keeping the best round; L2 on the leaf values (LightGBM's lambda_l2) shrinks
+# what a few queries can teach. LightGBM's early_stopping callback (Prechelt, "Early stopping —
+# but when?", 1998: stop on a validation set's plateau).
+EARLY_STOP_EVERY = 5
+EARLY_STOP_MIN_QUERIES = 10
+EARLY_STOP_PATIENCE = 20
+L2 = 1.0
 
 
 def feature_names(sources: Sequence[str]) -> list[str]:
@@ -153,15 +163,39 @@ def train(groups: Sequence[tuple[np.ndarray, np.ndarray]], names: Sequence[str],
         raise RetrievalError("No query has candidates to learn from")
     if not any((y > 0).any() for _, y in groups):
         raise RetrievalError("No candidate of the training queries is judged relevant: nothing to learn")
-    features = np.vstack([x for x, _ in groups])
-    labels = np.concatenate([np.clip(y, 0, None) for _, y in groups]).astype(np.int32)
-    top = int(labels.max())
+    top = int(max(np.clip(y, 0, None).max() for _, y in groups))
     # linear gain, as ranx's nDCG (a grade g gains g)
-    params = {**TRAIN_PARAMS, "seed": seed, "label_gain": [float(g) for g in range(max(top, 1) + 1)]}
-    data = lightgbm.Dataset(features, labels, group=[len(y) for _, y in groups], feature_name=list(names),
-                            free_raw_data=True, params={"verbose": -1})
-    booster = lightgbm.train(params, data, num_boost_round=rounds)
-    return booster.model_to_string()
+    params = {**TRAIN_PARAMS, "seed": seed, "lambda_l2": L2,
+              "label_gain": [float(g) for g in range(max(top, 1) + 1)]}
+    fit, check = early_stop_split(groups, seed)
+
+    def dataset(part, reference=None):
+        labels = np.concatenate([np.clip(y, 0, None) for _, y in part]).astype(np.int32)
+        return lightgbm.Dataset(np.vstack([x for x, _ in part]), labels, group=[len(y) for _, y in part],
+                                feature_name=list(names), free_raw_data=True, params={"verbose": -1},
+                                reference=reference)
+
+    data = dataset(fit)
+    if not check:
+        return lightgbm.train(params, data, num_boost_round=rounds).model_to_string()
+    booster = lightgbm.train(params, data, num_boost_round=rounds, valid_sets=[dataset(check, data)],
+                             callbacks=[lightgbm.early_stopping(EARLY_STOP_PATIENCE, verbose=False)])
+    return booster.model_to_string(num_iteration=booster.best_iteration)
+
+
+def early_stop_split(groups: Sequence[tuple[np.ndarray, np.ndarray]], seed: int
+                     ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[tuple[np.ndarray, np.ndarray]]]:
+    """(train on, stop on): every `EARLY_STOP_EVERY`-th group of a seeded shuffle is held back,
+    when there are at least `EARLY_STOP_MIN_QUERIES` and both parts keep a relevant candidate;
+    else nothing is held back."""
+    if len(groups) < EARLY_STOP_MIN_QUERIES:
+        return list(groups), []
+    held = set(np.random.default_rng(seed).permutation(len(groups))[::EARLY_STOP_EVERY].tolist())
+    fit = [g for i, g in enumerate(groups) if i not in held]
+    check = [g for i, g in enumerate(groups) if i in held]
+    if not any((y > 0).any() for _, y in fit) or not any((y > 0).any() for _, y in check):
+        return list(groups), []
+    return fit, check
 
 
 def model_summary(model_text: str) -> dict[str, float]:

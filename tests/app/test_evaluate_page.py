@@ -403,6 +403,8 @@ def test_the_optimiser_runs_in_the_background_and_its_config_becomes_config_a(sm
     assert learned["nDCG@10 held out"] == round(expected.cv["value"], 4)
     assert learned["in-sample"] == round(expected.in_sample["value"], 4)
     assert any(name.startswith("best grid variant") for name in rows)
+    # the boxes keep the user's values after the run (they are not drawn while it runs)
+    assert (at.number_input(key="optimize.trials").value, at.number_input(key="optimize.folds").value) == (6, 2)
     at.button(key="optimize.apply.bayes").click().run()
     assert at.session_state[VIEW_KEY].config_a == expected.config
 
@@ -416,6 +418,10 @@ def test_the_optimiser_runs_in_the_background_and_its_config_becomes_config_a(sm
     assert not at.exception
     finished = next(iter(at.session_state[DONE_KEY].values()))["bayes"][0]
     assert finished.result.stopped and all(len(s.history) < 1000 for s in finished.result.studies)
+    # Stop returns at once: the grid is not scored; the config offered is the best trial so far
+    assert finished.grid is None
+    assert finished.result.config == finished.result.full.config
+    assert (at.number_input(key="optimize.trials").value, at.number_input(key="optimize.folds").value) == (1000, 2)
     table = next(d.value for d in at.dataframe if "nDCG@10 held out" in d.value.columns)
     assert any("(stopped)" in str(r.get("time", "")) for r in frame_records(table))
 

@@ -2,6 +2,7 @@
 English and 10 Chinese judged questions): folds, reproducibility, one search per query whatever
 the number of trials, scores equal to the evaluation of the configs, guard rails, Stop, the CLI."""
 
+import dataclasses
 import json
 import shutil
 
@@ -11,7 +12,7 @@ from counting import CountingWorkbench
 from retrieval.cli import main as cli
 from retrieval.evaluation.evaluate import evaluate_collection
 from retrieval.evaluation.optimize import cross_validate, judgment_warnings, query_folds
-from retrieval.evaluation.study import prepare
+from retrieval.evaluation.study import SearchSpace, prepare
 from retrieval.search.config import SearchConfig
 from retrieval.store import Store
 from retrieval.types import RetrievalError
@@ -56,6 +57,13 @@ def test_one_search_per_query_and_a_seed_gives_the_same_result(prepared, xsmall)
     start = ready.values(ready.space.base, first.full.query_ids)
     assert first.full.history[0]["value"] == pytest.approx(sum(start.values()) / len(start), abs=1e-12)
     assert first.in_sample["value"] >= first.default["value"]
+    # the gain's interval: the corrected resampled t over the three folds' mean gains (Nadeau & Bengio)
+    folds = query_folds(sorted(ready.qrels), 3, 7)
+    by_fold = [sum(first.per_query["cv"][q] - first.per_query["default"][q] for q in ids) / len(ids) for ids in folds]
+    mean = sum(by_fold) / 3
+    variance = sum((g - mean) ** 2 for g in by_fold) / 2
+    half = 4.302652729911275 * ((1 / 3 + 1 / 2) * variance) ** 0.5  # t_{2, 0.975}; n_test / n_train = 1/2
+    assert first.gain["ci95"] == pytest.approx([mean - half, mean + half], abs=1e-12)
 
 
 def test_scores_are_the_evaluation_of_the_configs(prepared, xsmall):
@@ -135,18 +143,47 @@ def test_too_few_queries_and_a_gain_inside_the_noise_are_said(prepared, xsmall):
 
 
 def test_stop_keeps_the_best_so_far(prepared):
-    _, ready = prepared
+    _, fetched = prepared
+    # a start BM25 leans on (it cannot cross to the Chinese queries), so a study's trials beat it
+    start = SearchConfig.from_dict({**SearchConfig().to_dict(), "weights": {"bm25": 0.95, "dense": 0.05}})
+    ready = dataclasses.replace(fetched, space=SearchSpace.of(start, fetched.space.sources), _evaluators={},
+                                _scores={}, _features=None, _groups={})
     seen = []
 
-    def stop() -> bool:
-        return len(seen) >= 5
+    def stop() -> bool:  # pressed once a study's best so far beats its first trial, the base config
+        first = next(e for e in seen if e["study"] == seen[-1]["study"]) if seen else None
+        return first is not None and seen[-1]["best"] > first["value"]
 
-    result = cross_validate(ready, trials=40, folds=2, seed=0, should_stop=stop, progress=seen.append)
+    scored = []  # every config scored after the Stop
+    values = ready.values
+
+    def counted(config, query_ids, learned=None):
+        if stop():
+            scored.append(config)
+        return values(config, query_ids, learned)
+
+    ready.values = counted
+    result = cross_validate(ready, trials=40, folds=2, seed=0, should_stop=stop, progress=seen.append,
+                            inner_validation=False)
     assert result.stopped
-    assert [len(s.history) for s in result.studies] == [5, 1, 1]  # the rest keep their first trial, the base
-    assert seen[4] == {"study": 1, "studies": 3, "label": "fold 1/2", "trial": 5, "trials": 40,
-                       "value": result.studies[0].history[4]["value"], "best": result.studies[0].value}
-    assert result.studies[0].value == max(h["value"] for h in result.studies[0].history)
+    index = seen[-1]["study"] - 1
+    interrupted = result.studies[index]
+    n = len(interrupted.history)
+    assert 1 < n < 40 and index < 2, seen[-1]
+    # Stop returns at once: not one more trial, in this study or the next
+    assert len(seen) == 40 * index + n
+    assert [len(s.history) for s in result.studies] == [40] * index + [n] + [0] * (1 - index) + [n]
+    assert seen[-1] == {"study": index + 1, "studies": 3, "label": f"fold {index + 1}/2", "trial": n, "trials": 40,
+                        "value": interrupted.history[-1]["value"], "best": interrupted.value}
+    assert interrupted.value == max(h["value"] for h in interrupted.history) > interrupted.history[0]["value"]
+    # the learned config is the best trial's (the best so far shown), not the base config
+    assert result.config == interrupted.config != ready.space.base
+    # after the Stop only what the table needs: the interrupted fold's held-out values (its best),
+    # the base config on all queries (a fold not reached is held out by the base), the learned in-sample
+    assert scored == [interrupted.config, ready.space.base, interrupted.config]
+    untouched = [q for i, fold in enumerate(query_folds(sorted(ready.qrels), 2, 0)) if i > index for q in fold]
+    assert all(result.per_query["cv"][q] == result.per_query["default"][q] for q in untouched)
+    assert any(w.startswith("Stopped: 1 of 2 folds were not tuned") for w in result.warnings) == (index == 0)
 
 
 def test_cli_optimize_saves_the_learned_config(xsmall, tmp_path, capsys):

@@ -89,3 +89,20 @@ def test_holm_by_hand():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm([0.5, 0.6]) == [1.0, 1.0]  # capped at 1
     assert holm([0.02]) == [0.02]  # one test: unchanged
+
+
+def test_the_cross_validated_interval_by_hand():
+    from retrieval.evaluation.paired import corrected_cv_ci
+
+    # d = (0.1, 0.3): mean 0.2, s² = 0.02, J = 2, n_test/n_train = 1: sqrt(1.5 · 0.02) = 0.173205;
+    # t_{1, 0.975} = 12.706205 → 0.2 ± 2.200779
+    low, high = corrected_cv_ci([0.1, 0.3], 1.0)
+    assert (low, high) == pytest.approx((0.2 - 12.706204736 * 0.0300 ** 0.5, 0.2 + 12.706204736 * 0.03 ** 0.5))
+    # five folds: the training sets overlap, so the interval is wider than the naive t's (1/J alone)
+    d = [0.01, 0.03, -0.02, 0.04, 0.02]
+    naive = corrected_cv_ci(d, 0.0)
+    corrected = corrected_cv_ci(d, 1 / 4)
+    assert corrected[1] - corrected[0] == pytest.approx((naive[1] - naive[0]) * ((1 / 5 + 1 / 4) / (1 / 5)) ** 0.5)
+    assert corrected_cv_ci([0.0, 0.0, 0.0], 0.5) == (0.0, 0.0)
+    with pytest.raises(RetrievalError, match="at least 2 folds"):
+        corrected_cv_ci([0.1], 1.0)

@@ -145,19 +145,46 @@ def test_three_configs_sum_every_pair():
     assert mtc_weight((1, 3, 2)) == pytest.approx(1.0)
 
 
-def test_the_weight_is_what_one_relevant_judgment_moves_dcg_b_minus_a():
+def ndcg_delta(a, b, qrels):
+    """Δ = mean nDCG@10(B) − mean nDCG@10(A), the library's (ranx), normalised by `qrels` alone."""
     from retrieval.evaluation.evaluate import QrelsEvaluator
 
+    evaluator = QrelsEvaluator(qrels)
+    return (evaluator.evaluate_rankings(b, ("ndcg@10",))[0]["ndcg@10"]
+            - evaluator.evaluate_rankings(a, ("ndcg@10",))[0]["ndcg@10"])
+
+
+def test_the_weight_is_what_one_relevant_judgment_moves_the_ndcg_difference():
     a = {"q": ["d1", "d2", "d3", "x"]}
     b = {"q": ["d3", "d4", "d1", "x"]}
     base = {"q": {"x": 1}}  # x at rank 4 in both: the same in A and B
 
-    def dcg_delta(qrels):
-        evaluator = QrelsEvaluator(qrels)
-        return (evaluator.evaluate_rankings(b, ("dcg@10",))[0]["dcg@10"]
-                - evaluator.evaluate_rankings(a, ("dcg@10",))[0]["dcg@10"])
-
     for candidate in unjudged_pairs([a, b], base):
-        moved = dcg_delta({"q": {**base["q"], candidate.doc_id: 1}}) - dcg_delta(base)
+        moved = ndcg_delta(a, b, {"q": {**base["q"], candidate.doc_id: 1}}) - ndcg_delta(a, b, base)
         assert abs(moved) == pytest.approx(candidate.weight, abs=1e-12), candidate
     assert Candidate("q", "d", 0.5, (1, 3)).best_rank == 1
+
+
+def test_a_document_both_rank_alike_weighs_when_its_grade_would_rescale_the_query():
+    # q1: r judged relevant, rank 2 in A, 1 in B: D = 1 − 1/log2 3 = 0.36907, IDCG 1 → +0.36907
+    # q2: t judged relevant, rank 2 in A, 5 in B: D = 1/log2 6 − 1/log2 3 = −0.24408 → −0.24408
+    # Δ = (0.36907 − 0.24408) / 2 = +0.06250. s is rank 3 in both (MTC weight 0); judged relevant
+    # it raises q1's IDCG to 1 + 1/log2 3 = 1.63093: q1's term 0.36907 / 1.63093 = 0.22629 and
+    # Δ = (0.22629 − 0.24408) / 2 = −0.00889: the sign flips. Its weight is q1's move, 0.14278.
+    a = {"q1": ["x", "r", "s"], "q2": ["a1", "t"]}
+    b = {"q1": ["r", "x", "s"], "q2": ["b1", "b2", "b3", "b4", "t"]}
+    judged = {"q1": {"r": 1, "x": 0}, "q2": {"t": 1}}
+    before = ndcg_delta(a, b, judged)
+    after = ndcg_delta(a, b, {**judged, "q1": {**judged["q1"], "s": 1}})
+    assert before == pytest.approx(0.06250, abs=1e-5) and after == pytest.approx(-0.00889, abs=1e-5)
+    s = next(c for c in next_to_judge([a, b], judged) if c.doc_id == "s")
+    assert s.ranks == (3, 3) and mtc_weight(s.ranks) == 0.0
+    assert s.weight == pytest.approx(0.14278, abs=1e-5)
+    assert s.weight == pytest.approx(2 * abs(after - before), abs=1e-12)  # n = 2 queries
+    # a higher grade than any judged one is considered too: with grades up to 3 judged elsewhere,
+    # s graded 3 makes q1's IDCG 3 + 1/log2 3: 0.36907 × (1 − 1/3.63093) = 0.26743
+    graded = {**judged, "q3": {"z": 3}}
+    s3 = next(c for c in next_to_judge([a, b], graded) if c.doc_id == "s")
+    assert s3.weight == pytest.approx(0.36907 * (1 - 1 / (3 + ONE_OVER_LOG2_3)), abs=1e-5)
+    # a query whose configs do not differ yet: the same-rank document cannot move Δ (weight 0)
+    assert next(c for c in next_to_judge([a, b], {}) if c.doc_id == "s").weight == 0.0

@@ -172,3 +172,20 @@ def test_an_exported_learned_config_carries_its_model(learned, tmp_path):
     with pytest.raises(RetrievalError, match="not its learned ranker"):
         fourth.configs.import_json("bad", json.dumps({**data, "ranker_model": result.model_text + "\n"}))
     assert fourth.configs.names() == [] and RankerModels(fourth.store).ids() == []
+
+
+def test_training_stops_early_on_held_back_queries_when_there_is_nothing_to_learn():
+    """Features that are noise: the held-back queries' nDCG@10 does not improve for long, so the
+    model keeps its best round, far fewer trees than the 200 rounds it would memorise with."""
+    import lightgbm
+
+    from retrieval.search.learned_ranker import EARLY_STOP_PATIENCE, ROUNDS, early_stop_split
+
+    rng = np.random.default_rng(1)
+    names = feature_names(["bm25"])
+    groups = [(rng.random((12, len(names))), rng.permutation([1.0] + [0.0] * 11)) for _ in range(40)]
+    fit, check = early_stop_split(groups, seed=0)
+    assert (len(fit), len(check)) == (32, 8)
+    assert early_stop_split(groups[:9], seed=0) == (groups[:9], [])  # too few queries: none held back
+    trees = lightgbm.Booster(model_str=train(groups, names, seed=0)).num_trees()
+    assert 1 <= trees < ROUNDS - EARLY_STOP_PATIENCE

@@ -1,6 +1,7 @@
 """The Evaluate page's Optimise tab: the optimiser (`retrieval.evaluation.optimize`) run in the background on
 the query set — Bayesian search, query-dependent fusion or LambdaMART, k-fold over queries — with
-a progress bar, the best-so-far curve and Stop; then each method run this session beside config A
+a progress bar, the best-so-far curve and Stop (the run returns at once with the best trial so
+far, without the grid row); then each method run this session beside config A
 and the best grid variant, all held out on the same folds, with the gain's CI and a paired
 randomization test; the learned config can become config A or be saved."""
 
@@ -21,6 +22,7 @@ from ui.evaluate.common import config_label, shown_p
 from ui.search import views
 
 RUN_KEY = "_workbench_optimize_run"
+CHOICES_KEY = "_workbench_optimize_choices"  # the last trials/folds/seconds chosen
 DONE_KEY = "_workbench_optimize_done"  # (collection, set, fingerprint) -> method -> Finished
 METHOD_LABELS = {"bayes": "Bayesian search (TPE)", "query-dependent": "Query-dependent fusion",
                  "lambdamart": "LambdaMART (learned ranker)"}
@@ -73,18 +75,22 @@ def optimize_section(workbench, collection: str, qset: QuerySet, config: SearchC
         elif running.finished is not None:
             st.session_state.setdefault(DONE_KEY, {}).setdefault(running.key[:3], {})[running.method] = (
                 running.finished, running.key[3])
+    kept = st.session_state.setdefault(CHOICES_KEY, {"trials": 40, "folds": 5, "seconds": 0})
     cols = st.columns(4)
     method = cols[0].selectbox("Method", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key="optimize.method",
                                help=METHOD_HELP)
-    trials = cols[1].number_input("Trials per study", 5, 1000, 40, key="optimize.trials",
+    trials = cols[1].number_input("Trials per study", 5, 1000, kept["trials"], key="optimize.trials",
                                   disabled=method == "lambdamart",
                                   help="Each of the k + 1 studies (one per fold, one on all queries) tries this many "
                                        "configs; the first is config A.")
-    folds = cols[2].number_input("Folds", 2, 10, 5, key="optimize.folds",
+    folds = cols[2].number_input("Folds", 2, 10, kept["folds"], key="optimize.folds",
                                  help="Cross-validation over queries: each fold's queries are scored by the config "
                                       "chosen on the other folds (at least 2 judged queries per fold).")
-    seconds = cols[3].number_input("Time budget (s, 0 = none)", 0, 36_000, 0, key="optimize.seconds",
+    seconds = cols[3].number_input("Time budget (s, 0 = none)", 0, 36_000, kept["seconds"], key="optimize.seconds",
                                    help="Stops the run after this long, keeping the best so far.")
+    # the boxes are not drawn while a run goes on, and Streamlit forgets an undrawn widget's value:
+    # the user's choices are kept here, beside the widgets, and drawn again after the run
+    kept.update(trials=int(trials), folds=int(folds), seconds=int(seconds))
     if st.button("Optimise", key="optimize.start", type="primary",
                  help="Runs in the background; the page stays usable and Stop keeps the best so far."):
         start(workbench, collection, qset, config, method, int(trials), int(folds), float(seconds) or None, key)
@@ -108,8 +114,11 @@ def start(workbench, collection: str, qset: QuerySet, config: SearchConfig, meth
             run.stage = "Searching…"
             result = cross_validate(ready, trials, folds, seconds=seconds, should_stop=stop.is_set,
                                     progress=run.events.append)
-            run.stage = "Scoring the grid on the same folds…"
             grid, grid_label = None, ""
+            if result.stopped:  # Stop returns at once with the best so far: no grid row
+                run.finished = Finished(result, grid, grid_label, time.strftime("%H:%M:%S"), significance(result))
+                return
+            run.stage = "Scoring the grid on the same folds…"
             try:
                 ids = sorted(ready.qrels)
                 sweep = run_sweep(workbench, collection, qset.queries, {q: qset.qrels[q] for q in ids},
@@ -184,17 +193,20 @@ def show_results(workbench, collection: str, qset: QuerySet, config: SearchConfi
             st.caption(views.markdown_safe(f"{METHOD_LABELS[method]} ran from config A as it was at {finished.when}."))
         rows.append(_row(METHOD_LABELS[method], [r.per_query["cv"][q] for q in ids],
                          [r.per_query["default"][q] for q in ids], r.in_sample["value"], finished.p_value,
-                         f"{r.seconds['total']:.1f} s" + (" (stopped)" if r.stopped else "")))
+                         f"{r.seconds['total']:.1f} s" + (" (stopped)" if r.stopped else ""), r.gain["ci95"]))
     st.dataframe(rows, hide_index=True, width="stretch")
     st.caption("Held out: each query scored by the config chosen on the other folds. In-sample: chosen and scored "
-               "on the same queries — optimistic. Gain: held out minus config A, paired per query, with a bootstrap "
-               "95 % CI; p: paired randomization test.")
+               "on the same queries — optimistic. Gain: held out minus config A, paired per query; its 95 % CI for "
+               "a method includes the tuning's own variance (corrected resampled t over the folds, Nadeau & "
+               "Bengio), for the grid a bootstrap over queries; p: paired randomization test.")
     for method, (finished, _) in done.items():
         result_details(workbench, method, finished)
 
 
 def _row(name: str, values: list[float], base: list[float] | None, in_sample: float, p: float | None,
-         seconds: str = "") -> dict[str, Any]:
+         seconds: str = "", gain_ci: list[float] | None = None) -> dict[str, Any]:
+    """One row of the table; `gain_ci`: the optimiser's interval of the gain (with the tuning's
+    variance), else the queries' bootstrap."""
     from retrieval.evaluation.optimize import mean_ci
 
     held = mean_ci(values)
@@ -202,6 +214,7 @@ def _row(name: str, values: list[float], base: list[float] | None, in_sample: fl
            "95 % CI": f"{held['ci95'][0]:.4f} … {held['ci95'][1]:.4f}", "in-sample": round(in_sample, 4)}
     if base is not None:
         gain = mean_ci([v - b for v, b in zip(values, base, strict=True)])
+        gain["ci95"] = gain_ci or gain["ci95"]
         row["gain over config A"] = f"{gain['value']:+.4f} ({gain['ci95'][0]:+.4f} … {gain['ci95'][1]:+.4f})"
     if p is not None:
         row["p"] = shown_p(p)
