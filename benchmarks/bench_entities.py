@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 EVAL = REPO.parent / "shared" / "eval"
 CORPORA = ("xquad-en", "nfcorpus", "vaswani", "xquad-zh", "cmrc2018-dev")
 

@@ -36,7 +36,6 @@ import cProfile
 import functools
 import json
 import resource
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -44,8 +43,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 STAGES = ("read", "tokenise", "embed", "truncation", "entities", "write", "indexes", "other")
 
