@@ -63,6 +63,9 @@ def rrf_term(rank: int, k: float, weight: float = 1.0) -> float:
     return weight / (k + rank)
 
 
+MIN_DISPLAY_BEST = 1e-300  # below it 1 / best (up to 1e300) times a fused score could overflow
+
+
 def rrf_display_factor(k: float, total_weight: float) -> float:
     """(k + 1) / Σw: multiplying a fused RRF score by this makes rank 1 everywhere read 1.0."""
     return (k + 1) / total_weight
@@ -244,7 +247,9 @@ class FusionMethod:
         if top_norms:
             best = self.combination(config).best([(w, top_norms[s]) for s, w in config.weights.items()
                                                   if s in top_norms])
-            if best > 0:
+            # a best score so small that score / best could overflow (near the smallest float, e.g.
+            # a subnormal raw score) falls back as 0 does: display scores stay finite
+            if best > MIN_DISPLAY_BEST:
                 return 1.0 / best
         return 1.0 / total
 
