@@ -140,14 +140,24 @@ def test_judge_next_lists_the_pairs_that_can_change_the_comparison(tmp_path, cap
                      "--budget", "100", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert listed["selection"] == "next"
-    # the weights by hand from the two rankings: |1/log2(1 + rank in A) − 1/log2(1 + rank in B)|, 0 outside
+    # the weights by hand from the two rankings (judge_next.change_weight): how far one relevant grade
+    # g ≤ 2 (the highest judged) moves the query's nDCG difference, normalised as the workbench does by
+    # the IDCG of its judgments so far. q2 has none: |disc_A(d) − disc_B(d)| (MTC's weight, 0 outside
+    # both top 10s); q1 has cat judged 2: D = 2·(disc_A(cat) − disc_B(cat)), I = 2, I′ = 2 + g/log2 3.
     ranking_a, ranking_b = (fused_rankings(workbench, "animals", queries, c) for c in (a, b))
 
     def discount(ranking, doc):
         top = ranking[:10]
         return 1 / math.log2(top.index(doc) + 2) if doc in top else 0.0
 
-    expected = {(q, d): abs(discount(ranking_a[q], d) - discount(ranking_b[q], d))
+    def weight(q, d):
+        diff = discount(ranking_a[q], d) - discount(ranking_b[q], d)
+        if q == "q2":
+            return abs(diff)
+        judged = 2 * (discount(ranking_a[q], "cat") - discount(ranking_b[q], "cat"))
+        return max(abs((judged + g * diff) / (2 + g / math.log2(3)) - judged / 2) for g in (1, 2))
+
+    expected = {(q, d): weight(q, d)
                 for q in queries for d in set(ranking_a[q][:10]) | set(ranking_b[q][:10]) if (q, d) != ("q1", "cat")}
     got = {(p["query_id"], p["doc_id"]): p["weight"] for p in listed["pairs"]}
     assert set(got) <= set(expected) and ("q1", "cat") not in got  # the judged pair is never asked again
