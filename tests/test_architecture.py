@@ -129,6 +129,7 @@ def test_every_module_imports_in_a_fresh_interpreter():
 LAYERS: dict[str, int] = {
     "retrieval": 0, "retrieval.types": 0,                       # plain data and errors; the package itself
     "retrieval.limits": 1, "retrieval.cache": 1,                # every bound; every cache and its LRU
+    "retrieval.addresses": 1,                                   # which hosts outgoing requests may call
     "retrieval.store": 2, "retrieval.text": 2,                  # LanceDB tables, locks, versions; text analysis
     "retrieval.models": 3,                                      # encoders and their backends
     "retrieval.sources": 4, "retrieval.judging": 4,             # one module per source; judgments and raters

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hmac
-import ipaddress
 import logging
 import os
 import sys
@@ -28,6 +27,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from retrieval.addresses import is_loopback
 from retrieval.serve.service import DEFAULT_LIMIT, DEFAULT_TOP_K, MAX_TOP_K, QA_SCORES, KnowledgeService, Served
 from retrieval.types import RetrievalError
 
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 TOKEN_ENV = "WORKBENCH_MCP_TOKEN"
 MIN_TOKEN_CHARS = 16
-LOOPBACK_NAMES = ("localhost",)
 
 
 # ---- MCP --------------------------------------------------------------------------------------
@@ -176,15 +175,6 @@ def parse_http(spec: str) -> tuple[str, int]:
     if not 0 < port < 65536:
         raise RetrievalError(f"--http port must be 1–65535, got {port}")
     return host, port
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def url_host(host: str) -> str:

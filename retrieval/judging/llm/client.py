@@ -28,7 +28,6 @@ itself, so a refused connection at a run's first request fails at once.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import socket
 import threading
@@ -38,6 +37,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from retrieval.addresses import is_loopback
 from retrieval.judging.llm.endpoint import check_resolved, parse_base, request_url
 from retrieval.judging.llm.settings import SYSTEM_MESSAGE, LLMSettings, parse_grade
 from retrieval.types import RetrievalError
@@ -75,13 +75,6 @@ class _Unreachable(_Retry):
 
 class _PairFailed(Exception):
     """This pair's request was refused (e.g. 400: too long for the model); others may work."""
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 def backoff(attempt: int, retry_after: float | None = None) -> float:
@@ -149,7 +142,7 @@ class LLMClient:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         # A local server is reached directly, never through an http_proxy of the environment.
-        local = _is_loopback(parse_base(self.base).hostname or "")
+        local = is_loopback(parse_base(self.base).hostname or "")
         try:
             self._http = httpx2.Client(headers=headers, timeout=settings.timeout_s, trust_env=not local,
                                        follow_redirects=False)

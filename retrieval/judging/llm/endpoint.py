@@ -7,7 +7,7 @@ for `/secret`). A request's URL is the parsed scheme, host and port, the base pa
 trailing '/' and the route (`request_url`), never the text pasted together.
 
 The key and the documents go to that server, and a browser user may set it: a link-local address
-(169.254.0.0/16, fe80::/10) or a cloud metadata service (`METADATA_HOSTS`, `METADATA_ADDRESSES`:
+(169.254.0.0/16, fe80::/10) or a cloud metadata service (`retrieval/addresses.py`:
 AWS, GCP, Azure, Alibaba…) is refused unless the settings allow it (`allow_link_local`). An IP
 address is recognised in every form the resolver takes (`2852039166`, `0xa9.0xfe.0xa9.0xfe`,
 `::ffff:169.254.169.254`); a name is checked as this machine resolves it, when a client is made,
@@ -17,26 +17,12 @@ before any request (`check_resolved`; a name that does not resolve is left to th
 
 from __future__ import annotations
 
-import ipaddress
-import re
 import socket
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
+from retrieval.addresses import ip_address_of, is_link_local_or_metadata, is_metadata_host
 from retrieval.types import RetrievalError
 
-# Names of cloud metadata services (lower case, no trailing dot).
-METADATA_HOSTS = frozenset({
-    "metadata", "metadata.google.internal", "metadata.goog",  # GCP
-    "instance-data", "instance-data.ec2.internal",  # AWS
-    "metadata.azure.internal", "metadata.tencentyun.com", "metadata.platformequinix.com",
-})
-# Metadata services outside 169.254.0.0/16 and fe80::/10 (those are refused whole).
-METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
-    "fd00:ec2::254",  # AWS's IPv6 instance metadata
-    "100.100.100.200",  # Alibaba Cloud
-    "168.63.129.16",  # Azure's WireServer
-))
-_NUMERIC_V4_RE = re.compile(r"[0-9a-fA-FxX.]+")
 ALLOW_HINT = ("to use it anyway, allow it explicitly (allow_link_local in the settings, "
               "--allow-link-local on the command line)")
 
@@ -73,39 +59,13 @@ def request_url(base_url: str, route: str) -> str:
     return urlunsplit((url.scheme, url.netloc, url.path.rstrip("/") + route, "", ""))
 
 
-def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The IP address `host` spells, in any form the resolver reads (None: a name)."""
-    host = host.split("%", 1)[0]  # an IPv6 zone (fe80::1%eth0)
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    if _NUMERIC_V4_RE.fullmatch(host):  # 2852039166, 0xa9.0xfe.0xa9.0xfe, 0251.0376.0251.0376, 169.254.43518
-        try:
-            return ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return None
-    return None
-
-
-def is_link_local_or_metadata(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    """A link-local address or a metadata service's, also when an IPv6 address carries it."""
-    if isinstance(address, ipaddress.IPv6Address):
-        inner = address.ipv4_mapped or address.sixtofour
-        if inner is None and address in ipaddress.ip_network("64:ff9b::/96"):  # NAT64
-            inner = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-        if inner is not None and is_link_local_or_metadata(inner):
-            return True
-    return address.is_link_local or address in METADATA_ADDRESSES
-
-
 def check_host(base_url: str, allow_link_local: bool) -> None:
     """Refuse a base URL whose host is a link-local or metadata address or name, unless allowed."""
     host = parse_base(base_url).hostname.rstrip(".").lower()
-    address = _address(host)
+    address = ip_address_of(host)
     if allow_link_local:
         return
-    if host in METADATA_HOSTS or (address is not None and is_link_local_or_metadata(address)):
+    if is_metadata_host(host) or (address is not None and is_link_local_or_metadata(address)):
         raise RetrievalError(f"The LLM base URL {base_url.strip()!r} points at a link-local or cloud metadata "
                              f"address ({host}), where the key and the documents must not go; {ALLOW_HINT}")
 
@@ -115,7 +75,7 @@ def check_resolved(base_url: str, allow_link_local: bool) -> None:
     allowed. A name that does not resolve is left to the request."""
     url = parse_base(base_url)
     host = url.hostname.rstrip(".")
-    if allow_link_local or _address(host) is not None:
+    if allow_link_local or ip_address_of(host) is not None:
         return  # an address is checked by `check_host`
     try:
         found = socket.getaddrinfo(host, url.port or (443 if url.scheme == "https" else 80),
@@ -123,7 +83,7 @@ def check_resolved(base_url: str, allow_link_local: bool) -> None:
     except (OSError, UnicodeError):
         return
     for *_, sockaddr in found:
-        address = _address(str(sockaddr[0]))
+        address = ip_address_of(str(sockaddr[0]))
         if address is not None and is_link_local_or_metadata(address):
             raise RetrievalError(f"The LLM base URL's host {host} resolves to {address}, a link-local or cloud "
                                  f"metadata address, where the key and the documents must not go; {ALLOW_HINT}")

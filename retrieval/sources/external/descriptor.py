@@ -29,13 +29,13 @@ bounded by `timeout_s`, its response by `max_bytes`, the engine's calls in fligh
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from retrieval.addresses import Address, carried_ipv4, ip_address_of, is_link_local_or_metadata, is_metadata_host
 from retrieval.limits import DEPTH_MAX, NAME_MAX
 from retrieval.sources.external.mapping import ResultPaths, compile_paths
 from retrieval.sources.external.templates import ENV_RE, placeholders_in
@@ -48,9 +48,6 @@ CONCURRENT_DEFAULT, CONCURRENT_MAX = 4, 32
 BYTES_DEFAULT, BYTES_MAX = 5_000_000, 100_000_000
 DEPTH_DEFAULT = 1000  # results asked for at most: "why not?" asks for the whole collection's depth
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,63}")
-# Host names of cloud metadata services (their addresses are link-local and refused as such).
-METADATA_HOSTS = frozenset({"metadata", "metadata.google.internal", "metadata.goog", "instance-data",
-                            "instance-data.ec2.internal"})
 CREDENTIAL_HEADER = re.compile(r"authorization|cookie|key|token|secret|password", re.IGNORECASE)
 _FIELDS = {"name", "kind", "label", "url", "method", "headers", "params", "body", "command", "env", "tool",
            "arguments", "hits", "id", "score", "score_order", "title", "text", "timeout_s", "max_concurrent",
@@ -221,22 +218,18 @@ def url_problem(url: Any) -> str | None:
 
 
 def host_problem(host: str) -> str | None:
-    """Why `host` (a name or an address) may not be called, or None."""
-    if host.lower().rstrip(".") in METADATA_HOSTS:
+    """Why `host` (a name or an address) may not be called, or None (`retrieval.addresses`)."""
+    if is_metadata_host(host):
         return f"{host!r} is a cloud metadata host: refused"
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
-    return address_problem(address)
+    address = ip_address_of(host)
+    return address_problem(address) if address is not None else None
 
 
-def address_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    mapped = getattr(address, "ipv4_mapped", None)
-    address = mapped or address
-    if address.is_link_local or address.is_multicast or address.is_unspecified:
-        return (f"{address} is a link-local, multicast or unspecified address (cloud metadata services live "
-                "there): refused")
+def address_problem(address: Address) -> str | None:
+    shown = carried_ipv4(address) or address
+    if is_link_local_or_metadata(address) or shown.is_multicast or shown.is_unspecified:
+        return (f"{shown} is a link-local, multicast or unspecified address, or a cloud metadata service's: "
+                "refused")
     return None
 
 

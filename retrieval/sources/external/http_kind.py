@@ -12,7 +12,6 @@ what happened in words.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import socket
 import threading
@@ -21,6 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from retrieval.addresses import ip_address_of, is_loopback
 from retrieval.sources.external.descriptor import Descriptor, address_problem
 from retrieval.sources.external.templates import fill, resolve_env
 from retrieval.types import RetrievalError
@@ -30,15 +30,6 @@ class ExternalError(RetrievalError):
     """A call to an outside engine failed; the message says how (no traceback needed)."""
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def check_resolved(host: str, port: int) -> None:
     """Refuse `host` when any address it resolves to is link-local, multicast or unspecified."""
     try:
@@ -46,7 +37,7 @@ def check_resolved(host: str, port: int) -> None:
     except socket.gaierror as exc:
         raise ExternalError(f"unknown host {host!r} ({exc.strerror})") from None
     for info in infos:
-        problem = address_problem(ipaddress.ip_address(info[4][0].split("%")[0]))
+        problem = address_problem(ip_address_of(str(info[4][0])))
         if problem:
             raise ExternalError(f"{host} resolves to {problem}")
 
@@ -70,7 +61,7 @@ class HttpEngine:
         self.where = f"{parts.scheme}://{parts.netloc}"
         self._slots = threading.BoundedSemaphore(descriptor.max_concurrent)
         self._checked = False
-        self._http = httpx2.Client(timeout=descriptor.timeout_s, trust_env=not _is_loopback(self.host),
+        self._http = httpx2.Client(timeout=descriptor.timeout_s, trust_env=not is_loopback(self.host),
                                    follow_redirects=False, headers={"Accept": "application/json"})
 
     def close(self) -> None:
