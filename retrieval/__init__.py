@@ -6,6 +6,7 @@ One package per domain, in layers (docs/architecture.md; a package imports only 
     types.py     plain data passed between stages, and the user-facing errors     (layer 0)
     limits.py    every bound and size limit; cache.py every cache of the core      (layer 1)
     addresses.py which hosts outgoing requests may call; loopback                 (layer 1)
+    paths.py     where the checkout's own folders are (REPO_DIR)                   (layer 1)
     store/       collections in LanceDB: tables, catalogue, locks, journal, versions (2)
     text/        text analysis: tokenize, decode, chunk, highlight, entities       (2)
     models/      the encoders and their backends                                   (3)

@@ -130,6 +130,7 @@ LAYERS: dict[str, int] = {
     "retrieval": 0, "retrieval.types": 0,                       # plain data and errors; the package itself
     "retrieval.limits": 1, "retrieval.cache": 1,                # every bound; every cache and its LRU
     "retrieval.addresses": 1,                                   # which hosts outgoing requests may call
+    "retrieval.paths": 1,                                       # where the checkout's own folders are
     "retrieval.store": 2, "retrieval.text": 2,                  # LanceDB tables, locks, versions; text analysis
     "retrieval.models": 3,                                      # encoders and their backends
     "retrieval.sources": 4, "retrieval.judging": 4,             # one module per source; judgments and raters

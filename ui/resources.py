@@ -11,6 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from retrieval.paths import REPO_DIR
 from retrieval.search.workbench import Workbench
 from retrieval.store import Progress, Store, default_db_uri
 from ui.corpus.actions import is_eval_cache
@@ -22,7 +23,6 @@ logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(n
 for _name in ("retrieval", "ui"):
     logging.getLogger(_name).setLevel(logging.INFO)
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 SAMPLE_COLLECTION = "sample-xquad"
 CATALOGUE_COLLECTION = "sample-catalogue"  # data-source records for the keyword source (seed 000)
 GRAPH_COLLECTION = "sample-three-kingdoms"  # a Markdown history for the entity graph (seed 002)

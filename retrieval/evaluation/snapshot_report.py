@@ -16,15 +16,15 @@ import base64
 import re
 from collections.abc import Mapping
 from html import escape
-from pathlib import Path
 
 from retrieval.evaluation.evaluate import metric_label
 from retrieval.evaluation.paired import p_text
 from retrieval.evaluation.snapshot_diff import result_lists
 from retrieval.evaluation.snapshots import Snapshot
+from retrieval.paths import REPO_DIR
 from retrieval.sources import label
 
-CJK_FONT = Path(__file__).resolve().parents[2] / "static" / "fonts" / "NotoSansSC-subset.woff2"
+CJK_FONT = REPO_DIR / "static" / "fonts" / "NotoSansSC-subset.woff2"
 CJK_RANGE = "U+3000-303F, U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF, U+FF00-FFEF"  # as .streamlit/config.toml
 CJK_TEXT = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 STYLE = """

