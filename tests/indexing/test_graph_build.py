@@ -7,10 +7,11 @@ collection as before. Below the limit nothing changes. Real LanceDB, real models
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from corpora import GRAPH_CONFIG as CONFIG
+from corpora import GRAPH_QUERY as QUERY
+from corpora import THREE_KINGDOMS as SAMPLE
+from corpora import graph_tables_as_json as graph
 
 from retrieval import limits
 from retrieval.cli import main as cli
@@ -19,13 +20,9 @@ from retrieval.indexing.graph import build_graph
 from retrieval.indexing.pipeline import add_documents, create_collection, ingest_stream
 from retrieval.indexing.readers.parse import parse_path
 from retrieval.indexing.readers.stream import open_stream
-from retrieval.search.workbench import SearchConfig, Workbench
+from retrieval.search.workbench import Workbench
 from retrieval.store import GRAPH_KINDS, Store
 from retrieval.types import ParsedCorpus
-
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "three_kingdoms"
-QUERY = "曹操和刘备的战役"
-CONFIG = SearchConfig(weights={"bm25": 1.0, "graph": 1.0}, graph={"threshold": 0.1})
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +30,6 @@ def documents():
     docs = parse_path(SAMPLE).documents
     assert len(docs) >= 8
     return docs
-
-
-def graph(store: Store, name: str):
-    tables = store.graph_tables(name)
-    return None if tables is None else {k: sorted(json.dumps(r, ensure_ascii=False) for r in t.to_pylist())
-                                        for k, t in tables.items()}
 
 
 @pytest.fixture(scope="module")

@@ -6,23 +6,20 @@ large flat corpus and on for chunks of files. Real LanceDB, real models."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from corpora import GRAPH_CONFIG as CONFIG
+from corpora import GRAPH_QUERY as QUERY
+from corpora import THREE_KINGDOMS as SAMPLE
+from corpora import graph_tables_as_json as graph
 
 from retrieval import limits
 from retrieval.cli import main as cli
 from retrieval.indexing.graph import graph_setting
 from retrieval.indexing.pipeline import add_documents, create_collection
-from retrieval.search.workbench import SearchConfig, Workbench
+from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 from retrieval.text.entities import EntityExtractor
 from retrieval.types import Document, ParsedCorpus, RetrievalError
-
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "three_kingdoms"
-QUERY = "曹操和刘备的战役"
-CONFIG = SearchConfig(weights={"bm25": 1.0, "graph": 1.0}, graph={"threshold": 0.1})
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +36,6 @@ def inline(tmp_path_factory, documents):
     store = Store(str(tmp_path_factory.mktemp("inline")))
     create_collection(store, "whole", ParsedCorpus(documents), graph="on")
     return store
-
-
-def graph(store: Store, name: str):
-    tables = store.graph_tables(name)
-    return None if tables is None else {k: sorted(json.dumps(r, ensure_ascii=False) for r in t.to_pylist())
-                                        for k, t in tables.items()}
 
 
 @pytest.fixture
