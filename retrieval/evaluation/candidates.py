@@ -15,7 +15,6 @@ set's candidates will take, timed on a few of its queries, said before the work.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from retrieval.evaluation.evaluate import QUERY_BATCH, embedded_blocks, map_queries
 from retrieval.search.config import SearchConfig
@@ -24,20 +23,17 @@ from retrieval.search.plan import RankingPlan, evaluation_config
 from retrieval.sources import source_params
 from retrieval.types import RetrievalError, SourceResult
 
-if TYPE_CHECKING:
-    from retrieval.evaluation.sweep import Variant
 
-
-def retrieval_plan(variants: Sequence[Variant]) -> list[SearchConfig]:
-    """The fewest `workbench.candidates` calls that give every variant its candidates: each
-    (source, source parameters) once, at the largest depth any variant needs, sources sharing a
+def retrieval_plan(configs: Sequence[SearchConfig]) -> list[SearchConfig]:
+    """The fewest `workbench.candidates` calls that give every config its candidates: each
+    (source, source parameters) once, at the largest depth any config needs, sources sharing a
     call when one config can state all their parameters (the usual case: one call per query)."""
     needs: dict[tuple, tuple[str, SearchConfig, int]] = {}
-    for variant in variants:
-        for source in variant.config.sources:
-            key = source_params(source, variant.config)
-            depth = max(variant.config.depth, needs[key][2] if key in needs else 0)
-            needs[key] = (source, variant.config, depth)
+    for wanted in configs:
+        for source in wanted.sources:
+            key = source_params(source, wanted)
+            depth = max(wanted.depth, needs[key][2] if key in needs else 0)
+            needs[key] = (source, wanted, depth)
     # Each group: the config of its first source (it states the group's parameters) and, per
     # source, the depth to fetch.
     groups: list[tuple[SearchConfig, dict[str, int]]] = []

@@ -44,7 +44,6 @@ import numpy as np
 
 from retrieval.evaluation.candidates import CandidateRanker, fetch_candidates, retrieval_plan
 from retrieval.evaluation.evaluate import DEFAULT_METRICS, QrelsEvaluator
-from retrieval.evaluation.sweep import Variant
 from retrieval.search.config import SearchConfig
 from retrieval.search.fusion.methods import COMBINATIONS, FUSION_METHODS
 from retrieval.search.fusion.normalize import NORMALIZERS
@@ -313,7 +312,7 @@ def prepare(workbench, collection: str, queries: Mapping[str, str], qrels: Mappi
     if not judged:
         raise RetrievalError("None of the judged queries has a query text")
     fetch_base = SearchConfig.from_dict({**base.to_dict(), "weights": dict.fromkeys(space.sources, 1.0)})
-    fetch_configs = retrieval_plan([Variant("space", fetch_base)])
+    fetch_configs = retrieval_plan([fetch_base])
     state = workbench.state(collection)
     fetched = fetch_candidates(workbench, collection, queries, judged, fetch_configs, state,
                                (lambda done: progress(done, len(judged))) if progress else None)

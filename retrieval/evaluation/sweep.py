@@ -214,7 +214,7 @@ def run_sweep(
     reranking = [v for v in variants if v.config.rerank]
     total_steps = len(judged) * (2 if reranking else 1) + len(variants)
 
-    fetch_configs = retrieval_plan(variants)
+    fetch_configs = retrieval_plan([v.config for v in variants])
     started = time.perf_counter()
     state = workbench.state(collection)  # one state for the whole sweep
     fetched = fetch_candidates(workbench, collection, queries, judged, fetch_configs, state,

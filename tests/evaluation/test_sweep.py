@@ -70,7 +70,7 @@ def test_sweep_retrieves_once_per_query_and_matches_evaluate_collection(small_sa
     workbench, corpus = small_sample
     base = SearchConfig(depth=100)
     grid = default_grid(base)
-    assert len(retrieval_plan(grid)) == 1  # both sources in one candidates call
+    assert len(retrieval_plan([v.config for v in grid])) == 1  # both sources in one candidates call
     workbench.calls = workbench.rows_read = 0
     seen = []
     result = run_sweep(workbench, "xsmall", corpus.queries, corpus.qrels, grid,
