@@ -10,6 +10,9 @@ import streamlit as st
 
 from ui import page
 
+# The tab's icon before st.navigation: otherwise the browser takes the page's Material icon as the
+# tab's and fetches it from a font CDN (the frame sets it again, with the page's title).
+st.set_page_config(page_icon=page.FAVICON)
 current = st.navigation([st.Page(path, title=title, icon=icon, default=path == page.PAGES[0][0])
                          for path, title, icon in page.PAGES])
 page.frame(current.title)

@@ -9,7 +9,7 @@ from ui.corpus import views as corpus_views
 context = page.context()
 state.write_url("home")
 
-st.title("🔎 Search relevance workbench")
+st.title("Search relevance workbench")
 st.markdown(
     "Search a collection with **BM25**, **vector**, a field-weighted **keyword** scorer and an **entity graph**, "
     "fused by RRF, a weighted sum or DBSF.  \n"

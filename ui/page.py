@@ -19,17 +19,24 @@ from ui.search import view_controls, views
 APP_TITLE = "Search relevance workbench"
 # The pages in sidebar order: script, title (the sidebar's and the tab's), icon. app.py makes
 # them `st.Page`s; their URLs are /, /Search, /Compare, … (the file name without its number).
+# Icons are Material Symbols (`:material/name:`), a font Streamlit bundles: never an emoji, which
+# a machine without an emoji font draws as an empty box (tests/ui/test_no_emoji.py).
 PAGES = [
-    ("pages/0_Home.py", "Home", None),
-    ("pages/1_Search.py", "Search", None),
-    ("pages/2_Compare.py", "Compare", None),
-    ("pages/3_Distributions.py", "Distributions", None),
-    ("pages/4_Corpus.py", "Corpus", None),
-    ("pages/5_Evaluate.py", "Evaluate", None),
-    ("pages/6_Graph.py", "Graph", None),
-    ("pages/7_Present.py", "Present", None),
-    ("pages/8_Judge.py", "Judge", None),
+    ("pages/0_Home.py", "Home", ":material/home:"),
+    ("pages/1_Search.py", "Search", ":material/search:"),
+    ("pages/2_Compare.py", "Compare", ":material/compare_arrows:"),
+    ("pages/3_Distributions.py", "Distributions", ":material/bar_chart:"),
+    ("pages/4_Corpus.py", "Corpus", ":material/library_books:"),
+    ("pages/5_Evaluate.py", "Evaluate", ":material/fact_check:"),
+    ("pages/6_Graph.py", "Graph", ":material/hub:"),
+    ("pages/7_Present.py", "Present", ":material/slideshow:"),
+    ("pages/8_Judge.py", "Judge", ":material/rate_review:"),
 ]
+# The tab's icon: a magnifier drawn in SVG (Streamlit sends it inline as a data: URL). An emoji
+# needs an emoji font, and a Material icon as page_icon is fetched from a font CDN.
+FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><circle cx="10" cy="10" r="6.5" '
+           'fill="none" stroke="#2563eb" stroke-width="2.6"/><path d="M15 15l6 6" stroke="#2563eb" '
+           'stroke-width="3" stroke-linecap="round"/></svg>')
 
 
 @dataclass
@@ -46,7 +53,7 @@ def frame(title: str) -> Context:
     """What the app's frame (`app.py`) does before every page: page config, session View (read
     from the link on first load), the first-run sample corpus, and the sidebar collection picker
     that every page shares. The page reads the result with `context()`."""
-    st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon="🔎", layout="wide")
+    st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=FAVICON, layout="wide")
     view = state.view()
     workbench = resources.workbench()
     if not view.sample_checked:

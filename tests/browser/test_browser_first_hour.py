@@ -1,4 +1,5 @@
-"""A newcomer's first hour, in a real browser: the sidebar's first entry reads "Home", no developer
+"""A newcomer's first hour, in a real browser: the sidebar's first entry reads "Home", its page
+icons are drawn from the bundled Material Symbols font (no emoji font needed), no developer
 toolbar, missing per-source ranks read "—", Chinese renders with the bundled font, and two tabs
 ingesting at once both complete without duplicates and see each other's collections.
 
@@ -17,6 +18,7 @@ import pytest
 from retrieval.search.config import SearchConfig
 from retrieval.search.workbench import Workbench
 from retrieval.store import Store
+from ui.page import PAGES
 from ui.resources import GRAPH_COLLECTION
 
 SPARSE_QUERY = "Kawann Short sacks"  # BM25 finds few of the sample's paragraphs; the vectors rank all
@@ -31,11 +33,30 @@ def open_page(page, url: str, title: str) -> None:
     harness.wait_idle(page)
 
 
+# Each sidebar entry's icon: its Material Symbols name, its font, and how wide it is drawn.
+NAV_ICONS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stSidebarNav"] a')).map(a => {
+    const icon = a.querySelector('[data-testid="stIconMaterial"]');
+    return icon && {name: icon.textContent, font: getComputedStyle(icon).fontFamily,
+                    width: icon.getBoundingClientRect().width};
+})"""
+
+
 def test_the_sidebar_starts_with_home_and_there_is_no_developer_toolbar(page, ready_app):
-    open_page(page, ready_app, "🔎 Search relevance workbench")
-    entries = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
-    assert [e.strip() for e in entries] == ["Home", "Search", "Compare", "Distributions", "Corpus", "Evaluate",
-                                            "Graph", "Present", "Judge"]
+    open_page(page, ready_app, "Search relevance workbench")
+    entries = page.locator('[data-testid="stSidebarNav"] a [data-testid="stMarkdownContainer"]').all_inner_texts()
+    assert [e.strip() for e in entries] == [title for _, title, _ in PAGES] == [
+        "Home", "Search", "Compare", "Distributions", "Corpus", "Evaluate", "Graph", "Present", "Judge"]
+    # The page icons are Material Symbols from the font Streamlit serves (no emoji font needed, no
+    # request elsewhere: the page fixture fails on one). Drawn as one glyph each, not as the
+    # ligature's letters ("compare_arrows" in text would be ~100 px wide).
+    page.wait_for_function("() => document.fonts.check('24px \"Material Symbols Rounded\"', 'home')")
+    icons = page.evaluate(NAV_ICONS_JS)
+    assert [i["name"] for i in icons] == [icon.split("/")[1].rstrip(":") for _, _, icon in PAGES]
+    assert all("Material Symbols Rounded" in i["font"] and 0 < i["width"] <= 24 for i in icons), icons
+    favicon = page.evaluate("() => document.querySelector(\"link[rel='shortcut icon']\").href")
+    assert favicon.startswith("data:image/svg+xml"), favicon[:80]  # the magnifier drawn in SVG
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator('[data-testid="stSidebar"]').screenshot(path=str(SCREENSHOTS / "sidebar.png"))
     assert page.locator('[data-testid="stAppDeployButton"]').count() == 0
     assert page.locator('[data-testid="stMainMenu"]').count() == 0
     assert page.get_by_role("button", name="Deploy").count() == 0
@@ -190,7 +211,7 @@ def test_two_tabs_ingesting_into_different_collections_at_once(two_tabs, ready_a
     # each tab sees the other's collection once it moves on (here: to the Home page)
     for page in (a, b):
         page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Home").click()
-        page.get_by_role("heading", name="🔎 Search relevance workbench").wait_for()
+        page.get_by_role("heading", name="Search relevance workbench").wait_for()
         harness.wait_idle(page)
         assert {"tabs-alpha", "tabs-beta"} <= set(sidebar_collections(page))
         page.wait_for_function(f"""() => {{

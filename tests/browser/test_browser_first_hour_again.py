@@ -1,7 +1,9 @@
 """The first hour, tried again in a real browser (issue 24): a perfect match reads 1.0 under the
 default fusion and the minimum display score keeps what its tooltip says; an emptied collection
 says so; a "why not" document does not outlive a switch of collection; an Excel upload is
-mapped, ingested and offers "Search it now"; Compare copies config A into B.
+mapped, ingested and offers "Search it now"; Compare copies config A into B; the Present page
+shows the change between two snapshots, and their diff on Evaluate → Snapshots heads each side's
+list with the snapshot's name in bold.
 
 Uses the session's app (conftest.py: its own database and tiny sample); every request that
 leaves the app's server fails the test.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from urllib.parse import quote_plus
 
 import harness
@@ -162,3 +165,17 @@ def test_the_present_page_hides_the_sidebar_and_shows_the_change(page, ready_app
     harness.wait_idle(page)
     page.locator('[data-testid="stSidebar"]').wait_for(state="hidden")  # the page's CSS: no sidebar
     page.screenshot(path=str(harness.REPO / "tests" / "browser" / "screenshots" / "present.png"), full_page=True)
+
+    # The same two snapshots diffed on Evaluate → Snapshots: each side's list headed by its name in
+    # bold (views.bold: a <strong>, its asterisks not shown as text).
+    open_page(page, f"{ready_app}/Evaluate?collection={SAMPLE}&set=present", "Evaluate")
+    page.get_by_role("tab", name="Snapshots").click()
+    page.get_by_text("Results of", exact=True).wait_for()
+    harness.wait_idle(page)
+    headings = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p').filter(
+        has=page.locator("strong", has_text=re.compile("^(one candidate|default)$")))
+    shown = headings.evaluate_all("ps => ps.map(p => ({html: p.innerHTML, text: p.innerText}))")
+    assert shown == [{"html": "<strong>one candidate</strong>", "text": "one candidate"},
+                     {"html": "<strong>default</strong>", "text": "default"}], shown
+    both = headings.first.locator("xpath=ancestor::*[@data-testid='stHorizontalBlock'][1]")  # the two columns
+    both.screenshot(path=str(harness.REPO / "tests" / "browser" / "screenshots" / "snapshot-diff.png"))

@@ -1,8 +1,9 @@
 """A judging session in a real browser with the keyboard only (issue 21): grades 2 and 3, "can't
 tell", undo and skip by their keys, each checked in the store under the rater's name the link
-carries; blind, so no rank or score is on the page. Then the LLM judge run from the page against a
-real chat-completions server on 127.0.0.1: the page stays usable while it runs (its Stop button is
-clicked mid-run) and every answer received is kept.
+carries; blind, so no rank or score is on the page; the card's title in bold (a <strong>, no
+literal asterisks). Then the LLM judge run from the page against a real chat-completions server on
+127.0.0.1: the page stays usable while it runs (its Stop button is clicked mid-run) and every
+answer received is kept.
 
 Uses the session's app (conftest.py); every request the browser makes outside the app's server
 fails the test (the app's own request to the LLM server on 127.0.0.1 is not the browser's).
@@ -10,6 +11,7 @@ fails the test (the app's own request to the LLM server on 127.0.0.1 is not the 
 
 from __future__ import annotations
 
+import re
 import time
 
 import harness
@@ -24,6 +26,8 @@ from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 
 QUERIES = {"k1": "animals that hunt mice", "k2": "who sees at night"}
+TITLES = {row.split(",")[0]: row.split(",")[1] for row in ANIMALS.splitlines()[1:]}  # cat: Cats, …
+SCREENSHOTS = harness.REPO / "tests" / "browser" / "screenshots"
 
 
 def judging_collection(browser_db, name: str, set_name: str) -> Workbench:
@@ -63,10 +67,17 @@ def test_a_judging_session_with_the_keyboard_only(page, ready_app, browser_db):
     harness.wait_idle(page)
     page.get_by_text("0 of", exact=False).first.wait_for()
     assert page.get_by_text("ranks config").count() == 0  # blind
+    # The card's title is bold (views.bold): a <strong>, its asterisks not shown as text.
+    title = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p').filter(
+        has=page.locator("strong", has_text=re.compile(f"^({'|'.join(TITLES.values())})$")))
+    shown = title.first.evaluate("p => ({html: p.innerHTML, text: p.innerText})")
+    assert re.fullmatch(r"<strong>\w+</strong>", shown["html"]) and "*" not in shown["text"], shown
+    page.locator('[data-testid="stMain"]').screenshot(path=str(SCREENSHOTS / "judge-card.png"))
 
     press(page, "2", "2 · relevant")
     first = ratings_of(workbench, "judging", "kb", "kim", 1)
     assert first[0].grade == 2
+    assert shown["text"] == TITLES[first[0].doc_id]  # the title of the document just graded
     page.get_by_text("1 of", exact=False).first.wait_for()
     harness.wait_idle(page)
 

@@ -218,7 +218,7 @@ def ingested() -> None:
     message = st.session_state.pop(INGESTED_KEY, None)
     if message:
         st.success(views.markdown_safe(message))
-        st.page_link("pages/1_Search.py", label="Search it now", icon="🔎")
+        st.page_link("pages/1_Search.py", label="Search it now", icon=":material/search:")
 
 
 def versions(workbench: Workbench) -> None:

@@ -32,7 +32,7 @@ def stale_note(workbench, kind: str, stored: dict[str, Any], key: tuple) -> None
         st.info(views.markdown_safe(
             f"Shown: the {kind} of {stored['when']} (query set '{stored['key'][1]}' on "
             f"'{workbench.label(stored['key'][0])}'). The config, the collection or the judgments changed since: "
-            "run it again to update."), icon="🕒")
+            "run it again to update."), icon=":material/schedule:")
 
 
 # ---- labels ----------------------------------------------------------------------------------

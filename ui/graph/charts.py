@@ -4,18 +4,25 @@ Layout of the network, left to right, one column per step of the activation:
 
     x = 0        the query's entities (hop 0's entities)
     x = 1        events activated at hop 0
-    x = 2h       the entities hop h went through (shared by a parent event and its child)
+    x = 2h       the entities hop h went through first (shared by a parent event and its child)
     x = 2h + 1   events activated at hop h
     last column  chunks added by neighbour completion (dotted edges to their two neighbours)
 
+An entity is one node, whatever hops went through it and whatever types it was shared as: its
+normalised name is its identity on the picture (曹操 shared by the query at hop 0 and again at
+hop 1, or a person in one chunk and a place after 在 in another, is one 曹操). It sits in the column
+of the first hop that used it; a later hop's edges come back to it.
+
 Events are squares coloured by hop and sized by final score; entities are circles coloured by
-type. Each event point carries its id in `customdata`, so a click selects it. User text (titles,
-entity names, ids) is HTML-escaped: plotly renders a subset of HTML in labels and hover text.
+their first type (the hover lists every type). Each event point carries its id in `customdata`,
+so a click selects it. User text (titles, entity names, ids) is HTML-escaped: plotly renders a
+subset of HTML in labels and hover text.
 """
 
 from __future__ import annotations
 
 import html
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,12 +51,15 @@ def _column_positions(items: Sequence, x: float) -> dict:
     return {item: (x, (n - 1) / 2 - i) for i, item in enumerate(items)}
 
 
-def network_layout(trace: Sequence[Any], upto) -> tuple[dict, dict, list]:
-    """(event positions, entity-node positions keyed by (column, type, name), edges as pairs of
-    node keys with a style) for the layers up to `upto`."""
+def network_layout(trace: Sequence[Any], upto) -> tuple[dict, dict, list, dict]:
+    """(event positions, entity-node positions keyed by normalised name, edges as pairs of node
+    keys with a style, each entity node's types in order of first use) for the layers up to
+    `upto`. One node per name (module docstring): placed in the column of the first hop that
+    went through it; an edge drawn twice (the same name shared as two types) is kept once."""
     layers = _visible(trace, upto)
     events: dict[str, tuple[float, float]] = {}
-    entities: dict[tuple, tuple[float, float]] = {}
+    entities: dict[str, tuple[float, float]] = {}
+    types: dict[str, list[str]] = {}
     edges: list[tuple[Any, Any, str]] = []
     last_x = 1
     for layer in layers:
@@ -60,14 +70,18 @@ def network_layout(trace: Sequence[Any], upto) -> tuple[dict, dict, list]:
             continue
         x_entities, x_events = 2 * layer.hop, 2 * layer.hop + 1
         last_x = x_events
-        entities.update({(x_entities, *k): pos for k, pos in _column_positions(layer.entities, x_entities).items()})
+        new = [name for name in dict.fromkeys(name for _, name in layer.entities) if name not in types]
+        for kind, name in layer.entities:
+            if kind not in types.setdefault(name, []):
+                types[name].append(kind)
+        entities.update(_column_positions(new, x_entities))
         events.update(_column_positions(layer.events, x_events))
-        for src, entity, dst in layer.edges:
-            node = ("entity", (x_entities, *entity))
+        for src, (_, name), dst in layer.edges:
+            node = ("entity", name)
             if src != "query":
                 edges.append((("event", src), node, "spread"))
             edges.append((node, ("event", dst), "activate"))
-    return events, entities, edges
+    return events, entities, list(dict.fromkeys(edges)), {name: tuple(kinds) for name, kinds in types.items()}
 
 
 def activation_network(trace: Sequence[Any], upto, events_info: Mapping[str, Mapping[str, Any]],
@@ -78,7 +92,7 @@ def activation_network(trace: Sequence[Any], upto, events_info: Mapping[str, Map
     `events_info`: event id -> {"title", "score", "hop", "completed"}; `entity_names`:
     (type, normalised name) -> display name."""
     entity_names = entity_names or {}
-    events, entities, edges = network_layout(trace, upto)
+    events, entities, edges, types = network_layout(trace, upto)
 
     def pos(node):
         kind, key = node
@@ -97,15 +111,15 @@ def activation_network(trace: Sequence[Any], upto, events_info: Mapping[str, Map
             fig.add_scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=1, dash=dash),
                             hoverinfo="skip", showlegend=False)
     for kind, color in TYPE_COLORS.items():
-        keys = [k for k in entities if k[1] == kind]
+        keys = [k for k in entities if types[k][0] == kind]
         if not keys:
             continue
-        names = [html.escape(entity_names.get((k[1], k[2]), k[2])) for k in keys]
+        names = [html.escape(entity_names.get((kind, k), k)) for k in keys]
         fig.add_scatter(
             x=[entities[k][0] for k in keys], y=[entities[k][1] for k in keys], mode="markers+text",
             text=names, textposition="top center", name=kind, customdata=[""] * len(keys),
-            marker=dict(size=12, color=color, symbol="circle", line=dict(width=1, color="white")),
-            hovertemplate=f"{kind}: %{{text}}<extra></extra>",
+            hovertext=[f"{', '.join(types[k])}: {name}" for k, name in zip(keys, names, strict=True)],
+            hoverinfo="text", marker=dict(size=12, color=color, symbol="circle", line=dict(width=1, color="white")),
         )
     groups: dict[Any, list[str]] = {}
     for event in events:
@@ -129,8 +143,8 @@ def activation_network(trace: Sequence[Any], upto, events_info: Mapping[str, Map
     columns = sorted({p[0] for p in list(events.values()) + list(entities.values())})
     fig.update_xaxes(visible=False, range=[min(columns, default=0) - 0.6, max(columns, default=1) + 0.6])
     fig.update_yaxes(visible=False)
-    height = max(360, 70 * max([len(t.events) for t in _visible(trace, upto)] +
-                                [len(t.entities) for t in _visible(trace, upto)] + [1]))
+    column_sizes = Counter(p[0] for p in list(events.values()) + list(entities.values()))
+    height = max(360, 70 * max(column_sizes.values(), default=1))
     fig.update_layout(height=min(height, 1400), margin=dict(l=10, r=10, t=30, b=10), clickmode="event+select",
                       plot_bgcolor="white",
                       legend=dict(orientation="h", y=1.06), dragmode="pan")

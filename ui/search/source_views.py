@@ -83,7 +83,7 @@ def _score_config(source: str) -> dict:
 def _one_source(source: str, hits: SourceResult, documents: Mapping[str, Mapping[str, Any]], top_k: int) -> None:
     st.markdown(f"**{escape_markdown(label(source))}**")
     if hits.error:
-        st.error(escape_markdown(f"{label(source)} failed: {hits.error}"), icon="⚠️")
+        st.error(escape_markdown(f"{label(source)} failed: {hits.error}"), icon=":material/error:")
         return
     for note in hits.notes:
         st.caption(escape_markdown(note))

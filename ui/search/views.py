@@ -62,7 +62,7 @@ def show_error(error: BaseException | str) -> None:
     elif isinstance(error, BaseException):
         log.error("unexpected error shown to the user", exc_info=error)
         error = f"Unexpected error ({type(error).__name__}): {error}"
-    st.error(markdown_safe(str(error)), icon="⚠️")
+    st.error(markdown_safe(str(error)), icon=":material/error:")
 
 
 def search_summary(result: SearchResult, rows: Sequence[ResultRow]) -> None:
@@ -74,7 +74,8 @@ def search_summary(result: SearchResult, rows: Sequence[ResultRow]) -> None:
         st.info(markdown_safe(
             f"Reranked the top {len(result.reranked)} fused results with reranker "
             f"'{result.reranker_name}': {result.reranker_kind}. Order: final = λ·norm(fused) + (1 − λ)·norm(rerank) "
-            f"with λ = {result.config.rerank_lambda:g}, both min-max over the reranked results."), icon="🔁")
+            f"with λ = {result.config.rerank_lambda:g}, both min-max over the reranked results."),
+            icon=":material/swap_vert:")
     served = " · ".join(f"{label(s)}: {r.backend}" for s, r in result.candidates.sources.items() if r.backend)
     if served:
         st.caption(markdown_safe(f"Served by {served}"))
