@@ -389,7 +389,7 @@ def measure(db: Path, folder: Path, n_queries: int, rank_bm25_max: int, skip: se
         for q in warm:
             systems[name](q)
     evaluator = QrelsEvaluator({qid: qrels[qid] for qid, _ in timed})
-    evaluator.evaluate_rankings({timed[0][0]: []}, ("ndcg@10",))  # ranx's first use, off the clock
+    evaluator.evaluate_rankings({timed[0][0]: []}, ("ndcg@10",))  # the metrics' first use, off the clock
     walls = {s: [] for s in names}
     cpus = {s: [] for s in names}
     rankings = {s: {} for s in names}

@@ -42,8 +42,8 @@ before (p50 of per-query wall time, after one warm-up search):
   60 → 10 (a slider move's core;
   under weighted fusion rrf_k changes nothing, but the fusion runs in full);
 - evaluate: `evaluate.evaluate_collection` over every query (batched query embedding, hybrid
-  config, metrics by ranx) on a fresh Workbench whose sources are loaded, after ranx's first use
-  (timed on its own: import and numba's compiled functions); queries/s of wall time.
+  config, metrics by `evaluation/metrics.py`) on a fresh Workbench whose sources are loaded, after
+  the metrics' first use (timed on its own); queries/s of wall time.
   Its lean path (ids and scores only, `evaluate.ranked_lean`) is then compared with the
   explained path (`Workbench.search` per query) on the first --check-queries queries: the number
   of queries whose rankings (every source and the fusion) are identical, and whether the metrics are.
@@ -451,8 +451,8 @@ def measure(db: Path, folder: Path, n_latency: int, log, profile: Path | None = 
     log(f"evaluate over {len(queries):,} queries on a fresh Workbench, {threads} thread(s) …")
     ewb = Workbench(store)
     ewb.backends(COLLECTION)
-    # ranx's first use in a process (importing numba, loading its compiled functions) is paid once,
-    # like the sources' loading: timed on its own, outside the evaluation.
+    # The metrics' first use in a process (numpy only since 2026-11-28; before, importing ranx and
+    # numba and loading its compiled functions) is paid once: timed on its own, outside the evaluation.
     ranx_wall, ranx_cpu = time.perf_counter(), time.process_time()
     QrelsEvaluator({"q": {"d": 1}}).evaluate_rankings({"q": ["d"]}, ("ndcg@10", "recall@100"))
     ranx_wall, ranx_cpu = time.perf_counter() - ranx_wall, time.process_time() - ranx_cpu
@@ -540,7 +540,7 @@ def table(result: dict) -> str:
         ("re-fuse (Workbench.rank), p50", f"{result['refuse_p50_ms']:.2f} ms",
          f"slider move incl. cache lookup {result['slider_p50_ms']:.2f} ms; target ≤ 5 ms", ""),
         ("metrics library loaded (first use)", f"{result.get('ranx_first_use_s', 0):.1f} s",
-         f"ranx and numba, {result.get('ranx_first_use_cpu_s', 0):.1f} CPU s; once per process, before evaluate", ""),
+         f"{result.get('ranx_first_use_cpu_s', 0):.1f} CPU s; once per process, before evaluate", ""),
         ("evaluate", f"{result['evaluate_queries_per_s']:.1f} queries/s",
          f"{result['evaluate_queries']:,} queries, {result.get('evaluate_threads', 1)} thread(s), "
          f"{result['evaluate_s']:.1f} s wall, "

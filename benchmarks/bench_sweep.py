@@ -47,7 +47,7 @@ def main() -> None:
     name, corpus = ensure_beir_collection(workbench.store, folder, log=lambda m: print(m, file=sys.stderr))
     grid = default_grid(SearchConfig())
     queries, qrels = corpus.queries, corpus.qrels
-    # Fill the candidate cache (and compile ranx's numba kernels) with a one-variant sweep of a
+    # Fill the candidate cache with a one-variant sweep of a
     # variant that uses both sources (grid[0] has BM25 weight 0: dense alone).
     both = [v for v in grid if len(v.config.weights) == 2][:1]
     _, warm_wall, _ = timed(lambda: run_sweep(workbench, name, queries, qrels, both))

@@ -1,6 +1,5 @@
 """The progress bar of a long run (evaluate, sweep, A/B test): one `st.progress` that the run
-reports to through a `progress(done, total)` callback, emptied when the run ends or fails. The
-first run of a server process first says it is compiling the metric functions, and does."""
+reports to through a `progress(done, total)` callback, emptied when the run ends or fails."""
 
 from __future__ import annotations
 
@@ -9,8 +8,6 @@ from contextlib import contextmanager
 from functools import partial
 
 import streamlit as st
-
-from retrieval.evaluation.evaluate import metrics_ready, prepare_metrics
 
 
 class Progress:
@@ -38,11 +35,6 @@ def progress_bar(start: str, text: str, parts: Sequence[str] = ("",)) -> Iterato
     report's `done`, `total` and (for a run in parts) the part's name `part`. The bar is emptied
     at the end of the block, also when the run raises (the caller shows the error)."""
     bar = st.progress(0.0, text=start)
-    if not metrics_ready():  # the runs shown with a bar all score metrics: say why the first one waits
-        bar.progress(0.0, text="First run: compiling the metric functions (once per server process, up to "
-                               "about 30 s)…")
-        prepare_metrics()
-        bar.progress(0.0, text=start)
     try:
         yield Progress(bar, text, parts)
     finally:

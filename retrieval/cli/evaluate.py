@@ -175,7 +175,7 @@ def cmd_evaluate(args) -> int:
     baseline = snapshots.get(args.baseline).check_metrics((args.metric,)) if args.baseline else None
     if args.snapshot:
         snapshots.check_free(args.snapshot)
-    if announce_estimate(workbench, name, queries, qrels, config, "import and compile the metric functions"):
+    if announce_estimate(workbench, name, queries, qrels, config, "they are scored"):
         started = time.perf_counter()
     report = evaluate_collection(workbench, name, queries, qrels, config, progress=progress)
     for source, (failed, first) in report.errors.items():  # e.g. an outside engine stopped mid-run

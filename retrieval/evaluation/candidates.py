@@ -156,8 +156,7 @@ def estimate_seconds(workbench, collection: str, texts: Sequence[str], config: S
     """About how many seconds `evaluate_collection` takes for `texts` on this machine, measured:
     the first query is embedded and retrieved (loading the encoders and sources, not counted),
     then the next `sample` are timed and the time scaled to all. Nothing is wasted: their
-    vectors and candidates are cached for the run. The metric functions' compilation on a
-    process's first evaluation (`metrics_ready`) is not in it."""
+    vectors and candidates are cached for the run."""
     import time
 
     eval_config = evaluation_config(config)

@@ -1,25 +1,20 @@
-"""Evaluation: runs from cached candidates, metrics from ranx (per query and mean).
+"""Evaluation: runs from cached candidates, scored per query and on average.
 
-Metrics (ranx names; trec_eval semantics, linear gains for nDCG):
-- ndcg@k: DCG@k / IDCG@k with DCG = Σ_{i ≤ k} rel_i / log2(i + 1);
-- mrr@k: 1 / rank of the first relevant document within k (0 if none);
-- recall@k: relevant retrieved within k / all relevant;
-- precision@k: relevant retrieved within k / k;
-- map: mean over relevant documents of precision at their rank (unretrieved ones add 0).
-A query with judgments but no retrieved document scores 0 on every metric (ranx
-`make_comparable`); queries without judgments are not evaluated.
-
-Runs are given to ranx with rank-derived scores (n − rank + 1), so its ordering is exactly ours,
+The metrics (ndcg@k, mrr@k, recall@k, precision@k, map; trec_eval's definitions, linear gains
+for nDCG) are `metrics.py`'s, each with its formula: a query with judgments but no retrieved
+document scores 0 on every metric; queries without judgments are not evaluated. A run given as
+scores (`QrelsEvaluator.evaluate`) is ranked by score, best first; rankings turned into runs
+(`run_from_rankings`) get rank-derived scores (n − rank + 1), so that order is exactly theirs,
 including our deterministic tie-breaks.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from retrieval.evaluation.metrics import JudgedQueries
 from retrieval.search.config import SearchConfig
 from retrieval.search.plan import evaluation_config
 from retrieval.types import RetrievalError, SourceResult
@@ -87,142 +82,42 @@ def run_from_rankings(rankings: Mapping[str, Iterable[str]]) -> Run:
     return run
 
 
-_metrics_ready = False  # ranx's metric functions compiled in this process (`prepare_metrics`)
-_warm_up: threading.Thread | None = None  # `warm_up_metrics`' thread, once per process
-_warm_up_lock = threading.Lock()
-
-
-def metrics_ready() -> bool:
-    """Whether this process has compiled ranx's metric functions yet (a first evaluation waits for
-    importing ranx and numba's compilation: 7 s on a warm machine, about 30 s on a loaded one)."""
-    return _metrics_ready
-
-
-def warm_up_metrics() -> None:
-    """Start importing ranx and compiling its metric functions in a background thread (once per
-    process) while a front end waits for its user: the Evaluate page starts it when opened, so a
-    first evaluation does not wait for it (on the bundled sample about a third of one). Not run
-    beside the work itself: on two cores the compilation, holding the GIL, slowed the query loop
-    more than it saved (16 s → 20 s of CPU). Start it once LanceDB and pandas are imported
-    (opening a Store does): two threads importing the same packages could wait on each other."""
-    global _warm_up
-    with _warm_up_lock:
-        if _metrics_ready or _warm_up is not None:
-            return
-        _warm_up = threading.Thread(target=_compile_metrics, name="metrics-warm-up", daemon=True)
-        _warm_up.start()
-
-
-def prepare_metrics() -> None:
-    """Have ranx's metric functions compiled, waiting for `warm_up_metrics`' thread (started
-    here if need be), so a front end can say "first run: compiling" while it waits instead of
-    stalling silently. A warm-up that failed is done again here, its error raised."""
-    warm_up_metrics()
-    _wait_for_warm_up()
-    if not _metrics_ready:
-        _compile_metrics()
-
-
-def _wait_for_warm_up() -> None:
-    if _warm_up is not None and _warm_up is not threading.current_thread():
-        _warm_up.join()
-
-
-def _compile_metrics() -> None:
-    """A one-query evaluation of every default metric: ranx imported, its functions compiled."""
-    global _metrics_ready
-    QrelsEvaluator({"q": {"d": 1}}).evaluate({"q": {"d": 1.0, "e": 0.5}}, DEFAULT_METRICS + ("mrr",))
-    _metrics_ready = True
-
-
 class QrelsEvaluator:
-    """The judged queries as a ranx `Qrels`, built once to score many runs (a sweep scores 100+)."""
+    """The judged queries, prepared once to score many runs (a sweep scores 100+): queries in id
+    order, their judgments as `metrics.JudgedQueries`."""
 
     def __init__(self, qrels: Qrels):
-        _wait_for_warm_up()  # one compilation of the metric functions, not two side by side
-        from ranx import Qrels as RanxQrels
-
         self.judged = {q: dict(docs) for q, docs in qrels.items() if docs}
         if not self.judged:
             raise RetrievalError("No judged queries to evaluate")
-        self.ranx_qrels = RanxQrels(self.judged)
-        self.query_ids = list(self.ranx_qrels.keys())
-        self._doc_numbers: dict[str, float] = {}
-        self._typed_qrels = None
+        self.query_ids = sorted(self.judged)
+        self._judged_queries = JudgedQueries([self.judged[q] for q in self.query_ids])
 
     def evaluate(self, run: Run, metrics: Iterable[str] = DEFAULT_METRICS
                  ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-        """Mean and per-query metric values; only judged queries count (see the module doc)."""
-        from ranx import Run as RanxRun
-        from ranx import evaluate
-
-        metrics = list(metrics)
-        # ranx refuses empty per-query dicts; a query with no results simply scores 0 via make_comparable.
-        nonempty = {q: docs for q, docs in run.items() if docs and q in self.judged}
-        if not nonempty:
-            return dict.fromkeys(metrics, 0.0), {q: dict.fromkeys(metrics, 0.0) for q in self.judged}
-        per_metric = evaluate(self.ranx_qrels, RanxRun(nonempty), _asked(metrics), return_mean=False,
-                              make_comparable=True, save_results_in_run=False)
-        per_query = {q: {m: float(per_metric[m][i]) for m in metrics} for i, q in enumerate(self.query_ids)}
-        mean = {m: float(sum(v[m] for v in per_query.values()) / len(per_query)) for m in metrics}
-        return mean, per_query
+        """Mean and per-query metric values; only judged queries count (see the module doc). Each
+        query's documents are ranked by score, best first (equal scores: by id)."""
+        return self.evaluate_rankings(
+            {q: [d for d, _ in sorted(docs.items(), key=lambda item: (-item[1], item[0]))] for q, docs in run.items()},
+            metrics)
 
     def evaluate_rankings(self, rankings: Mapping[str, Sequence[str]], metrics: Iterable[str] = DEFAULT_METRICS
                           ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-        """`evaluate(run_from_rankings(rankings), metrics)`, several times faster: the rankings go to ranx's
-        metric functions as the arrays ranx itself builds (one row per document: an id number, a score),
-        without building a ranx `Run` (what dominates a sweep's cost). Doc ids are numbered by this
-        evaluator (exact in float64), where ranx would hash them; scores are n − rank + 1 as in
-        `run_from_rankings`, so the arrays are already sorted."""
-        import numpy as np
-        from numba.typed import List as TypedList
-        from ranx import evaluate
-
+        """Mean and per-query values of `metrics` (`metrics.parse_metric`'s names) for
+        {query id: [doc ids best first]} (a repeated id counts at its first rank); a judged query
+        missing from `rankings` retrieved nothing."""
         metrics = list(metrics)
-        if self._typed_qrels is None:
-            self._typed_qrels = TypedList([self._qrels_array(q) for q in self.query_ids])
-        numbers = self._doc_numbers
-        arrays = []
-        for qid in self.query_ids:
-            ids = list(dict.fromkeys(rankings.get(qid, ())))
-            column = [numbers.get(doc_id) for doc_id in ids]
-            if None in column:
-                column = [self._number(doc_id) for doc_id in ids]
-            array = np.empty((len(ids), 2), dtype=np.float64)
-            array[:, 0] = column
-            array[:, 1] = np.arange(len(ids), 0, -1)
-            arrays.append(array)
-        per_metric = evaluate(self._typed_qrels, TypedList(arrays), _asked(metrics), return_mean=False)
-        per_query = {q: {m: float(per_metric[m][i]) for m in metrics} for i, q in enumerate(self.query_ids)}
+        values = self._judged_queries.score([list(dict.fromkeys(rankings.get(q, ()))) for q in self.query_ids],
+                                            metrics)
+        per_query = {q: {m: float(values[m][i]) for m in metrics} for i, q in enumerate(self.query_ids)}
         mean = {m: float(sum(v[m] for v in per_query.values()) / len(per_query)) for m in metrics}
         return mean, per_query
-
-    def _number(self, doc_id: str) -> float:
-        number = self._doc_numbers.get(doc_id)
-        if number is None:
-            number = self._doc_numbers[doc_id] = float(len(self._doc_numbers))
-        return number
-
-    def _qrels_array(self, qid: str):
-        """[id number, grade] rows, grade descending (ranx's order: its ideal DCG reads them so)."""
-        import numpy as np
-
-        rows = sorted(self.judged[qid].items(), key=lambda item: (-item[1], item[0]))
-        return np.array([(self._number(d), float(g)) for d, g in rows], dtype=np.float64).reshape(len(rows), 2)
 
 
 def worst_queries(per_query: Mapping[str, Mapping[str, float]], metric: str = "ndcg@10", n: int = 5) -> list[str]:
     """The `n` query ids with the lowest `metric` (ties by id), from one system's per-query values
     (the Evaluate page's and the MCP server's worst queries)."""
     return sorted(per_query, key=lambda q: (per_query[q].get(metric, 0.0), q))[:n]
-
-
-def _asked(metrics: list[str]) -> list[str]:
-    """The metric list to give ranx: asked for one metric without saving into a `Run`, ranx 0.3
-    keys its values wrongly (the base name, 'ndcg'), so a lone metric gets a cheap companion."""
-    if len(metrics) > 1:
-        return metrics
-    return metrics + (["precision@1"] if metrics[0] != "precision@1" else ["recall@1"])
 
 
 def evaluate_run(qrels: Qrels, run: Run, metrics: Iterable[str] = DEFAULT_METRICS

@@ -9,7 +9,7 @@ counted, not compared), δᵢ = m_B(qᵢ) − m_A(qᵢ):
 - winners (δ > 0, largest first) and losers (δ < 0, largest fall first);
 - causes: which of config, corpus (table version), encoder (the backend of the query vectors,
   when both snapshots record it) and judgments differ, and each one's share of Δ:
-  Shapley values (`attribution.py`) over the changed factors, so the shares add up to Δ exactly.
+  Shapley values (`shapley`, below) over the changed factors, so the shares add up to Δ exactly.
   Every mix f(S) — the factors in S taken from B, the others from A — is a run scored with one
   snapshot's judgments. A snapshot keeps its run and its judgments, so mixes of judgments need no
   search; when config and corpus both changed, two runs are searched: B's config on A's table
@@ -18,15 +18,27 @@ counted, not compared), δᵢ = m_B(qᵢ) − m_A(qᵢ):
   one factor, "config+corpus", and the diff's notes say why. A re-run can only use this process's
   encoder, so an encoder change is never split from a config or corpus change (one factor,
   "config+encoder" …). Per query too.
+
+Which change moved a metric (`shapley`): a snapshot pair can differ in several factors at once
+(the config, the corpus version, the judgments). Evaluate every mix, f(S) = the metric with the
+factors in S taken from the new snapshot and the others from the old one (2ⁿ evaluations, n ≤ 3:
+at most 8). Factor i's share is its Shapley value
+
+    φᵢ = Σ_{S ⊆ N∖{i}} |S|! (n − |S| − 1)! / n! · (f(S ∪ {i}) − f(S)),
+
+its marginal effect averaged over every order of switching the factors from old to new. The shares
+add up to the whole change: Σᵢ φᵢ = f(N) − f(∅) (efficiency), a factor that changes nothing gets
+0, and with one factor φ = f(N) − f(∅).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from itertools import combinations
+from math import factorial
 
 import numpy as np
 
-from retrieval.evaluation.attribution import shapley, subsets
 from retrieval.evaluation.compare import rank_changes
 from retrieval.evaluation.paired import bootstrap_ci, holm, p_text, randomization_p, t_test_p
 from retrieval.evaluation.snapshots import SNAPSHOT_METRICS, Rerun, Snapshot, score_rankings
@@ -217,3 +229,31 @@ def diff_many(snapshots: Sequence[Snapshot], metric: str = "ndcg@10", n_permutat
     for d, adjusted in zip(diffs, holm([d["p_value"] for d in diffs]), strict=True):
         d["p_holm"] = adjusted
     return diffs
+
+
+def subsets(factors: Sequence[str]) -> list[frozenset[str]]:
+    """Every subset of `factors`, smallest first: the mixes to evaluate."""
+    return [frozenset(c) for size in range(len(factors) + 1) for c in combinations(factors, size)]
+
+
+def shapley(factors: Sequence[str], value: Mapping[frozenset[str], float] | Callable[[frozenset[str]], float]
+            ) -> dict[str, float]:
+    """φ for each factor (see the module docstring); `value` gives f(S) for every subset S."""
+    factors = list(dict.fromkeys(factors))
+    if not factors:
+        return {}
+    f = value if callable(value) else value.__getitem__
+    try:
+        values = {s: float(f(s)) for s in subsets(factors)}
+    except KeyError as exc:
+        raise RetrievalError(f"Shapley values need the metric for every mix of {factors}; missing {exc}") from exc
+    n = len(factors)
+    shares = {}
+    for factor in factors:
+        others = [x for x in factors if x != factor]
+        total = 0.0
+        for s in subsets(others):
+            weight = factorial(len(s)) * factorial(n - len(s) - 1) / factorial(n)
+            total += weight * (values[s | {factor}] - values[s])
+        shares[factor] = total
+    return shares

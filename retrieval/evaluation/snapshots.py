@@ -6,8 +6,8 @@ and judgments as they were (with a fingerprint of the judgments), the evaluated 
 (ids best first with the score the search showed: the reranked score for a reranked head,
 else the fused score) cut at the config's depth, and per-query metrics.
 
-Metrics (`SNAPSHOT_METRICS`): ndcg@10, precision@10, recall@100 and mrr (ranx, trec_eval
-semantics, see `evaluate`), and judged@10 = |top 10 ∩ judged documents| / 10, the share of the
+Metrics (`SNAPSHOT_METRICS`): ndcg@10, precision@10, recall@100 and mrr (trec_eval
+semantics, see `metrics`), and judged@10 = |top 10 ∩ judged documents| / 10, the share of the
 top 10 that has a judgment (what a metric computed on the rest cannot see). Only judged queries
 count; a judged query the run left empty scores 0.
 

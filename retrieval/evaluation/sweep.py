@@ -15,8 +15,8 @@ depth any variant asks for (`candidates.fetch_candidates`), then, for every vari
 ranking plan (`plan.RankingPlan` of `plan.evaluation_config(config)`, what
 `evaluate.evaluate_collection` judges: the language rule, per-source minimums, fusion, top-K =
 depth, no fused-score thresholds) lean on each query's cached candidates
-(`candidates.CandidateRanker`), and scores the runs with `evaluate.QrelsEvaluator` (ranx's
-metric functions on prebuilt arrays).
+(`candidates.CandidateRanker`), and scores the runs with `evaluate.QrelsEvaluator` (`metrics.py`,
+every query at once).
 
 Rerank variants (`rerank_grid`: one first-stage config × top-N × λ ∈ {0.0, 0.1, …, 1.0}) are
 first-stage variants with `rerank` on. Their reranker scores are taken once per query, for the

@@ -3,7 +3,7 @@ compared, ordered by how much one judgment can change their comparison — the m
 collection idea of Carterette, Allan & Sitaraman (SIGIR 2006) for nDCG@k — and, as the plain
 alternative, the depth-k pool. Pure functions: rankings and judgments in, a queue out.
 
-Under nDCG@k as `evaluate` computes it (ranx, linear gain: a grade g ≥ 1 gains g, lower grades
+Under nDCG@k as `evaluate` computes it (`evaluation/metrics.py`, linear gain: a grade g ≥ 1 gains g, lower grades
 0), with disc(r) = 1/log2(r + 1) for a rank r ≤ k and 0 outside the top k,
 
     Δ = mean nDCG@k(B) − mean nDCG@k(A)
@@ -109,7 +109,7 @@ def mtc_weight(ranks: Sequence[int | None], k: int = JUDGE_K) -> float:
 
 
 def gain(grade: int) -> float:
-    """ranx's linear gain (relevance level 1): the grade when ≥ 1, else 0."""
+    """The metrics' linear gain (relevance level 1): the grade when ≥ 1, else 0."""
     return float(grade) if grade >= 1 else 0.0
 
 

@@ -164,7 +164,7 @@ def train(groups: Sequence[tuple[np.ndarray, np.ndarray]], names: Sequence[str],
     if not any((y > 0).any() for _, y in groups):
         raise RetrievalError("No candidate of the training queries is judged relevant: nothing to learn")
     top = int(max(np.clip(y, 0, None).max() for _, y in groups))
-    # linear gain, as ranx's nDCG (a grade g gains g)
+    # linear gain, as the metrics' nDCG (evaluation/metrics.py) (a grade g gains g)
     params = {**TRAIN_PARAMS, "seed": seed, "lambda_l2": L2,
               "label_gain": [float(g) for g in range(max(top, 1) + 1)]}
     fit, check = early_stop_split(groups, seed)

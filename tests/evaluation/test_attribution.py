@@ -1,8 +1,8 @@
-"""Shapley shares of a metric change (retrieval/evaluation/attribution.py), computed by hand."""
+"""Shapley shares of a metric change (retrieval/evaluation/snapshot_diff.py), computed by hand."""
 
 import pytest
 
-from retrieval.evaluation.attribution import shapley, subsets
+from retrieval.evaluation.snapshot_diff import shapley, subsets
 from retrieval.types import RetrievalError
 
 F = frozenset

@@ -20,28 +20,6 @@ def test_an_estimate_in_words():
         "about 1 s", "about 8 s", "about 89 s", "about 2 min", "about 3 min", "about 60 min"]
 
 
-def test_metrics_compile_in_the_background_once_and_prepare_waits_for_it(monkeypatch):
-    """The Evaluate page starts `warm_up_metrics` when it opens; an evaluation (or
-    `prepare_metrics`) then waits for that one compilation instead of starting another. Run in
-    this process with its state reset to a fresh process's (a new interpreter costs 15–50 s of
-    ranx's imports for the same check)."""
-    from retrieval.evaluation import evaluate as e
-
-    compiled = []
-    real = e._compile_metrics
-    monkeypatch.setattr(e, "_metrics_ready", False)
-    monkeypatch.setattr(e, "_warm_up", None)
-    monkeypatch.setattr(e, "_compile_metrics", lambda: (compiled.append(1), real()))
-    assert not e.metrics_ready()
-    e.warm_up_metrics()
-    first = e._warm_up
-    e.warm_up_metrics()
-    assert e._warm_up is first and first.name == "metrics-warm-up"
-    e.prepare_metrics()
-    assert e.metrics_ready() and not first.is_alive() and compiled == [1]
-    assert e.QrelsEvaluator({"q": {"d": 1}}).evaluate({"q": {"d": 1.0}}, ["ndcg@10"])[0] == {"ndcg@10": 1.0}
-
-
 def test_run_from_rankings_keeps_our_order_even_for_ties():
     assert run_from_rankings({"q": ["b", "a", "c", "a"]}) == {"q": {"b": 3.0, "a": 2.0, "c": 1.0}}
 
@@ -157,7 +135,7 @@ def test_cli_search_json_has_meta_and_errors_are_readable(small_beir, tmp_path, 
     assert bad_k.returncode == 2 and "rrf_k must be ≥ 1" in bad_k.stderr
 
 
-def test_evaluate_rankings_equals_the_ranx_run_path():
+def test_evaluate_rankings_equals_the_run_path():
     from retrieval.evaluation.evaluate import QrelsEvaluator
 
     qrels = {"q1": {"a": 2, "b": 1, "z": 0}, "q2": {"c": 1}, "q3": {"z": 1}, "q4": {}}
@@ -225,7 +203,7 @@ def graded_sample_qrels(qrels: dict[str, dict[str, int]]) -> dict[str, dict[str,
 
 
 def test_metrics_equal_trec_eval_on_a_real_bm25_run_over_the_sample():
-    """Our metrics (ranx, both paths) against trec_eval's own C code (pytrec_eval) to 1e-6, on a
+    """Our metrics (both paths) against trec_eval's own C code (pytrec_eval) to 1e-6, on a
     real BM25 run over the whole bundled sample (120 paragraphs, 638 questions in two languages
     plus two that match nothing) with graded judgments (2, 1 and 0).
 

@@ -23,9 +23,6 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def evaluate_section(workbench, collection: str, qset: QuerySet, config: SearchConfig) -> None:
-    from retrieval.evaluation.evaluate import warm_up_metrics
-
-    warm_up_metrics()  # compiled while the user reads the page, not when they press Evaluate
     key = (collection, qset.name, config.to_json(), qset.fingerprint())
     st.caption(views.markdown_safe(f"Config A (sidebar): {config_label(config)}."))
     if st.button("Evaluate config A", key="eval.run", type="primary",
