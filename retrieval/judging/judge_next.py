@@ -41,9 +41,11 @@ with no judgment yet are eligible: `qrels` is the judgments so far, not the set 
 judge.
 
 Measured with the normaliser the workbench computes (benchmarks/bench_judging.py, loaded
-machine, docs/experiments/judging.md): on xquad-en the right sign after 8 judgments against the
-pool's 239 (within 0.01 after 46 against 6,918); on nfcorpus the earlier static order needed more
-than the pool (115 against 69) and this weight has not been measured there yet.
+machine, docs/experiments/judging.md), re-made after each judgment: on xquad-en the right sign
+after 8 judgments against the pool's 239 (within 0.01 after 46 against 6,918); not better than the
+pool on nfcorpus (17 against 69 in the set's query order, 84 against 26 shuffled) nor vaswani (17
+against 3, shuffled 20 against 48), though nearer where the judged pool ends sooner (within 0.01
+after 2,835 against 3,183 and 800 against 1,277).
 
 Measured earlier with the normaliser held at its full-qrels value (an oracle; same benchmark:
 BM25 alone against the default hybrid, qrels revealed one pair at a time), against w alone the discount of the best

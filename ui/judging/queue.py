@@ -52,10 +52,12 @@ def queue_controls(workbench) -> tuple[str, list[str], int, bool, bool]:
                                   "judgment can change the comparison most first (minimal test collection weight: the "
                                   "difference in rank discount the document gets in the rankings, times the discount "
                                   "of its best rank). Measured with the normaliser this page computes (the ideal "
-                                  "DCG from the judgments so far), it reached the right sign of the difference "
-                                  "with far fewer judgments than the pool on one set (xquad-en: 8 against 239) "
-                                  "but needed more on another (nfcorpus: 115 against 69), so it is not "
-                                  "always better than the pool. Depth-10 pool: "
+                                  "DCG from the judgments so far) and re-made after every judgment, it reached the "
+                                  "right sign of the difference with far fewer judgments than the pool on "
+                                  "xquad-en (8 against 239), but not on nfcorpus (17 against 69 in the set's "
+                                  "query order, 84 against 26 with the queries shuffled) nor vaswani (17 against "
+                                  "3; shuffled 20 against 48): it is not always better than the pool. Depth-10 "
+                                  "pool: "
                                   "every unjudged document of the top 10s, query by query, rank by rank.")
         default = [CONFIG_A, CONFIG_B]
         names = st.multiselect("Configs compared", list(choices), default=default, key="judge.configs",
