@@ -34,14 +34,18 @@ Only a relevant document moves Δ, and a document high in either list is likelie
 
 highest first, ties by query order (the order the queries first appear in the rankings), then by
 the best rank, then by config order. E.g. the rank-1-in-A, rank-3-in-B document above (0.5 · 1 =
-0.5) comes before the rank-2-in-A-only one (0.631 · 0.631 ≈ 0.398). The order is static: it
-depends on the ranks and the judgments passed in. Queries with no judgment yet are eligible:
-`qrels` is the judgments so far, not the set of queries to judge.
+0.5) comes before the rank-2-in-A-only one (0.631 · 0.631 ≈ 0.398). The order depends on the
+ranks and the judgments passed in; the Judge page re-makes it after every judgment
+(`judging_queue.page_queue`, with a memo so only the judged query is weighed again). Queries
+with no judgment yet are eligible: `qrels` is the judgments so far, not the set of queries to
+judge.
 
 Measured with the normaliser the workbench computes (benchmarks/bench_judging.py, loaded
-machine, docs/experiments/judging.md): on xquad-en the right sign after 8 judgments against the
-pool's 239 (within 0.01 after 46 against 6,918); on nfcorpus the earlier static order needed more
-than the pool (115 against 69) and this weight has not been measured there yet.
+machine, docs/experiments/judging.md), re-made after each judgment: on xquad-en the right sign
+after 8 judgments against the pool's 239 (within 0.01 after 46 against 6,918); not better than the
+pool on nfcorpus (17 against 69 in the set's query order, 84 against 26 shuffled) nor vaswani (17
+against 3, shuffled 20 against 48), though nearer where the judged pool ends sooner (within 0.01
+after 2,835 against 3,183 and 800 against 1,277).
 
 Measured earlier with the normaliser held at its full-qrels value (an oracle; same benchmark:
 BM25 alone against the default hybrid, qrels revealed one pair at a time), against w alone the discount of the best
@@ -68,6 +72,7 @@ import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 
 JUDGE_K = 10
@@ -85,14 +90,15 @@ class Candidate:
     weight: float
     ranks: tuple[int | None, ...]
 
-    @property
+    @cached_property
     def best_rank(self) -> int:
         """The highest place (smallest rank) any config gives the document."""
         return min(r for r in self.ranks if r is not None)
 
-    @property
+    @cached_property
     def priority(self) -> float:
-        """`next_to_judge`'s order: weight · 1/log2(best rank + 1)."""
+        """`next_to_judge`'s order: weight · 1/log2(best rank + 1) (kept once computed: a queue
+        re-made from a memo sorts the same candidates again)."""
         return self.weight / math.log2(self.best_rank + 1)
 
 
@@ -159,30 +165,50 @@ def top_ranks(ranking: Sequence[str], k: int = JUDGE_K) -> dict[str, int]:
 
 
 def unjudged_pairs(rankings: Rankings, qrels: Mapping[str, Mapping[str, int]], k: int = JUDGE_K,
-                   top_grade: int | None = None) -> list[Candidate]:
+                   top_grade: int | None = None, memo: dict | None = None,
+                   queries: Iterable[str] | None = None) -> list[Candidate]:
     """Every unjudged pair of the configs' top k, in pool order: queries in `query_order`, then
     rank 1 … k, at each rank the configs in order; each pair once (where it first appears); its
     weight is `change_weight` given the judgments so far (`top_grade` None: the highest grade in
-    `qrels`, at least 1)."""
+    `qrels`, at least 1). `memo`, a dict kept by the caller for these same rankings, holds each
+    query's pairs per (its judgments, k, top grade): re-made after a judgment, only the judged
+    query is weighed again (unless the top grade rose). `queries`: only these queries' pairs
+    (None: all)."""
     if top_grade is None:
         top_grade = max((g for docs in qrels.values() for g in docs.values()), default=1)
     out: list[Candidate] = []
-    for qid in query_order(rankings):
+    order = query_order(rankings)
+    if queries is not None:
+        wanted = set(queries)
+        order = [q for q in order if q in wanted]
+    for qid in order:
         judged = qrels.get(qid, {})
-        tops = [top_ranks(ranking.get(qid, ()), k) for ranking in rankings]
-        dcgs = judged_dcgs(tops, judged, k)
-        by_rank = [list(top) for top in tops]
-        seen: set[str] = set()
-        for position in range(k):
-            for docs in by_rank:
-                if position >= len(docs):
-                    continue
-                doc_id = docs[position]
-                if doc_id in seen or doc_id in judged:
-                    continue
-                seen.add(doc_id)
-                ranks = tuple(top.get(doc_id) for top in tops)
-                out.append(Candidate(qid, doc_id, change_weight(ranks, dcgs, judged.values(), k, top_grade), ranks))
+        if memo is None:
+            out.extend(_query_pairs(rankings, qid, judged, k, top_grade))
+            continue
+        key = (qid, k, top_grade, frozenset(judged.items()))
+        if key not in memo:
+            memo[key] = _query_pairs(rankings, qid, judged, k, top_grade)
+        out.extend(memo[key])
+    return out
+
+
+def _query_pairs(rankings: Rankings, qid: str, judged: Mapping[str, int], k: int, top_grade: int) -> list[Candidate]:
+    tops = [top_ranks(ranking.get(qid, ()), k) for ranking in rankings]
+    dcgs = judged_dcgs(tops, judged, k)
+    by_rank = [list(top) for top in tops]
+    seen: set[str] = set()
+    out: list[Candidate] = []
+    for position in range(k):
+        for docs in by_rank:
+            if position >= len(docs):
+                continue
+            doc_id = docs[position]
+            if doc_id in seen or doc_id in judged:
+                continue
+            seen.add(doc_id)
+            ranks = tuple(top.get(doc_id) for top in tops)
+            out.append(Candidate(qid, doc_id, change_weight(ranks, dcgs, judged.values(), k, top_grade), ranks))
     return out
 
 
@@ -195,19 +221,19 @@ def _cut(candidates: list[Candidate], budget: int | None) -> list[Candidate]:
 
 
 def next_to_judge(rankings: Rankings, qrels: Mapping[str, Mapping[str, int]], budget: int | None = None,
-                  k: int = JUDGE_K) -> list[Candidate]:
+                  k: int = JUDGE_K, memo: dict | None = None) -> list[Candidate]:
     """The unjudged pairs of the configs' top k, highest `Candidate.priority` first (module
-    docstring), at most `budget` of them (None: all)."""
-    pairs = unjudged_pairs(rankings, qrels, k)
+    docstring), at most `budget` of them (None: all); `memo` as in `unjudged_pairs`."""
+    pairs = unjudged_pairs(rankings, qrels, k, memo=memo)
     # A stable sort: equal priorities keep the pool order (query, then best rank, then config).
     return _cut(sorted(pairs, key=lambda c: -c.priority), budget)
 
 
 def depth_pool(rankings: Rankings, qrels: Mapping[str, Mapping[str, int]], budget: int | None = None,
-               depth: int = JUDGE_K) -> list[Candidate]:
+               depth: int = JUDGE_K, memo: dict | None = None) -> list[Candidate]:
     """The depth-`depth` pool's unjudged pairs in pool order (module docstring), at most `budget`;
-    weights are the MTC weights at k = depth."""
-    return _cut(unjudged_pairs(rankings, qrels, depth), budget)
+    weights are `change_weight`s at k = depth; `memo` as in `unjudged_pairs`."""
+    return _cut(unjudged_pairs(rankings, qrels, depth, memo=memo), budget)
 
 
 def random_order(rankings: Rankings, qrels: Mapping[str, Mapping[str, int]], budget: int | None = None,

@@ -147,3 +147,36 @@ def test_the_browser_cannot_point_the_llm_judge_at_a_metadata_address(judgments,
         assert load_settings(store) == LLMSettings(base_url="http://127.0.0.1:9/v1", model="m", allow_link_local=True)
     finally:
         _settings_table(store).delete(SETTINGS_ROW)
+
+
+
+def test_what_to_judge_next_is_made_again_after_each_judgment(judgments, workbench):
+    """The queue follows the judgments so far (`judging_queue.page_queue`, as the benchmark re-makes
+    `next`). Here the configs rank j1 alike (every pair weighs 0) and differ on j2 only at ranks 4
+    and 5 (en-007, en-005). Once en-007 is graded 3 and en-005 0, j2's DCGs differ, D = 3 ·
+    (1/log2 5 − 1/log2 6) = 0.1315, and a relevant en-003 (rank 1 in both) would raise j2's ideal
+    DCG from 3 to at most 3 + 3/log2 3 = 4.893, moving its term by |0.1315/4.893 − 0.1315/3| =
+    0.017: the page asks for it next, where the order made once from no judgments went on to j1."""
+    from retrieval.evaluation.judging_queue import page_queue, queue_rankings
+    from retrieval.search.config import SearchConfig
+    from ui.state import default_config_b
+
+    rankings = queue_rankings(workbench, COLLECTION, SET, [SearchConfig(), default_config_b()])
+    static = page_queue(rankings, {})
+    assert [(c.query_id, c.doc_id) for c in static[:3]] == [("j2", "en-007"), ("j2", "en-005"), ("j1", "en-001")]
+    at = open_page(JUDGE, set=SET, rater="di")
+    at.toggle(key="judge.blind").set_value(False).run()  # the queue's own order, ranks and weights shown
+
+    def shown() -> str:
+        return next(plain(c.value) for c in at.caption if " · ranks config 1: " in plain(c.value))
+
+    assert shown().startswith("en-007 · ranks config 1: 4, config 2: 5 · ")
+    at.button(key="judge.grade3").click().run()
+    assert shown().startswith("en-005 · ")
+    at.button(key="judge.grade0").click().run()
+    assert not at.exception
+    assert shown() == "en-003 · ranks config 1: 1, config 2: 1 · weight 0.017"
+    assert any(plain(c.value).startswith("Query j2 ") for c in at.caption)
+    remade = page_queue(rankings, {"j2": {"en-007": 3, "en-005": 0}})
+    assert [(c.query_id, c.doc_id) for c in remade[:3]] == [("j2", "en-007"), ("j2", "en-005"), ("j2", "en-003")]
+    assert remade[2].weight == pytest.approx(abs(0.1315 / 4.8928 - 0.1315 / 3), abs=1e-4)

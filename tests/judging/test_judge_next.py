@@ -188,3 +188,19 @@ def test_a_document_both_rank_alike_weighs_when_its_grade_would_rescale_the_quer
     assert s3.weight == pytest.approx(0.36907 * (1 - 1 / (3 + ONE_OVER_LOG2_3)), abs=1e-5)
     # a query whose configs do not differ yet: the same-rank document cannot move Δ (weight 0)
     assert next(c for c in next_to_judge([a, b], {}) if c.doc_id == "s").weight == 0.0
+
+
+def test_a_memo_re_weighs_only_the_query_whose_judgments_changed():
+    # the rankings of the rescaling test above: after s is judged in q1, q2's pairs come from the
+    # memo (the very same objects), q1's are made again; the order equals the one made without it
+    a = {"q1": ["x", "r", "s"], "q2": ["a1", "t"]}
+    b = {"q1": ["r", "x", "s"], "q2": ["b1", "b2", "b3", "b4", "t"]}
+    judged = {"q1": {"r": 1, "x": 0}, "q2": {"t": 1}}
+    memo: dict = {}
+    first = next_to_judge([a, b], judged, memo=memo)
+    assert first == next_to_judge([a, b], judged) and len(memo) == 2  # one entry per query
+    later = {**judged, "q1": {**judged["q1"], "s": 0}}
+    second = next_to_judge([a, b], later, memo=memo)
+    assert second == next_to_judge([a, b], later) and len(memo) == 3  # q1 made again, q2 reused
+    assert {id(c) for c in second if c.query_id == "q2"} == {id(c) for c in first if c.query_id == "q2"}
+    assert [c.doc_id for c in unjudged_pairs([a, b], {}, queries=["q2"])] == ["a1", "b1", "t", "b2", "b3", "b4"]

@@ -65,10 +65,10 @@ def judging_session(workbench, collection: str, set_name: str, rater: str) -> No
         st.info("Pick at least one config whose top 10s make the pool.")
         return
     try:
-        queue = full_queue(workbench, collection, set_name, selection, names)
         queries, notes, ratings, consensus = memo_read(workbench, ("judge.set", collection, set_name), lambda: (
             judgments.queries(collection, set_name), judgments.notes(collection, set_name),
             judgments.ratings_of(collection, set_name), judgments.qrels(collection, set_name)))
+        queue = full_queue(workbench, collection, set_name, selection, names, consensus)
     except Exception as exc:
         views.show_error(exc)
         return

@@ -1,8 +1,8 @@
 """The Judge tab's queue: which unjudged (query, document) pairs a rater is asked about, in what order.
 
 What to judge next for the configs being compared (`judge_next.next_to_judge`: the pairs one
-judgment can change the comparison most by) or the plain depth-10 pool; in blind mode a query's
-documents come in an order shuffled per rater.
+judgment can change the comparison most by, re-made after every judgment from the judgments so far)
+or the plain depth-10 pool; in blind mode a query's documents come in an order shuffled per rater.
 """
 
 from __future__ import annotations
@@ -52,10 +52,12 @@ def queue_controls(workbench) -> tuple[str, list[str], int, bool, bool]:
                                   "judgment can change the comparison most first (minimal test collection weight: the "
                                   "difference in rank discount the document gets in the rankings, times the discount "
                                   "of its best rank). Measured with the normaliser this page computes (the ideal "
-                                  "DCG from the judgments so far), it reached the right sign of the difference "
-                                  "with far fewer judgments than the pool on one set (xquad-en: 8 against 239) "
-                                  "but needed more on another (nfcorpus: 115 against 69), so it is not "
-                                  "always better than the pool. Depth-10 pool: "
+                                  "DCG from the judgments so far) and re-made after every judgment, it reached the "
+                                  "right sign of the difference with far fewer judgments than the pool on "
+                                  "xquad-en (8 against 239), but not on nfcorpus (17 against 69 in the set's "
+                                  "query order, 84 against 26 with the queries shuffled) nor vaswani (17 against "
+                                  "3; shuffled 20 against 48): it is not always better than the pool. Depth-10 "
+                                  "pool: "
                                   "every unjudged document of the top 10s, query by query, rank by rank.")
         default = [CONFIG_A, CONFIG_B]
         names = st.multiselect("Configs compared", list(choices), default=default, key="judge.configs",
@@ -72,22 +74,29 @@ def queue_controls(workbench) -> tuple[str, list[str], int, bool, bool]:
     return selection, names, budget, others, blind
 
 
-def full_queue(workbench, collection: str, set_name: str, selection: str, names: list[str]) -> list:
-    """Every pair of the configs' top 10s in queue order (judged ones included: the page filters
-    them), kept per collection state, set and configs, so a judgment costs no search."""
-    from retrieval.evaluation.judging_queue import judging_queue
+def full_queue(workbench, collection: str, set_name: str, selection: str, names: list[str],
+               consensus: dict[str, dict[str, int]]) -> list:
+    """Every pair of the configs' top 10s in queue order (`judging_queue.page_queue`: the pairs
+    the consensus judges first, the page filters them, then the unjudged ones in the order of
+    `selection` given the consensus, re-made whenever a judgment changes it). The rankings are
+    kept per collection state, set and configs, so a judgment costs no search; the order per
+    consensus, so a rerun without a new judgment (a slider moved) costs no re-ordering either."""
+    from retrieval.evaluation.judging_queue import page_queue, queue_rankings
 
     choices = config_choices(workbench)
     configs = [choices[n] for n in names if n in choices]
-    key = ("judge.queue", collection, set_name, selection, tuple(c.to_json() for c in configs),
-           workbench.state(collection))
+    key = ("judge.queue", collection, set_name, tuple(c.to_json() for c in configs), workbench.state(collection))
     cache = st.session_state.setdefault("judge.queues", {})
     if key not in cache:
         with st.spinner("Ranking the query set with each config…"):
             cache.clear()
-            cache[key] = judging_queue(workbench, collection, set_name, configs, budget=None,
-                                       pool=selection == POOL, qrels={})
-    return cache[key]
+            cache[key] = {"rankings": queue_rankings(workbench, collection, set_name, configs), "memo": {}}
+    held = cache[key]
+    judged = (selection, frozenset((q, d, g) for q, docs in consensus.items() for d, g in docs.items()))
+    if held.get("judged") != judged:
+        held["order"] = page_queue(held["rankings"], consensus, pool=selection == POOL, memo=held["memo"])
+        held["judged"] = judged
+    return held["order"]
 
 
 def queue_window(queue: list, others_judged: set, others: bool, budget: int) -> list:
