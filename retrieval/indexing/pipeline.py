@@ -17,7 +17,8 @@ exactly what the CLI writes.
 One-shot ingests (`create_collection`, `add_documents`: a parsed corpus, already in memory) derive
 their one batch before the collection's writer lock is taken, so two ingests embed side by side
 and only their writes queue; the writer re-checks names and ids under the lock. A streaming
-ingest (`ingest_stream`) derives each batch under the lock, so memory holds one batch: other
+ingest (`ingest_stream`) derives each batch under the lock, so memory holds a few batches (the
+next ones read and tokenised in a worker thread, at most `AHEAD` waiting: overlap.py): other
 writers to that collection wait for the whole ingest (docs/reliability.md).
 
 A new collection's name may be in any script: the store keeps it as the display name and derives
@@ -216,8 +217,8 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
 
     One-shot (`streamed` False): every batch is derived before the writer lock is taken, and
     `progress` hears each stage ("tokenising", "embedding", "finding entities" …). Streamed: each
-    batch is derived under the lock as it is written (memory: one batch), and `progress` hears
-    ("ingesting", documents done, `count`)."""
+    batch is derived under the lock as it is written (memory: a few batches, `AHEAD`), and
+    `progress` hears ("ingesting", documents done, `count`)."""
     announce_loading(progress, plan.vector_models(info).values())
     encoders = plan.encoders_for(info)  # every column's encoder loaded and checked first
     encoder = encoders["vector"]
