@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -34,18 +35,28 @@ def test_stage_timer_charges_a_nested_call_to_the_inner_stage_only():
     assert 0.01 <= timer.seconds["outer"] < 0.02 + 0.01  # the inner 0.02 s is not counted again
     assert list(timer.timed_iterator("read", iter([1, 2, 3]))) == [1, 2, 3]
     assert set(timer.seconds) == {"inner", "outer", "read"}
+    main = timer.main_seconds
+    assert main == sum(timer.seconds.values())
+    # A stage in another thread (the tokenising ahead) is counted, but not as the main thread's time.
+    worker = threading.Thread(target=timer.timed("tokenise", lambda: time.sleep(0.01)))
+    worker.start()
+    worker.join()
+    assert timer.seconds["tokenise"] >= 0.01 and timer.main_seconds == main
 
 
 def test_timed_pipeline_restores_every_wrapped_function():
-    from retrieval.indexing import derive, pipeline, writer
+    from retrieval.indexing import derive, overlap, pipeline, writer
     from retrieval.indexing.readers.stream import DocumentStream
 
     before = (pipeline.document_records, pipeline.graph_rows, pipeline.count_truncated, pipeline.index_for_size,
-              derive.EmbedBatches.__call__, writer.CollectionWriter.append, DocumentStream.batches)
+              derive.EmbedBatches.__call__, writer.CollectionWriter.append, DocumentStream.batches,
+              overlap.Ahead.__next__)
     with bench.timed_pipeline(bench.StageTimer()):
         assert pipeline.document_records is not before[0]
+        assert overlap.Ahead.__next__ is not before[-1]
     after = (pipeline.document_records, pipeline.graph_rows, pipeline.count_truncated, pipeline.index_for_size,
-             derive.EmbedBatches.__call__, writer.CollectionWriter.append, DocumentStream.batches)
+             derive.EmbedBatches.__call__, writer.CollectionWriter.append, DocumentStream.batches,
+             overlap.Ahead.__next__)
     assert after == before
 
 
@@ -59,4 +70,16 @@ def test_a_small_run_reports_every_key_and_stage(capsys):
     assert result["device"] in ("cpu", "cuda")
     assert result["stages"]["embed"] > 0 and result["stages"]["tokenise"] > 0 and result["stages"]["entities"] > 0
     assert result["graph"] == "current"
-    assert sum(result["stages"].values()) <= result["ingest_s"] + 0.01
+    assert result["ahead"] == 2 and result["encoder_docs"] == 130
+    # read and tokenise ran in the tokenising thread, beside the writing thread's stages
+    assert sum(v for k, v in result["stages"].items() if k not in ("read", "tokenise")) <= result["ingest_s"] + 0.01
+
+
+def test_one_step_after_the_other_and_the_encoder_on_a_sample(capsys):
+    bench.main([str(REPO / "sample_data" / "xquad" / "corpus.jsonl"), "--docs", "30", "--ahead", "0",
+                "--encoder-docs", "20", "--graph", "off", "--json"])
+
+    result = json.loads(capsys.readouterr().out)
+    assert (result["docs"], result["ahead"], result["encoder_docs"], result["graph"]) == (30, 0, 20, "off")
+    assert result["stages"]["wait"] == 0 and result["stages"]["entities"] == 0
+    assert sum(result["stages"].values()) <= result["ingest_s"] + 0.01  # one thread: the stages add up

@@ -19,6 +19,8 @@ The write side (only the Workbench calls it):
     indexes.py     full-text index after every write; by size: ANN indexes, id index, compaction
     pipeline.py    the ingests: `create_collection`, `add_documents` (one batch, derived before the
                    lock), `ingest_stream` (batch by batch under the lock), `write_documents`
+    overlap.py     a streaming ingest's batches read and tokenised in a worker thread, a bounded
+                   queue ahead of their embedding and write (`Ahead`)
     graph.py       the entity graph of a large collection, built after its ingest (`build_graph`)
     graph_jobs.py  those builds as background jobs of the process, one per collection at a time
                    (`GraphBuilds`), reporting how far they are to `sources/graph_status.py`

@@ -17,7 +17,8 @@ exactly what the CLI writes.
 One-shot ingests (`create_collection`, `add_documents`: a parsed corpus, already in memory) derive
 their one batch before the collection's writer lock is taken, so two ingests embed side by side
 and only their writes queue; the writer re-checks names and ids under the lock. A streaming
-ingest (`ingest_stream`) derives each batch under the lock, so memory holds one batch: other
+ingest (`ingest_stream`) derives each batch under the lock, so memory holds a few batches (the
+next ones read and tokenised in a worker thread, at most `AHEAD` waiting: overlap.py): other
 writers to that collection wait for the whole ingest (docs/reliability.md).
 
 A new collection's name may be in any script: the store keeps it as the display name and derives
@@ -28,6 +29,7 @@ catalogue (`CollectionInfo.truncated`) and said (`truncation_note`). BM25 indexe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -50,6 +52,7 @@ from retrieval.indexing.derive import (
 )
 from retrieval.indexing.graph import OFF, graph_inline, graph_setting
 from retrieval.indexing.indexes import index_for_size
+from retrieval.indexing.overlap import Ahead
 from retrieval.indexing.readers.stream import DocumentStream
 from retrieval.indexing.writer import Batch, clash_error, open_write
 from retrieval.models import embed
@@ -60,6 +63,11 @@ from retrieval.text.tokenize import analyser, corpus_language, document_language
 from retrieval.types import Document, ParsedCorpus
 
 log = logging.getLogger(__name__)
+
+# Batches a streaming ingest reads and tokenises ahead of the one it embeds and writes: memory
+# holds at most AHEAD + 2 batches of records (`overlap.Ahead`) plus the one being written.
+# 0: one step after the other, in the caller's thread (what the ingest did before the overlap).
+AHEAD = 2
 
 # column → model, record batches → the same batches with those vector columns added, in order.
 Embedding = Callable[[Mapping[str, str], Iterator[pa.Table]], Iterator[pa.Table]]
@@ -209,8 +217,8 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
 
     One-shot (`streamed` False): every batch is derived before the writer lock is taken, and
     `progress` hears each stage ("tokenising", "embedding", "finding entities" …). Streamed: each
-    batch is derived under the lock as it is written (memory: one batch), and `progress` hears
-    ("ingesting", documents done, `count`)."""
+    batch is derived under the lock as it is written (memory: a few batches, `AHEAD`), and
+    `progress` hears ("ingesting", documents done, `count`)."""
     announce_loading(progress, plan.vector_models(info).values())
     encoders = plan.encoders_for(info)  # every column's encoder loaded and checked first
     encoder = encoders["vector"]
@@ -224,8 +232,11 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
     # Appended documents are tokenised as the collection's own were (its recorded analyser).
     analyse = analyser(info.tokenizer)
     records = (document_records(check_documents(batch, seen), stage_progress, analyse) for batch in batches)
+    # Streamed: reading, checking and tokenising batch n+1 (pure Python) overlap the embedding and
+    # the write of batch n (outside the GIL); at most AHEAD batches wait between them (overlap.py).
+    ahead = Ahead(records, AHEAD, name="ingest-tokenise") if streamed and AHEAD else None
     derived: Iterable[Batch] = (_batch(embedded, info, encoder, ingested if inline else None, stage_progress)
-                                for embedded in embed(plan.vector_models(info), records))
+                                for embedded in embed(plan.vector_models(info), ahead or records))
     if not streamed:
         derived = list(derived)  # before the lock: tokenise, embed, extract
     # A collection ingested before the entity graph (or the truncation count) existed: its stored
@@ -234,7 +245,8 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
     stored = lambda: count_truncated(stored_documents(store, info.name), encoder)  # noqa: E731
     with open_write(store, info, create, legacy_graph_rows=None if create else legacy,
                     stored_truncated=None if create else stored, graph=inline,
-                    backends=[e.backend for e in encoders.values()]) as writer:
+                    backends=[e.backend for e in encoders.values()]) as writer, \
+            ahead or contextlib.nullcontext():
         for batch in derived:
             writer.append(batch)
             done[0] += batch.rows.num_rows

@@ -1,18 +1,21 @@
 """Streaming ingest (issue 9, item 1): a corpus read, embedded and written in batches, in one
 all-or-nothing write. Parsing in batches gives what the one-shot parser gives; a streamed ingest
-of sample_data holds the same rows, tokens, vectors and graph rows as a one-shot ingest; a
+of sample_data holds the same rows, tokens, vectors and graph rows as a one-shot ingest, and
+tokenising ahead in its own thread (overlap.py) stores exactly what one step after the other does; a
 problem in a later batch (a duplicate id across batches, an id already stored, a bad line)
 leaves the collection exactly as before. Real kills of a CLI ingest: tests/reliability/."""
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from retrieval.cli import main as cli
+from retrieval.indexing import pipeline
 from retrieval.indexing.pipeline import create_collection, ingest_stream, stream_language
 from retrieval.indexing.readers.options import ParseOptions
 from retrieval.indexing.readers.parse import parse_path
@@ -145,12 +148,24 @@ def snapshot(store: Store, name: str):
     return store.info(name), store.table(name).to_arrow().sort_by("id").to_pylist(), graph(store, name)
 
 
-def test_a_streamed_ingest_holds_what_a_one_shot_ingest_holds(tmp_path):
+def test_a_streamed_ingest_holds_what_a_one_shot_ingest_holds(tmp_path, monkeypatch):
     store = Store(str(tmp_path / "db"))
     one = create_collection(store, "one", parse_path(XQUAD), model=MINILM)
-    reports = []
+    reports, tokenised_in = [], []
+    tokenise = pipeline.document_records
+    monkeypatch.setattr(pipeline, "document_records", lambda *a: (
+        tokenised_in.append(threading.current_thread().name), tokenise(*a))[1])
     two = ingest_stream(store, "two", open_stream(XQUAD, batch_size=50), model=MINILM,
                         progress=lambda *r: reports.append(r))
+    assert tokenised_in == ["ingest-tokenise"] * 3  # batches tokenised beside the embedding (overlap.py)
+    # The same stream one step after the other (no overlap): exactly the same rows and graph.
+    monkeypatch.setattr(pipeline, "AHEAD", 0)
+    tokenised_in.clear()
+    three = ingest_stream(store, "three", open_stream(XQUAD, batch_size=50), model=MINILM)
+    assert tokenised_in == [threading.current_thread().name] * 3
+    assert (three.documents, three.truncated) == (120, 13)
+    assert list(rows_by_id(store, "three").items()) == list(rows_by_id(store, "two").items())  # vectors to the bit
+    assert graph(store, "three") == graph(store, "two")
     assert ("ingesting", 50, 120) in reports and ("ingesting", 100, 120) in reports
     assert reports[-1] == ("ingesting", 120, 120)
     assert (two.documents, two.truncated, two.window) == (one.documents, one.truncated, one.window) == (120, 13, 256)
