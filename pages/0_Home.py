@@ -18,14 +18,16 @@ st.markdown(
     "variants and A/B-test configs."
 )
 
-PAGE_LINKS = [
-    ("pages/1_Search.py", "Search", "results, scores and why; rate results 0–3"),
-    ("pages/2_Compare.py", "Compare", "first stage vs rerank, config A vs B"),
-    ("pages/3_Distributions.py", "Distributions", "score histograms, RRF curves"),
-    ("pages/4_Corpus.py", "Corpus", "upload, ingest, manage collections"),
-    ("pages/5_Evaluate.py", "Evaluate", "query sets, metrics, sweep, A/B test, saved configs"),
-    ("pages/6_Graph.py", "Graph", "entity activation hop by hop"),
-]
+# What each page linked from here is for; the pages' files and titles are `page.PAGES`.
+PAGE_PURPOSES = {
+    "Search": "results, scores and why; rate results 0–3",
+    "Compare": "first stage vs rerank, config A vs B",
+    "Distributions": "score histograms, RRF curves",
+    "Corpus": "upload, ingest, manage collections",
+    "Evaluate": "query sets, metrics, sweep, A/B test, saved configs",
+    "Graph": "entity activation hop by hop",
+}
+PAGE_LINKS = [(path, title, PAGE_PURPOSES[title]) for path, title, _icon in page.PAGES if title in PAGE_PURPOSES]
 cols = st.columns(len(PAGE_LINKS))
 for col, (path, name, what) in zip(cols, PAGE_LINKS, strict=True):
     with col:
