@@ -47,12 +47,45 @@ import numpy as np
 from retrieval.evaluation.paired import bootstrap_ci, corrected_cv_ci
 from retrieval.evaluation.study import Prepared, Study, learn_study, run_study
 from retrieval.search.config import SearchConfig
+from retrieval.search.config_help import FIELD_HELP
+from retrieval.search.fusion.methods import FUSION_METHODS
+from retrieval.search.learned_ranker import feature_label
+from retrieval.search.query_features import FEATURE_LABELS
+from retrieval.sources import SOURCES, label
 from retrieval.types import RetrievalError
 
 MIN_QUERIES_PER_FOLD = 2
 VALIDATION_EVERY = 4  # inner validation: one training query in 4 (25 %) checks the tuned config
 MIN_INNER_QUERIES = 8  # fewer training queries: no inner validation (2 checking queries say nothing)
 FEW_QUERIES_PER_FOLD = 10  # fewer held-out queries than this per fold: the estimate is noisy (warned)
+
+
+def param_label(name: str, sources: Sequence[str] = ()) -> str:
+    """What people read for a trial parameter of `study.SearchSpace.suggest`, first letter capital:
+    'w.dense' → 'Vector weight', 'rrf.rrf_k' → 'RRF k' (`sources`: the space's; 'share' and 'qw.*'
+    are the first one's share). Sources by their label (`sources.label`), a config field by
+    `config_help.FIELD_HELP`'s, a fusion method's parameter by `FUSION_METHODS`'."""
+    first = label(sources[0]) if sources else "the first source"
+    head, _, tail = name.partition(".")
+    if name == "share":
+        shown = f"{first} share of the weight"
+    elif head == "w" and tail:
+        shown = f"{label(tail)} weight"
+    elif head == "min_q" and tail:
+        minimum = SOURCES[tail].min_raw if tail in SOURCES else None
+        shown = minimum.label if minimum is not None else f"minimum {label(tail)} raw score"
+    elif head == "qw" and tail:
+        shown = f"{first} share: {FEATURE_LABELS.get(tail, tail)}"
+    elif head in FUSION_METHODS and tail:
+        method = FUSION_METHODS[head]
+        word = next((p.label for p in method.params if p.field == tail), tail)
+        shown = word if method.short in word else f"{word} ({method.short})"
+    else:
+        shown = {"fusion": FIELD_HELP["fusion"][0], "depth": FIELD_HELP["depth"][0],
+                 "lambda": FIELD_HELP["rerank_lambda"][0]}.get(name)
+        if shown is None:
+            return name  # a name this function does not know: as it is
+    return shown[:1].upper() + shown[1:]
 
 
 def query_folds(query_ids: Iterable[str], folds: int, seed: int = 0) -> list[list[str]]:
@@ -127,6 +160,7 @@ class OptimizeResult:
     queries_fetched: int  # queries searched (once each, whatever the number of trials)
     stopped: bool = False
     model_text: str = ""  # lambdamart: the model `config.ranker` names (keep it: `ranker_models`)
+    sources: tuple[str, ...] = ()  # the sources the studies weighed (the search space's)
 
     @property
     def full(self) -> Study:
@@ -161,6 +195,13 @@ class OptimizeResult:
             "seconds_detail": {k: round(v, 3) for k, v in self.seconds.items()},
             "queries_fetched": self.queries_fetched,
         }
+
+    def importance_labels(self) -> dict[str, float]:
+        """The in-sample study's importance (`Study.importance`) under the app's words: a trial
+        parameter's (`param_label`) or a learned ranker's feature's (`learned_ranker.feature_label`)."""
+        if self.method == "lambdamart":
+            return {feature_label(k): v for k, v in self.full.importance.items()}
+        return {param_label(k, self.sources): v for k, v in self.full.importance.items()}
 
     def summary(self) -> str:
         """The result in three sentences (what the CLI and the page print first)."""
@@ -259,7 +300,7 @@ def cross_validate(prepared: Prepared, trials: int = 50, folds: int = 5, seed: i
         [s.config for s in studies[:-1]], studies,
         {"cv": held_out, "in_sample": in_sample_values, "default": default_values},
         cautions, {"total": total}, prepared.queries_fetched, stopped=stop_event.is_set(),
-        model_text=full.model_text)
+        model_text=full.model_text, sources=prepared.space.sources)
 
 
 def stopped_study(done: Sequence[Study], label: str, query_ids: Sequence[str], base: SearchConfig,

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval.evaluation.candidates import CandidateRanker, fetch_candidates, retrieval_plan
-from retrieval.evaluation.evaluate import DEFAULT_METRICS, QrelsEvaluator
+from retrieval.evaluation.evaluate import DEFAULT_METRICS, QrelsEvaluator, metric_label
 from retrieval.search.config import SearchConfig
 from retrieval.search.fusion.methods import FUSION_METHODS, method_of
 from retrieval.search.plan import evaluation_config
@@ -311,8 +311,8 @@ class Headline:
         return self.best_value > self.current_value and self.p_value < 0.05
 
     def sentence(self) -> str:
-        """The headline for a person: current beside best, ties named, the test's verdict."""
-        metric = self.metric
+        """The headline for a person (the metric as people read it): current beside best, ties named, the verdict."""
+        metric = metric_label(self.metric)
         head = (f"Current config: {metric} {self.current_value:.4f}. Best of {self.n_variants} variants: "
                 f"{self.best_value:.4f}")
         if self.current in self.tied:

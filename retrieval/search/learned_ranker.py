@@ -31,13 +31,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.search.fusion.fuse import PreparedSource
+from retrieval.search.query_features import FEATURE_LABELS, query_features
 from retrieval.search.query_features import FEATURES as QUERY_FEATURES
-from retrieval.search.query_features import query_features
+from retrieval.sources import label
 from retrieval.text.tokenize import tokenize
 from retrieval.types import RetrievalError, SourceResult
 
 PER_SOURCE = ("raw", "norm", "rank")
 DOCUMENT_FEATURES = ("doc_length", "title_match")
+PER_SOURCE_WORDS = {"raw": "raw score", "norm": "normalised score", "rank": "rank"}  # `feature_label`
+FEATURE_WORDS = {"fused": "fused score", "doc_length": "document length", "title_match": "query terms in the title"}
 TRAIN_PARAMS = {"objective": "lambdarank", "metric": "ndcg", "ndcg_eval_at": [10], "learning_rate": 0.05,
                 "num_leaves": 15, "min_data_in_leaf": 20, "feature_fraction": 0.9, "lambdarank_truncation_level": 20,
                 "deterministic": True, "force_row_wise": True, "num_threads": 1, "verbose": -1}
@@ -57,6 +60,22 @@ L2 = 1.0
 def feature_names(sources: Sequence[str]) -> list[str]:
     """Per source raw, norm, rank; then fused, the query features, the document features."""
     return [f"{s}_{kind}" for s in sources for kind in PER_SOURCE] + ["fused", *QUERY_FEATURES, *DOCUMENT_FEATURES]
+
+
+def feature_label(name: str) -> str:
+    """What people read for a feature of `feature_names`, first letter capital: 'dense_rank' →
+    'Vector rank' (sources by their label, `sources.label`; the query's features by
+    `query_features.FEATURE_LABELS`); a name it does not know as it is."""
+    source, _, kind = name.rpartition("_")
+    if name in QUERY_FEATURES:
+        shown = FEATURE_LABELS[name]
+    elif name in FEATURE_WORDS:
+        shown = FEATURE_WORDS[name]
+    elif source and kind in PER_SOURCE_WORDS:
+        shown = f"{label(source)} {PER_SOURCE_WORDS[kind]}"
+    else:
+        return name
+    return shown[:1].upper() + shown[1:]
 
 
 def sources_of(names: Sequence[str]) -> list[str]:

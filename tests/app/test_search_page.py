@@ -8,6 +8,7 @@ import pytest
 from conftest import QUERY, all_widgets, fused, nullable, open_page, plain
 
 from ui.search import views
+from ui.search.knobs import FUSION_LABELS
 
 SEARCH = "pages/1_Search.py"
 CARD_ID = re.compile(r'^<div class="wb-card"><b>#\d+</b> <span style="[^"]*">([^ ]+) · ')
@@ -49,6 +50,10 @@ def test_controls_render_with_their_defaults_and_help(app_db):
     helpless = [w.key for w in all_widgets(at) if not (w.help or "").strip()]
     assert helpless == []
     assert "Type a query" in at.info[0].value
+    # a greyed-out control named inside a sentence keeps its acronym (not "the rrf k")
+    assert any(plain(c.value).startswith("Greyed out: weighted sum does not use the RRF k (") for c in at.caption)
+    # the fusion picker's labels fit the sidebar's box (about 28 characters at 1400 px)
+    assert max(len(label) for label in FUSION_LABELS.values()) <= 28
 
 
 def test_results_are_the_core_fusion_exactly(workbench):
@@ -56,6 +61,10 @@ def test_results_are_the_core_fusion_exactly(workbench):
     at.text_input(key="view.query").set_value(QUERY).run()
     _, outcome = fused(workbench)
     assert_table_matches(at, outcome)
+    # the numbers first, the long text last: the vector columns are in sight at 1400 px
+    assert list(at.dataframe[0].value.columns) == [
+        "rank", "id", "display score", "fused score", "BM25 rank", "BM25 score", "vector rank", "vector score",
+        "title", "snippet"]
     # the threshold line: candidates and what top-K removed
     caption = at.caption[0].value
     assert f"{outcome.n_candidates} candidates" in caption

@@ -106,7 +106,8 @@ def test_the_present_page_shows_the_change_for_people(snap_set, workbench):
     assert values["After: present after"] == (f"{expected['b']['value']:.2f}", f"{expected['delta']:+.2f}")
     assert values["Questions improved / worse"][0] == f"{expected['wins']} / {expected['losses']}"
     assert any(plain(m.value) == headline_words(expected) for m in at.markdown)
-    assert headline_words(expected).startswith(("Search got better: ndcg@10 ", "Search got worse: ndcg@10 "))
+    # the metric as the app spells it everywhere (evaluate.metric_label), not its internal key
+    assert headline_words(expected).startswith(("Search got better: nDCG@10 ", "Search got worse: nDCG@10 "))
     assert any(h.proto.body == PRESENTATION_CSS for h in at.get("html"))  # the sidebar hidden, large type
     first = (expected["winners"] + expected["losers"])[0]["query_id"]
     assert at.selectbox(key="present.query").value == first
@@ -115,3 +116,5 @@ def test_the_present_page_shows_the_change_for_people(snap_set, workbench):
     rows = workbench.documents(COLLECTION, [r["document"] for r in a_rows + b_rows])
     assert list(shown[0]["document"]) == [document_words(rows.get(r["document"]), r["document"]) for r in a_rows]
     assert list(shown[1]["move"]) == [r["change"] for r in b_rows]
+    # the rank and the move before the title: a long title never pushes the move out of sight
+    assert [list(frame.columns) for frame in shown] == [["#", "document"], ["#", "move", "document"]]

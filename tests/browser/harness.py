@@ -245,19 +245,21 @@ COLUMN_JS = f"""([el, name]) => {{
 
 DATAFRAMES = '[data-testid="stMain"] [data-testid="stDataFrame"]'
 NTH_COLUMN_JS = f"""([n, name]) => {{
-    const el = document.querySelectorAll({json.dumps(DATAFRAMES)})[n];
+    const all = Array.from(document.querySelectorAll({json.dumps(DATAFRAMES)}));
+    const el = typeof n === 'number' ? all[n] : all.find(e => e.textContent.includes(n));
     return el ? ({COLUMN_JS})([el, name]) : null;
 }}"""
 
 
-def table_column(page, n: int, name: str) -> list[str] | None:
-    """The visible cells of column `name` of the main area's `n`-th dataframe (None: not shown).
-    Looked up afresh each time: a rerun may replace the element."""
+def table_column(page, n: int | str, name: str) -> list[str] | None:
+    """The visible cells of column `name` of the main area's `n`-th dataframe, or of the first
+    one showing text `n` (None: not shown). Looked up afresh each time: a rerun may replace the element."""
     return page.evaluate(NTH_COLUMN_JS, [n, name])
 
 
-def wait_table_column(page, n: int, name: str, expected: list[str], timeout: float = 30_000) -> None:
-    """Wait until column `name` of the main area's `n`-th dataframe shows exactly `expected`."""
+def wait_table_column(page, n: int | str, name: str, expected: list[str], timeout: float = 30_000) -> None:
+    """Wait until column `name` of the main area's `n`-th dataframe (or the first one showing
+    text `n`) shows exactly `expected`."""
     page.wait_for_function(f"([n, name, expected]) => JSON.stringify(({NTH_COLUMN_JS})([n, name])) "
                            "=== JSON.stringify(expected)", arg=[n, name, expected], timeout=timeout)
 
@@ -269,3 +271,61 @@ def wait_collection(page, name: str, timeout: float = 180_000) -> None:
     """Wait until the sidebar's collection picker (a combobox input) shows `name`."""
     page.wait_for_function(f"name => document.querySelector('{COLLECTION_PICKER}')?.value === name",
                            arg=name, timeout=timeout)
+
+
+# The selected cell of a dataframe (its accessibility table marks it) and how far the grid is
+# scrolled sideways.
+SELECTED_COLUMN_JS = """el => {
+    const table = el.querySelector('table[role="grid"]');
+    const scroller = el.querySelector('.dvn-scroller');
+    if (!table || !scroller) return null;
+    const heads = Array.from(table.querySelectorAll('thead th')).map(th => th.textContent);
+    const cell = table.querySelector('td[aria-selected="true"]');
+    return {column: cell ? heads[cell.cellIndex] : null, scrolled: scroller.scrollLeft};
+}"""
+
+
+def columns_in_sight(page, table, last: str, timeout: float = 15_000) -> list[str]:
+    """The columns of dataframe `table` (a locator) up to `last`, after checking that they are all
+    in sight without scrolling: the first row's first cell is selected, then the arrow key moves
+    the selection to column `last`, and the grid scrolls sideways only when the selected cell is
+    not wholly in sight (the columns before it are, as the grid is not scrolled). An
+    AssertionError if it scrolled, or if the table reaches past the window's right edge."""
+    table.scroll_into_view_if_needed()
+    box = table.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= page.viewport_size["width"], box
+    handle = table.element_handle()
+    page.wait_for_function(f"el => ({GRID_JS})(el)?.heads.length > 0", arg=handle, timeout=timeout)
+    heads = handle.evaluate(GRID_JS)["heads"]
+    assert last in heads, f"no column {last!r} in sight: {heads}"
+    shown = heads[: heads.index(last) + 1]
+    page.mouse.click(box["x"] + 10, box["y"] + 52)  # below the 35-pixel header: the first row's first cell
+    page.wait_for_function(f"([el, first]) => ({SELECTED_COLUMN_JS})(el)?.column === first", arg=[handle, heads[0]],
+                           timeout=timeout)
+    for _ in shown[1:]:
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"([el, last]) => ({SELECTED_COLUMN_JS})(el)?.column === last", arg=[handle, last],
+                           timeout=timeout)
+    scrolled = handle.evaluate(SELECTED_COLUMN_JS)["scrolled"]
+    assert scrolled == 0, f"the table scrolled sideways by {scrolled} px to show {last!r}"
+    return shown
+
+
+# Text cut short (not a table's canvas): a box wider text does not fit in, which ends it with an
+# ellipsis (a button's label: the ellipsis is on its Markdown container), hides the rest of its
+# own text (overflow hidden or clipped), or a select box's value (its combobox input) cut off.
+TRUNCATED_JS = """() => Array.from(document.querySelectorAll('[data-testid="stApp"] *')).filter(el => {
+    if (el.offsetParent === null || el.closest('[data-testid="stDataFrame"]')) return false;
+    if (el.getBoundingClientRect().width <= 2) return false;  // visually hidden (the skip link)
+    if (el.scrollWidth <= el.clientWidth + 1) return false;
+    if (el.matches('input[role="combobox"]')) return el.value.trim() !== '';
+    const style = getComputedStyle(el);
+    const own = Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+    return (style.textOverflow === 'ellipsis' && el.textContent.trim() !== '') ||
+        (own && ['hidden', 'clip'].includes(style.overflowX));
+}).map(el => (el.matches('input') ? el.value : el.textContent).trim())"""
+
+
+def truncated_texts(page) -> list[str]:
+    """The texts on the page cut short by their box (`TRUNCATED_JS`)."""
+    return page.evaluate(TRUNCATED_JS)

@@ -24,6 +24,7 @@ from retrieval.search.workbench import Workbench
 from retrieval.store import Store
 
 SAMPLE = harness.SAMPLE_COLLECTION
+SCREENSHOTS = harness.REPO / "tests" / "browser" / "screenshots"
 
 
 def open_page(page, url: str, title: str) -> None:
@@ -164,7 +165,11 @@ def test_the_present_page_hides_the_sidebar_and_shows_the_change(page, ready_app
     page.locator('[data-testid="stDataFrame"]').nth(1).wait_for()
     harness.wait_idle(page)
     page.locator('[data-testid="stSidebar"]').wait_for(state="hidden")  # the page's CSS: no sidebar
-    page.screenshot(path=str(harness.REPO / "tests" / "browser" / "screenshots" / "present.png"), full_page=True)
+    # at 1400 px the rank and the move are in sight beside a long title, no label is cut short
+    after_table = page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').nth(1)
+    assert harness.columns_in_sight(page, after_table, "move") == ["#", "move"]
+    assert harness.truncated_texts(page) == []
+    page.screenshot(path=str(SCREENSHOTS / "present.png"))
 
     # The same two snapshots diffed on Evaluate → Snapshots: each side's list headed by its name in
     # bold (views.bold: a <strong>, its asterisks not shown as text).
@@ -178,4 +183,36 @@ def test_the_present_page_hides_the_sidebar_and_shows_the_change(page, ready_app
     assert shown == [{"html": "<strong>one candidate</strong>", "text": "one candidate"},
                      {"html": "<strong>default</strong>", "text": "default"}], shown
     both = headings.first.locator("xpath=ancestor::*[@data-testid='stHorizontalBlock'][1]")  # the two columns
-    both.screenshot(path=str(harness.REPO / "tests" / "browser" / "screenshots" / "snapshot-diff.png"))
+    both.screenshot(path=str(SCREENSHOTS / "snapshot-diff.png"))
+
+    # Optimise on a few of these questions, stopped at once: it returns with the best so far, its gain, p
+    # and time in sight, and the boxes keep what the user typed
+    few = sorted(qrels)[:8]
+    JudgmentStore(store).save_query_set(SAMPLE, "optimise", {q: queries[q] for q in few}, {q: qrels[q] for q in few})
+    open_page(page, f"{ready_app}/Evaluate?collection={SAMPLE}&set=optimise", "Evaluate")
+    page.get_by_role("tab", name="Optimise").click()
+    set_number(page, "Trials per study", 1000)
+    set_number(page, "Folds", 2)
+    page.get_by_role("button", name="Optimise", exact=True).click()
+    page.get_by_role("button", name="Stop").click()
+    harness.wait_table_column(page, "held out", "", ["config A", "Bayesian search (TPE)"], timeout=60_000)
+    harness.wait_idle(page)
+    took = harness.table_column(page, "held out", "time")[1]
+    assert took.endswith(" s (stopped)"), took  # ended by Stop (no time budget set), the best so far kept
+    assert [page.get_by_role("spinbutton", name=n).input_value() for n in ("Trials per study", "Folds")] == ["1000",
+                                                                                                          "2"]
+    results = page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').filter(has_text="held out")
+    assert harness.columns_in_sight(page, results, "time") == ["", "nDCG@10 held out", "gain over config A", "p",
+                                                                  "time"]
+    assert harness.truncated_texts(page) == []
+    page.screenshot(path=str(SCREENSHOTS / "optimise-stopped.png"))
+
+
+def set_number(page, label: str, value: int) -> None:
+    """Type `value` into number box `label` and wait for the page to take it."""
+    box = page.get_by_role("spinbutton", name=label)
+    box.fill(str(value))
+    box.press("Enter")
+    page.wait_for_function("([label, value]) => document.querySelector(`input[aria-label=\"${label}\"]`)?.value "
+                           "=== value", arg=[label, str(value)])
+    harness.wait_idle(page)

@@ -83,6 +83,11 @@ def test_rating_a_result_changes_the_evaluated_metric(page, ready_app, browser_d
     harness.wait_idle(page)
     harness.search(page, QUERY)
     harness.wait_card_ids(page, ids)  # cards may still be arriving when the script reads idle
+    # at 1400 px the results table shows every source's columns before the long text, no label is cut short
+    table = page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').first
+    assert harness.columns_in_sight(page, table, "vector score")[-4:] == ["BM25 rank", "BM25 score", "vector rank",
+                                                                         "vector score"]
+    assert harness.truncated_texts(page) == []
     page.get_by_text(f"ratings go to query set '{SET}'", exact=False).wait_for()
 
     # the second result is the perfect answer: fused nDCG@10 = 1 / log2(3)

@@ -284,12 +284,12 @@ def test_cli_sweep_json_and_table(small_beir, tmp_path, run_cli):
     assert sum(line.startswith("    rrf k=") for line in lines[8:16]) == 1
     assert sum(line.startswith("    dbsf ") for line in lines[8:16]) == 1
     assert lines[-1].startswith("held-out ndcg@10 of taking the best variant (5-fold over queries)")
-    assert lines[-2].startswith("Current config: ndcg@10 ") and "Best of 132 variants: " in lines[-2]
+    assert lines[-2].startswith("Current config: nDCG@10 ") and "Best of 132 variants: " in lines[-2]
     # with the JSON, on stderr: the options' config (the default at depth 20, a grid point) beside the best
     best = rows[0]["metrics"]["ndcg@10"]
     default = next(r for r in rows if r["label"] == "weighted l2 arithmetic bm25=0.4 dense=0.6")["metrics"]["ndcg@10"]
     tied = sum(abs(r["metrics"]["ndcg@10"] - best) < 1e-6 for r in rows)
-    assert f"Current config: ndcg@10 {default:.4f}. Best of 132 variants: {best:.4f}" in out.stderr
+    assert f"Current config: nDCG@10 {default:.4f}. Best of 132 variants: {best:.4f}" in out.stderr
     assert default == best and tied > 1  # on these 12 easy queries most variants tie: said, not hidden
     assert f"the current config is already the best, tied with {tied - 1} other variant(s)" in out.stderr
     bad = run_cli("sweep", str(small_beir), "--sources", "bm25", db=db)

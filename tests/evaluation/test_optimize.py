@@ -11,7 +11,7 @@ from counting import CountingWorkbench
 
 from retrieval.cli import main as cli
 from retrieval.evaluation.evaluate import evaluate_collection
-from retrieval.evaluation.optimize import cross_validate, judgment_warnings, query_folds
+from retrieval.evaluation.optimize import cross_validate, judgment_warnings, param_label, query_folds
 from retrieval.evaluation.study import SearchSpace, prepare
 from retrieval.search.config import SearchConfig
 from retrieval.store import Store
@@ -88,6 +88,11 @@ def test_scores_are_the_evaluation_of_the_configs(prepared, xsmall):
     low, high = as_json["cv"]["ci95"]
     assert low <= as_json["cv"]["ndcg@10"] <= high
     assert SearchConfig.from_dict(as_json["config"]) == result.config
+    # the importance under the app's words (the page's chart), same values, same order
+    assert result.sources == ("bm25", "dense") and result.full.importance
+    labelled = result.importance_labels()
+    assert list(labelled.items()) == [(param_label(k, result.sources), v) for k, v in result.full.importance.items()]
+    assert "Fusion method" in labelled and not {"share", "fusion", "depth"} & set(labelled)
 
 
 def test_the_optimiser_does_not_end_below_its_start_on_held_out_queries(prepared):
@@ -117,6 +122,26 @@ def test_the_optimiser_does_not_end_below_its_start_on_held_out_queries(prepared
                 assert result.per_query["cv"][q] == result.per_query["default"][q]
     assert result.to_json()["validation"] == [s.validation for s in result.studies]
     assert inner_split([f"q{i}" for i in range(7)], 0) == ([f"q{i}" for i in range(7)], [])  # too few to check
+
+
+def test_parameters_and_features_read_in_the_apps_words():
+    """The importance chart's names: the sources as the app calls them (dense is 'vector'), the
+    config fields and fusion parameters by their control's label; never an internal key."""
+    sources = ("bm25", "dense")
+    assert [param_label(n, sources) for n in (
+        "share", "w.dense", "fusion", "weighted.normalization", "weighted.combination", "rrf.rrf_k", "depth",
+        "min_q.dense", "lambda", "qw.intercept", "qw.bm25_gap")] == [
+        "BM25 share of the weight", "Vector weight", "Fusion method", "Normalisation (weighted sum)",
+        "Combination (weighted sum)", "RRF k", "Candidate depth (per source)", "Minimum vector raw score",
+        "Rerank interpolation λ", "BM25 share: intercept", "BM25 share: BM25's top score above its 10th"]
+    assert param_label("share", ("dense", "bm25")) == "Vector share of the weight"  # the space's first source
+    assert param_label("something.new") == "something.new"  # unknown: as it is
+    from retrieval.search.learned_ranker import feature_label, feature_names
+
+    assert [feature_label(n) for n in feature_names(["dense"])] == [
+        "Vector raw score", "Vector normalised score", "Vector rank", "Fused score", "Query length",
+        "Chinese characters", "Terms no document holds", "BM25's top score above its 10th", "Document length",
+        "Query terms in the title"]
 
 
 def test_guard_rails():

@@ -244,14 +244,14 @@ def test_the_headline_puts_the_current_config_beside_the_best_and_names_ties():
     assert said.tied == ("a", "b") and said.best == "a"
     assert said.current_value == pytest.approx(0.5) and said.best_value == pytest.approx(0.8)
     assert said.p_value == randomization_p([0.5, 0.3, 0.1])  # a − current, per query
-    assert said.sentence().startswith("Current config: ndcg@10 0.5000. Best of 3 variants: 0.8000 (Δ +0.3000, "
+    assert said.sentence().startswith("Current config: nDCG@10 0.5000. Best of 3 variants: 0.8000 (Δ +0.3000, "
                                       "paired randomization p = ")
     assert "2 variants tie at the best" in said.sentence()
     # three queries all better: a sign-flip test cannot go below 2/8 — not significant
     assert said.p_value > 0.05 and not said.significant
     assert "not significantly better: the difference may be noise over these queries" in said.sentence()
     already = headline(result, "b")
-    assert already.sentence() == ("Current config: ndcg@10 0.8000. Best of 3 variants: 0.8000 — the current config "
+    assert already.sentence() == ("Current config: nDCG@10 0.8000. Best of 3 variants: 0.8000 — the current config "
                                   "is already the best, tied with 1 other variant(s).")
     # with_current finds the config in the grid, or adds it
     grid = default_grid(SearchConfig())

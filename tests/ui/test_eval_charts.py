@@ -74,10 +74,15 @@ def test_sweep_grid_and_heatmap_take_the_best_per_cell():
     assert weights == [0.3, 0.7] and ks == [10.0, 60.0]
     assert z == [[0.9, 0.7], [0.6, None]]  # (0.3, 60): best of 0.7 and 0.5; the weighted row is left out
     fig = ec.sweep_heatmap(ROWS)
-    heat, star = fig.data
+    (heat,) = fig.data
     assert list(heat.x) == ["10", "60"] and list(heat.y) == ["0.3", "0.7"]
     assert [list(r) for r in heat.z] == z
-    assert list(star.x) == ["10"] and list(star.y) == ["0.3"]  # the best cell
+    # the best cell (0.3, 10) keeps its number readable, the star beside it; the empty cell reads "—"
+    assert [list(r) for r in heat.text] == [["0.900 ★", "0.700"], ["0.600", "—"]]
+    assert [list(r) for r in heat.customdata] == [["0.9000", "0.7000"], ["0.6000", "—"]]
+    assert "%{customdata}" in heat.hovertemplate and "%{z" not in heat.hovertemplate  # no "None" on hover
+    (outline,) = fig.layout.shapes  # around the best cell: column 0, row 0
+    assert (outline.x0, outline.x1, outline.y0, outline.y1) == (-0.5, 0.5, -0.5, 0.5)
 
 
 def test_sweep_frame_keeps_the_core_order():
@@ -85,6 +90,9 @@ def test_sweep_frame_keeps_the_core_order():
     assert list(frame["rank"]) == [1, 2, 3, 4, 5]
     assert list(frame["label"]) == [r["label"] for r in ROWS]
     assert list(frame["nDCG@10"]) == [r["ndcg@10"] for r in ROWS]
+    # the metrics right after the label, the settings after them: in sight at 1400 px
+    assert list(frame.columns) == ["rank", "label", *[ec.metric_label(m) for m in METRICS], "fusion",
+                                   "normalization", "combination", "weight", "rrf_k", "rerank_top_n", "rerank_lambda"]
     # a setting the method does not use reads "—", never "None"
     rrf = ec.sweep_frame([{**ROWS[0], "normalization": None, "combination": None}], METRICS)
     assert list(rrf["normalization"]) == ["—"] and list(rrf["combination"]) == ["—"]
@@ -102,3 +110,13 @@ def test_delta_chart_colours_wins_losses_and_ties_and_escapes_text():
     assert list(bar.marker.color) == ["#16a34a", "#94a3b8", "#dc2626"]
     assert "&lt;b&gt;query&lt;/b&gt;" in bar.text[2] and "<b>" not in bar.text[2]
     assert [ec.outcome_of(d) for d in (0.1, 0.0, -0.1)] == ["win", "tie", "loss"]
+
+
+def test_the_importance_chart_names_parameters_in_full_largest_on_top():
+    fig = ec.importance_chart({"BM25 share of the weight": 0.7, "Candidate depth (per source)": 0.2, "<b>x</b>": 0.1},
+                              "parameter importance (PED-ANOVA)")
+    (bars,) = fig.data
+    assert list(bars.y) == ["BM25 share of the weight", "Candidate depth (per source)", "&lt;b&gt;x&lt;/b&gt;"]
+    assert list(bars.x) == [0.7, 0.2, 0.1] and bars.orientation == "h"
+    assert fig.layout.yaxis.autorange == "reversed" and fig.layout.yaxis.automargin  # no label cut short
+    assert fig.layout.xaxis.title.text == "parameter importance (PED-ANOVA)"  # on the values' axis

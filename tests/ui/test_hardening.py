@@ -118,6 +118,7 @@ def test_source_names_in_every_figure_are_escaped():
     assert "&#37;{y}" in fig.data[0].hovertemplate  # a '%{y}' in a name is not a placeholder
     rows = [{"fusion": "rrf", "weight": 0.5, "rrf_k": 60, "ndcg@10": 0.5}]
     _assert_literal(eval_charts.sweep_heatmap(rows, weight_name=EVIL_SOURCE))
+    _assert_literal(eval_charts.importance_chart({f"{EVIL_SOURCE} weight": 1.0}, EVIL_SOURCE))
     _assert_literal(eval_charts.delta_chart({EVIL_SOURCE: 0.1}, {EVIL_SOURCE: EVIL_SOURCE}))
 
 

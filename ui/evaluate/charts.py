@@ -119,18 +119,18 @@ NOT_USED = "—"  # a table cell of a setting the row does not use
 
 
 def sweep_frame(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> pd.DataFrame:
-    """The ranked sweep table (rows as the core ranks them, best first) with a rank column. A
-    setting the variant's method does not use (RRF's normalisation) reads "—", not "None"; the
-    number columns keep it empty for the table's placeholder (`NOT_USED`)."""
-    columns = ["rank", "label", "fusion", "normalization", "combination", "weight", "rrf_k", "rerank_top_n",
-               "rerank_lambda"]
+    """The ranked sweep table (rows as the core ranks them, best first) with a rank column; the
+    metrics right after the variant's label, its settings after them (so the metrics are in sight
+    in a 1400-pixel window). A setting the variant's method does not use (RRF's normalisation)
+    reads "—", not "None"; the number columns keep it empty for the table's placeholder (`NOT_USED`)."""
+    settings = ["fusion", "normalization", "combination", "weight", "rrf_k", "rerank_top_n", "rerank_lambda"]
     records = []
     for i, row in enumerate(rows, start=1):
-        record = {"rank": i, **{c: row.get(c) for c in columns[1:]}}
+        record = {"rank": i, "label": row.get("label"), **{c: row.get(c) for c in settings}}
         record.update({c: NOT_USED for c in ("normalization", "combination") if record[c] is None})
         record.update({metric_label(m): row.get(m) for m in names})
         records.append(record)
-    return pd.DataFrame.from_records(records, columns=columns + [metric_label(m) for m in names])
+    return pd.DataFrame.from_records(records, columns=["rank", "label", *[metric_label(m) for m in names], *settings])
 
 
 def sweep_grid(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY
@@ -153,28 +153,31 @@ def sweep_grid(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY
 
 def sweep_heatmap(rows: Sequence[Mapping[str, Any]], metric: str = PRIMARY,
                   weight_name: str = "BM25 weight") -> go.Figure:
-    """Heatmap of `metric` over the RRF variants: BM25 weight (rows) × RRF k (columns); the
-    best cell is marked."""
+    """Heatmap of `metric` over the RRF variants: BM25 weight (rows) × RRF k (columns). The best
+    cell's number carries a star beside it ("0.986 ★") and the cell an outline, so the number
+    stays readable; a cell no variant scored reads "—" (`NOT_USED`), in the cell and its hover."""
     from ui.search.charts import plot_text, template_text
 
     weights, ks, z = sweep_grid(rows, metric)
-    text = [["" if v is None else f"{v:.3f}" for v in row] for row in z]
+    cells = [(v, i, j) for i, row in enumerate(z) for j, v in enumerate(row) if v is not None]
+    best = max(cells, key=lambda c: (c[0], -c[1], -c[2])) if cells else None
+    text = [[NOT_USED if v is None else f"{v:.3f}" + (" ★" if best and (i, j) == best[1:] else "")
+             for j, v in enumerate(row)] for i, row in enumerate(z)]
+    shown = [[NOT_USED if v is None else f"{v:.4f}" for v in row] for row in z]
     fig = go.Figure(go.Heatmap(
         x=[f"{k:g}" for k in ks], y=[f"{w:g}" for w in weights], z=z, text=text, texttemplate="%{text}",
-        colorscale="Viridis", colorbar=dict(title=metric_label(metric)),
-        hovertemplate=f"{template_text(weight_name)} %{{y}}, RRF k %{{x}}: {metric_label(metric)} %{{z:.4f}}"
+        customdata=shown, hoverongaps=True, colorscale="Viridis", colorbar=dict(title=metric_label(metric)),
+        hovertemplate=f"{template_text(weight_name)} %{{y}}, RRF k %{{x}}: {metric_label(metric)} %{{customdata}}"
                       "<extra></extra>",
     ))
-    cells = [(v, i, j) for i, row in enumerate(z) for j, v in enumerate(row) if v is not None]
-    if cells:
-        value, i, j = max(cells, key=lambda c: (c[0], -c[1], -c[2]))
-        fig.add_scatter(x=[f"{ks[j]:g}"], y=[f"{weights[i]:g}"], mode="markers", showlegend=False,
-                        marker=dict(symbol="star", size=16, color="#dc2626", line=dict(width=1, color="white")),
-                        hovertemplate=f"best RRF cell: {value:.4f}<extra></extra>")
+    if best is not None:  # an outline around the best cell (categories sit at 0, 1, …)
+        _, i, j = best
+        fig.add_shape(type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
+                      line=dict(color="#dc2626", width=3), fillcolor="rgba(0,0,0,0)")
     fig.update_xaxes(title_text="RRF k", type="category")
     fig.update_yaxes(title_text=plot_text(weight_name), type="category")
     fig.update_layout(height=120 + 34 * max(1, len(weights)), margin=dict(l=10, r=10, t=30, b=10),
-                      title=f"{metric_label(metric)} of the RRF variants")
+                      title=f"{metric_label(metric)} of the RRF variants (★ the best)")
     return fig
 
 
@@ -203,6 +206,22 @@ def rerank_chart(rows: Sequence[Mapping[str, Any]], first_stage: float | None, m
     fig.update_yaxes(title_text=metric_label(metric))
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), legend_title_text="reranked",
                       title=f"{metric_label(metric)} of the rerank variants")
+    return fig
+
+
+# ---- optimiser -------------------------------------------------------------------------------
+def importance_chart(importance: Mapping[str, float], what: str) -> go.Figure:
+    """What mattered in an optimisation: one horizontal bar per parameter or feature (the app's
+    words, `OptimizeResult.importance_labels`), largest on top; the names in full (plotly widens
+    the margin to fit them), `what` the value axis' title."""
+    from ui.search.charts import plot_text
+
+    names = list(importance)
+    fig = go.Figure(go.Bar(x=list(importance.values()), y=[plot_text(n) for n in names], orientation="h",
+                           marker_color="#2563eb", hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", automargin=True, type="category")
+    fig.update_xaxes(title_text=plot_text(what), rangemode="tozero")
+    fig.update_layout(height=80 + 26 * max(1, len(names)), margin=dict(l=10, r=10, t=10, b=10))
     return fig
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from retrieval.evaluation.evaluate import metric_label
 from retrieval.evaluation.snapshot_diff import diff, result_lists
 from retrieval.evaluation.snapshots import Snapshot, SnapshotStore, rerun_at
 from ui.evaluate import charts as eval_charts
@@ -24,23 +25,29 @@ PRESENTATION_CSS = """<style>
 </style>"""
 
 
+# The short columns narrow, the title takes the rest of the table's width.
+COLUMNS = {"#": st.column_config.NumberColumn(width="small"), "move": st.column_config.TextColumn(width="small"),
+           "document": st.column_config.TextColumn(width="large")}
+
+
 def headline_words(d: dict) -> str:
     """The change in one sentence for people: the metric before and after, how many questions
     improved and worsened, and whether the change is more than noise (randomization test, 0.05)."""
     better = "better" if d["delta"] > 0 else "worse" if d["delta"] < 0 else "unchanged"
     verdict = ("a real change (p < 0.05)" if d["p_value"] < 0.05 else
                "within the noise: it could be chance (p ≥ 0.05)")
-    return (f"Search got {better}: {d['metric']} {d['a']['value']:.2f} → {d['b']['value']:.2f} over "
+    return (f"Search got {better}: {metric_label(d['metric'])} {d['a']['value']:.2f} → {d['b']['value']:.2f} over "
             f"{d['n_queries']} judged questions — {d['wins']} improved, {d['losses']} got worse, {d['ties']} "
             f"unchanged; {verdict}.")
 
 
 def titled(workbench, collection: str, rows: list[dict]) -> list[dict]:
     """Result rows as people read them: each document by its title, else the start of its text
-    (its id when it is gone from the collection)."""
+    (its id when it is gone from the collection). The rank and the move come before the title, so
+    a long title never pushes the move out of sight (`COLUMNS`)."""
     found = workbench.documents(collection, [r["document"] for r in rows]) if workbench.exists(collection) else {}
-    return [{"#": r["rank"], "document": document_words(found.get(r["document"]), r["document"]),
-             **({"move": r["change"]} if "change" in r else {})} for r in rows]
+    return [{"#": r["rank"], **({"move": r["change"]} if "change" in r else {}),
+             "document": document_words(found.get(r["document"]), r["document"])} for r in rows]
 
 
 def document_words(row: dict | None, doc_id: str, chars: int = 90) -> str:
@@ -97,5 +104,5 @@ def present(workbench, collection: str) -> None:
     lists = st.columns(2)
     for column, title, rows in zip(lists, ("Before", "After"), (before, after), strict=True):
         column.subheader(title)
-        column.dataframe(titled(workbench, collection, rows), hide_index=True, width="stretch")
+        column.dataframe(titled(workbench, collection, rows), hide_index=True, width="stretch", column_config=COLUMNS)
     st.caption("▲ / ▼: the document's move after the change; new: it was not in the top 5 before.")

@@ -148,11 +148,11 @@ def _qrels_downloads(workbench, collection: str, name: str) -> None:
     except Exception as exc:
         views.show_error(exc)
         return
-    whole.download_button("Query set (queries + judgments)", both, file_name=f"{collection}-{name}.jsonl",
+    whole.download_button("Query set (JSONL)", both, file_name=f"{collection}-{name}.jsonl",
                           mime="application/x-ndjson", key="eval.queryset_jsonl",
-                          help="The whole set in one file: each query's id, text and judgments (JSONL). Upload it "
-                               "into another collection or database, or give it to `python -m retrieval queryset "
-                               "import`; BEIR tools read it as a queries file.")
+                          help="The whole set, queries and judgments, in one JSONL file: each query's id, text "
+                               "and judgments. Upload it into another collection or database, or give it to "
+                               "`python -m retrieval queryset import`; BEIR tools read it as a queries file.")
     left.download_button("Judgments (TREC qrels)", trec, file_name=f"{collection}-{name}.qrels", mime="text/plain",
                          key="eval.qrels_trec", help="This set's judgments as TREC qrels: 'qid 0 docid grade' lines.")
     right.download_button("Judgments (BEIR tsv)", beir, file_name=f"{collection}-{name}.tsv",

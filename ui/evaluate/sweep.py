@@ -96,7 +96,9 @@ def sweep_section(workbench, collection: str, qset: QuerySet, config: SearchConf
     if eval_charts.rerank_lines(rows):
         st.plotly_chart(eval_charts.rerank_chart(rows, _no_rerank_value(result)), width="stretch")
     column_config = {eval_charts.metric_label(m): st.column_config.NumberColumn(format="%.4f") for m in names}
-    column_config.update(rerank_top_n=st.column_config.NumberColumn("rerank top-N"),
+    column_config.update(normalization=st.column_config.TextColumn("normalisation"),
+                         rrf_k=st.column_config.NumberColumn("RRF k"),
+                         rerank_top_n=st.column_config.NumberColumn("rerank top-N"),
                          rerank_lambda=st.column_config.NumberColumn("rerank λ", format="%.1f"))
     st.dataframe(eval_charts.sweep_frame(rows, names), hide_index=True, width="stretch", column_config=column_config,
                  placeholder=eval_charts.NOT_USED)

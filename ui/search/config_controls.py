@@ -85,6 +85,12 @@ def config_b_actions(workbench: Workbench, container: Any = None) -> None:
                   help="Config B goes back to its defaults: RRF k = 60, BM25 0.5, vector 0.5.")
 
 
+def in_sentence(label: str) -> str:
+    """A control's label inside a sentence: 'Score normalisation' → 'score normalisation', an
+    acronym kept ('RRF k')."""
+    return label if label[:2].isupper() else label[:1].lower() + label[1:]
+
+
 def graph_controls(which: str = "a", container: Any = None) -> SearchConfig:
     """The entity graph's parameters alone (the same `GRAPH_KNOBS`, bound to the same keys as in
     `config_controls`), for the Graph page; returns the View's config."""
@@ -114,7 +120,7 @@ def config_controls(which: str = "a", container: Any = None, title: str | None =
             _draw(knob, which, **({"disabled": True} if unused or rerank_off else {}))
             if unused:  # say why it is greyed out, beside it
                 st.caption(markdown_safe(f"Greyed out: {_method(config).short} does not use the "
-                                         f"{knob.label.lower()} ({_method(config).help})"))
+                                         f"{in_sentence(knob.label)} ({_method(config).help})"))
             elif rerank_off:
                 st.caption("Greyed out: turn “Rerank” on to use it.")
             if knob.key == "rerank":  # what reranking did where it was measured, beside its switch

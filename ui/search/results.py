@@ -113,7 +113,7 @@ def contribution_bars(rows: Sequence[ResultRow], sources: Sequence[str]) -> Cont
 
 def results_frame(rows: Sequence[ResultRow], sources: Sequence[str], terms: Iterable[str],
                   reranked: bool = False) -> pd.DataFrame:
-    """The results table: rank, (rerank columns), id, title, snippet, scores, per-source rank/raw."""
+    """The results table: rank, (rerank columns), id, scores, per-source rank/raw, title, snippet."""
     terms = frozenset(terms)
     records = []
     for row in rows:
@@ -146,13 +146,16 @@ def results_frame(rows: Sequence[ResultRow], sources: Sequence[str], terms: Iter
 
 
 def results_columns(sources: Sequence[str], reranked: bool) -> list[str]:
+    """The numbers first, the text last: rank, (rerank), id, the scores and each source's rank and
+    score, then title and snippet, so the long text columns never push a source's columns out of
+    a 1400-pixel window."""
     columns = ["rank"]
     if reranked:
         columns += ["first-stage rank", "change", "rerank score", "final score"]
-    columns += ["id", "title", "snippet", "fused score", "display score"]
+    columns += ["id", "display score", "fused score"]
     for source in sources:
         columns += [f"{label(source)} rank", f"{label(source)} score"]
-    return columns
+    return columns + ["title", "snippet"]
 
 
 def rerank_label(row: ResultRow) -> str:

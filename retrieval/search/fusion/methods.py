@@ -190,7 +190,7 @@ class FusionMethod:
     """One fusion method; see the module docstring for the formulas."""
 
     name: str
-    label: str  # what a picker shows
+    label: str  # what a picker shows: short enough for the sidebar (about 28 characters)
     short: str  # in a sentence or a config's title: 'RRF', 'weighted sum'
     help: str  # its formula in a sentence (the controls' help)
     display_help: str  # how its display score is scaled, in a sentence
@@ -274,7 +274,7 @@ RRF_K_GRID = (1, 2, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 100, 120, 150, 200)
 # In the sweep's grid order (weighted first, then RRF, then DBSF): its rows keep that order on ties.
 FUSION_METHODS: dict[str, FusionMethod] = {m.name: m for m in (
     FusionMethod(
-        "weighted", "Weighted sum of normalised scores", "weighted sum",
+        "weighted", "Weighted sum (normalised)", "weighted sum",
         "Weighted sum adds w × normalised score: the score values count, so the normalisation matters.",
         "weighted sum: ÷ Σw × each source's top normalised score (harmonic and geometric means: ÷ the "
         "largest top normalised score)",
@@ -291,8 +291,9 @@ FUSION_METHODS: dict[str, FusionMethod] = {m.name: m for m in (
         by_rank=True,
     ),
     FusionMethod(
-        "dbsf", "Distribution-based score fusion (mean ± 3σ)", "DBSF",
-        "DBSF normalises each source's scores by this query's candidates, (x − (mean − 3σ)) / 6σ, "
+        "dbsf", "DBSF (distribution-based)", "DBSF",
+        "DBSF (distribution-based score fusion) normalises each source's scores by this query's candidates, "
+        "(x − (mean − 3σ)) / 6σ, "
         "then adds w × that: robust to one outlying score, unlike min-max.",
         "DBSF: ÷ Σw × each source's top normalised score",
         (),
