@@ -106,6 +106,22 @@ def test_the_llm_judge_is_off_until_configured(judgments):
     assert "The LLM judge is not configured" in infos
 
 
+def test_a_configured_llm_judge_offers_the_queue_it_would_judge(judgments, app_db):
+    """The LLM tab orders its queue as the grading tab does (given the judgments so far) and offers
+    to judge it; nothing is sent before the button is pressed (the address below never answers)."""
+    from retrieval.judging.llm.settings import SETTINGS_ROW, LLMSettings, _settings_table, save_settings
+
+    save_settings(Store(app_db.uri), LLMSettings(base_url="http://127.0.0.1:9/v1", model="stub-model"))
+    try:
+        judgments.rate_many(COLLECTION, SET, {("j1", "en-001"): 3}, rater="ann")
+        at = open_page(JUDGE, set=SET)
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        start = next(b for b in at.button if b.label == "Judge the queue with the LLM")
+        assert not start.disabled
+    finally:  # the app's database is shared: unconfigured again for the other tests
+        _settings_table(Store(app_db.uri)).delete(SETTINGS_ROW)
+
+
 def test_the_evaluate_page_counts_an_llm_rater_only_when_asked(judgments):
     judgments.rate_many(COLLECTION, SET, {("j1", "en-001"): 3}, rater="ann")
     judgments.rate_many(COLLECTION, SET, {("j1", "en-001"): 0, ("j2", "en-004"): 2}, rater="llm:tiny")

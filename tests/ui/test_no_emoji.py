@@ -25,9 +25,14 @@ EMOJI_RANGES = (
 )
 
 
+# Inside those blocks but not emoji (Unicode's emoji-data.txt lists neither) and drawn by the text
+# fonts (DejaVu Sans, which fontconfig brings on Debian): the star marking a heatmap's best cell.
+TEXT_SYMBOLS = frozenset("★☆")
+
+
 def is_emoji(char: str) -> bool:
-    """Whether the code point `char` lies in one of `EMOJI_RANGES`."""
-    return any(low <= ord(char) <= high for low, high in EMOJI_RANGES)
+    """Whether the code point `char` lies in one of `EMOJI_RANGES` and is not one of `TEXT_SYMBOLS`."""
+    return char not in TEXT_SYMBOLS and any(low <= ord(char) <= high for low, high in EMOJI_RANGES)
 
 
 def emoji_in(text: str) -> list[tuple[int, str]]:
@@ -43,7 +48,7 @@ def test_is_emoji_by_hand():
     for char in "🔎🕒🔁⚠\ufe0f⭐⌛✅❌\u200d🇨":
         assert is_emoji(char), f"U+{ord(char):04X}"
     # plain characters the UI uses, which the text fonts have: arrows, triangles, Greek, CJK, dashes
-    for char in "→←↗▲▼λΔ·—…–曹操赤壁aZ0 ":
+    for char in "→←↗▲▼λΔ·—…–★☆曹操赤壁aZ0 ":
         assert not is_emoji(char), f"U+{ord(char):04X}"
     assert emoji_in('st.title("🔎 Search")\nok\nst.error(x, icon="⚠️")') == [(1, "U+1F50E"), (3, "U+26A0"),
                                                                              (3, "U+FE0F")]

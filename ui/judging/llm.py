@@ -88,7 +88,9 @@ def llm_run_panel(workbench, collection: str, set_name: str, settings) -> None:
                                                                                            [CONFIG_A, CONFIG_B])
     budget = st.session_state.get("judge.budget", 100)
     try:
-        queue = full_queue(workbench, collection, set_name, selection, names)[:budget]
+        # the queue as the grading tab shows it: ordered given the judgments so far
+        consensus = workbench.judgments.qrels(collection, set_name)
+        queue = full_queue(workbench, collection, set_name, selection, names, consensus)[:budget]
         pairs = [(c.query_id, c.doc_id) for c in queue]
         items = queue_items(workbench, collection, set_name, pairs, settings)
         guess = estimate(items, settings)
