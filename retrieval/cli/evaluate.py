@@ -341,7 +341,7 @@ def cmd_optimize(args) -> int:
     print("learned config: " + json.dumps({k: v for k, v in result.config.to_dict().items()
                                           if v != base.to_dict().get(k)}, ensure_ascii=False))
     if result.full.importance:
-        print("parameter importance: " + ", ".join(f"{k} {v:.2f}" for k, v in result.full.importance.items()))
+        print("parameter importance: " + ", ".join(f"{k} {v:.2f}" for k, v in result.importance_labels().items()))
     return 0
 
 

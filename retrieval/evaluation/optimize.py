@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.evaluation.evaluate import metric_label
 from retrieval.evaluation.paired import bootstrap_ci, corrected_cv_ci
 from retrieval.evaluation.study import Prepared, Study, learn_study, run_study
 from retrieval.search.config import SearchConfig
@@ -205,7 +206,7 @@ class OptimizeResult:
 
     def summary(self) -> str:
         """The result in three sentences (what the CLI and the page print first)."""
-        m = self.metric
+        m = metric_label(self.metric)
         gain = self.gain
         lines = [f"{self.method}: {m} cross-validated ({self.folds}-fold) {self.cv['value']:.4f} "
                  f"[{self.cv['ci95'][0]:.4f}, {self.cv['ci95'][1]:.4f}], in-sample {self.in_sample['value']:.4f}, "

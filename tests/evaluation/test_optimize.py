@@ -230,6 +230,15 @@ def test_cli_optimize_saves_the_learned_config(xsmall, tmp_path, capsys):
     assert f"{N_QUERIES} queries: about " in printed.err and "then 6 trials per study" in printed.err
     assert set(out["in_sample"]) == {"ndcg@10", "ci95"} and "ndcg@10" in out["default"]
     assert Workbench(Store(str(db))).configs.load("tuned") == SearchConfig.from_dict(out["config"])
+    # in words: the metric and the parameters as the app names them, never the trial's names (10
+    # trials: the fewest that give an importance)
+    assert cli.main(["--db", str(db), "optimize", "xsmall", "--queryset", "questions", "--trials", "10", "--folds",
+                     "2", "--seed", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("bayes: nDCG@10 cross-validated (2-fold) ")
+    importance = next(line for line in lines if line.startswith("parameter importance: "))
+    shown = [part.rsplit(" ", 1)[0] for part in importance.removeprefix("parameter importance: ").split(", ")]
+    assert shown and all(name[:1].isupper() and "." not in name and "_" not in name for name in shown), shown
     # a taken name is refused before the work; bad input is one line
     assert cli.main(["--db", str(db), "optimize", "xsmall", "--queryset", "questions", "--save", "tuned"]) == 2
     assert "exists; add --overwrite" in capsys.readouterr().err
