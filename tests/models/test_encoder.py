@@ -7,7 +7,7 @@ import numpy as np
 
 from retrieval.models import embed
 from retrieval.models.embed import MINILM
-from retrieval.models.encoder import BATCH_SIZE, GPU_BATCH_SIZE, TORCH, torch_settings
+from retrieval.models.encoder import BATCH_SIZE, GPU_BATCH_SIZE, STATIC_BATCH_SIZE, TORCH, torch_settings
 
 
 def test_encode_passages_keeps_input_order_and_reports_progress(minilm):
@@ -45,6 +45,11 @@ def test_a_static_embedding_folder_loads_and_counts_no_truncation(tmp_path, mini
     vectors = encoder.encode_passages(["owls hunt at night", "bees make honey"])
     assert vectors.shape == (2, 8)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # No padding, no attention: batches of 1,024 (`STATIC_BATCH_SIZE`), the same vectors as 1 by 1.
+    assert encoder.passage_batch_size == STATIC_BATCH_SIZE == 1024
+    assert minilm.passage_batch_size == BATCH_SIZE
+    assert np.allclose(encoder.encode_passages(["owls hunt at night", "bees make honey"], batch_size=1), vectors,
+                       atol=1e-6)
 
 
 def test_a_gpu_gets_fp16_and_large_batches_a_cpu_keeps_fp32_and_16():
