@@ -62,6 +62,7 @@ def vector_copy(source_db: Path, work: Path, collection: str):
 
 
 def run(args) -> dict:
+    from retrieval.indexing.indexes import ann_index_options
     from retrieval.models.embed import load_encoder
     from retrieval.sources.lance_requests import LanceRequest, RowIdMap, vector_query
 
@@ -81,7 +82,7 @@ def run(args) -> dict:
     for partitions, probes_list in parse_plan(args.plan):
         started, cpu = time.perf_counter(), time.process_time()
         table.create_index(metric="cosine", index_type=args.index, num_partitions=partitions,
-                           vector_column_name="vector", replace=True)
+                           vector_column_name="vector", replace=True, **ann_index_options(args.index))
         built = (time.perf_counter() - started, time.process_time() - cpu)
         handle = db.open_table("vectors")
         handle.checkout(table.version)

@@ -118,6 +118,13 @@ SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 # with MiniLM (25: 0.947 at 18.5 ms, 40: 0.975 at 24.6, 60: 0.994 at 30.8). IVF_RQ's build takes
 # longer (153 s against 20 at 1M, peak RSS 1.1 GB), once per write of a large collection.
 ANN_INDEX = "IVF_RQ"
+# Bits per dimension of IVF_RQ's RaBitQ codes (`indexing.indexes.ann_index_options`). The figures
+# above were taken with 8, what LanceDB's `create_index(metric=…)` passes unless told. 4 orders the
+# shortlist as well — recall@10 of the refine-×1 request with every partition probed: 1.0000 with
+# 4 and 8 bits (MiniLM, 30k documents), 0.9997 and 0.9997 (static encoder, 100k); 1 bit, LanceDB's
+# own default, 0.985 and 0.973 — and builds 4× faster (100k vectors: 2.6 s against 11.9).
+# docs/experiments/ingest.md ("The vector index's bits").
+ANN_RQ_BITS = 4
 _ANN_NPROBES_SET = _env_int("WORKBENCH_ANN_NPROBES", 0, 1, 1_000_000)  # 0: not set (or unreadable)
 ANN_NPROBES = _ANN_NPROBES_SET or 100
 # What one call of the MCP server's tuning tools may cost (`retrieval.serve.tuning`): judged
