@@ -125,6 +125,14 @@ ANN_INDEX = "IVF_RQ"
 # own default, 0.985 and 0.973 — and builds 4× faster (100k vectors: 2.6 s against 11.9).
 # docs/experiments/ingest.md ("The vector index's bits").
 ANN_RQ_BITS = 4
+# A write to a collection that has its ANN index adds the new rows to it (LanceDB `optimize`: a
+# delta segment partitioned by the trained centroids, 0.13 s for 2,000 rows next to 50,000)
+# instead of training it again over every vector (51 s and +425 MB of RSS at 1M), unless the new
+# rows are more than this share of the indexed ones or the index has this many segments: so the
+# centroids are retrained before the collection has doubled (1.2⁴ ≈ 2.1) since they were. (The
+# compaction merges only files the same segments cover: a data file per segment until then.)
+ANN_RETRAIN_SHARE = 0.2
+ANN_MAX_SEGMENTS = 5
 _ANN_NPROBES_SET = _env_int("WORKBENCH_ANN_NPROBES", 0, 1, 1_000_000)  # 0: not set (or unreadable)
 ANN_NPROBES = _ANN_NPROBES_SET or 100
 # What one call of the MCP server's tuning tools may cost (`retrieval.serve.tuning`): judged

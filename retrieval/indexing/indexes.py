@@ -1,6 +1,7 @@
 """The indexes a collection gets, as its sources declare them (`plan.py`): LanceDB's native
 full-text index after every write, and from `limits.SCALE_DOCS` documents an ANN index per vector
-column, a BTREE index on `id` and a compaction of the write's files (`index_for_size`).
+column, a BTREE index on `id` and a compaction of the write's files (`index_for_size`), which
+also adds a write's rows to the indexes it keeps (`needs_training`).
 """
 
 from __future__ import annotations
@@ -78,18 +79,41 @@ def build_id_index(store: Store, name: str) -> None:
         store.table(name).create_scalar_index("id", index_type="BTREE", replace=True)
 
 
-def index_for_size(store: Store, info: CollectionInfo) -> CollectionInfo:
-    """From `limits.SCALE_DOCS` documents on, after a write: (re)build the ANN index of each
-    declared vector column the collection has (`limits.ANN_INDEX`; the dense source re-scores
-    its shortlist exactly), so vector search stays in milliseconds, and a BTREE index on `id`, so
-    reading the candidates' rows does not scan the table; then merge the write's data files
-    (`compact`). BM25 switches to the native index by itself ('auto' backend). Searches go on
-    meanwhile: they read the version before each step until it is committed."""
+def needs_training(table, column: str) -> bool:
+    """Whether a write's new rows in `column` need the ANN index trained anew rather than added
+    to the one there (`compact`'s LanceDB `optimize` partitions them by its centroids): when the
+    column has no index, one of another type than `limits.ANN_INDEX` (an IVF_SQ of before), or
+    when u / i > `limits.ANN_RETRAIN_SHARE` (u rows not indexed, i indexed) or the index already
+    has `limits.ANN_MAX_SEGMENTS` segments (its first build and one per incremental add)."""
+    index = next((i for i in table.list_indices() if i.columns == [column]), None)
+    if index is None or index.index_type.replace("_", "").lower() != limits.ANN_INDEX.replace("_", "").lower():
+        return True
+    stats = table.index_stats(index.name)
+    if stats is None:
+        return True
+    return (stats.num_unindexed_rows > limits.ANN_RETRAIN_SHARE * stats.num_indexed_rows
+            or stats.num_indices >= limits.ANN_MAX_SEGMENTS)
+
+
+def index_for_size(store: Store, info: CollectionInfo, retrain: bool = False) -> CollectionInfo:
+    """From `limits.SCALE_DOCS` documents on, after a write: build the ANN index of each declared
+    vector column the collection has (`limits.ANN_INDEX`; the dense source re-scores its
+    shortlist exactly), so vector search stays in milliseconds — trained anew when `retrain` or
+    `needs_training` says so, else kept and the write's rows added to it by the compaction —, and
+    a BTREE index on `id`, built with any ANN index (else kept, the compaction adds the new rows
+    to it), so reading the candidates' rows does not scan the table; then merge the write's data files (`compact`).
+    BM25 switches to the native index by itself ('auto' backend). Searches go on meanwhile: they
+    read the version before each step until it is committed."""
     if info.doc_count >= limits.SCALE_DOCS:
-        for column in plan.ann_columns(info):
+        table = store.table(info.name)
+        trained = [column for column in plan.ann_columns(info) if retrain or needs_training(table, column)]
+        for column in trained:
             build_vector_index(store, info.name, column=column)
-        build_id_index(store, info.name)
+        # Rebuilt with the ANN index: the compaction merges only the files that every index
+        # covers alike, and the id index's added segments would keep them apart.
+        if trained or not any(i.columns == ["id"] for i in table.list_indices()):
+            build_id_index(store, info.name)
         # Last: LanceDB merges only files that the same indexes cover, so a write's new files
-        # (not yet indexed) stay apart until every index covers them.
+        # (not yet indexed) stay apart until every index covers them; `optimize` indexes them.
         compact(store, info.name)
     return info

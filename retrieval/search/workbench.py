@@ -159,12 +159,12 @@ class Workbench:
 
     def build_vector_index(self, collection: str) -> None:
         """An approximate vector index for a large collection (similarities stay exact: refine);
-        from `limits.SCALE_DOCS` documents every index an ingest builds at that size
-        (`index_for_size`: each vector column's, the id index, compaction), e.g. after an ingest
-        whose index step failed."""
+        from `limits.SCALE_DOCS` documents every index an ingest builds at that size, trained
+        anew (`index_for_size` with `retrain`: each vector column's, the id index, compaction),
+        e.g. after an ingest whose index step failed or adds that only extended the index."""
         info = self.info(collection)
         if info.doc_count >= limits.SCALE_DOCS:
-            index_for_size(self.store, info)
+            index_for_size(self.store, info, retrain=True)
         else:
             build_vector_index(self.store, collection)
 

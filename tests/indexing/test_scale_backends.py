@@ -79,17 +79,65 @@ def test_large_collection_uses_the_scaled_backends_with_exact_scores(tmp_path, m
     assert wb.store.documents("zoo", ids[:2], dict.fromkeys(ids, 10**12)) == {i: by_id[i] for i in ids[:2]}
     assert result.documents == {i: by_id[i] for i in result.documents}
 
-    # An add rebuilds the index (a new one), and the new document is found
+    # An add of 1 row next to 6 indexed (1 ≤ 0.2 × 6) keeps the index and adds the row to it
+    # (a second segment), and the new document is found with its exact similarity
     def vector_index():
         return next(i for i in wb.store.table("zoo").list_indices() if i.columns == ["vector"])
 
-    before = vector_index().index_uuid
+    def segments():
+        stats = wb.store.table("zoo").index_stats(vector_index().name)
+        return stats.num_indexed_rows, stats.num_unindexed_rows, stats.num_indices
+
+    trained = vector_index().index_uuid
+    assert segments() == (6, 0, 1)
     add_documents(wb.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))
-    assert vector_index().index_uuid != before
-    # the add's data file was merged with the first write's (`indexing.indexes.compact`)
-    assert wb.store.table("zoo").stats()["fragment_stats"]["num_fragments"] == 1
+    assert vector_index().index_uuid == trained
+    assert segments() == (7, 0, 2)
+    # LanceDB merges only files the same index segments cover: one data file per segment
+    assert wb.store.table("zoo").stats()["fragment_stats"]["num_fragments"] == 2
     found = wb.search("zoo", "hens lay eggs", SearchConfig(depth=3)).candidates.sources["dense"].hits
     assert found[0].doc_id == "hen"
+    small_more = add_documents(small.store, "zoo", parse_bytes(MORE.encode(), "more.csv"))
+    assert small_more.documents == 1
+    exact = {h.doc_id: h.raw_score for h in small.search("zoo", "hens lay eggs", SearchConfig(depth=3))
+             .candidates.sources["dense"].hits}
+    assert [h.raw_score for h in found] == pytest.approx([exact[h.doc_id] for h in found], abs=1e-6)
+    # 2 rows next to 7 (2 > 0.2 × 7): the index is trained anew over all 9, one segment
+    two = "id,title,text\nox,Oxen,Oxen pull ploughs across the field.\nyak,Yaks,Yaks carry loads high in the hills.\n"
+    add_documents(wb.store, "zoo", parse_bytes(two.encode(), "two.csv"))
+    assert vector_index().index_uuid != trained
+    assert segments() == (9, 0, 1)
+    # every file under the one new index, so merged into one (`indexing.indexes.compact`)
+    assert wb.store.table("zoo").stats()["fragment_stats"]["num_fragments"] == 1
+    # `collections index` always trains anew
+    retrained = vector_index().index_uuid
+    wb.build_vector_index("zoo")
+    assert vector_index().index_uuid != retrained and segments() == (9, 0, 1)
+
+
+def test_an_index_takes_adds_until_it_has_max_segments(tmp_path, monkeypatch):
+    """Each small add is one more segment of the kept index; the add that would make the
+    `limits.ANN_MAX_SEGMENTS`-th trains it anew (one segment)."""
+    from retrieval.indexing.indexes import needs_training
+
+    monkeypatch.setattr(limits, "SCALE_DOCS", 6)
+    wb = Workbench(Store(str(tmp_path / "db")))
+    create_collection(wb.store, "zoo", parse_bytes(ANIMALS.encode(), "animals.csv"))
+    table = lambda: wb.store.table("zoo")  # noqa: E731
+    name = next(i.name for i in table().list_indices() if i.columns == ["vector"])
+    assert not needs_training(table(), "vector")
+    for n in range(1, limits.ANN_MAX_SEGMENTS):
+        add_documents(wb.store, "zoo", parse_bytes(f"id,text\nextra{n},Extra animal number {n} eats.\n".encode(),
+                                                   "one.csv"))
+        stats = table().index_stats(name)
+        assert (stats.num_indexed_rows, stats.num_unindexed_rows, stats.num_indices) == (6 + n, 0, 1 + n)
+        assert table().stats()["fragment_stats"]["num_fragments"] == 1 + n  # a data file per segment
+    assert limits.ANN_MAX_SEGMENTS == 5 and needs_training(table(), "vector")
+    add_documents(wb.store, "zoo", parse_bytes(b"id,text\nlast,The last animal sleeps.\n", "last.csv"))
+    stats = table().index_stats(next(i.name for i in table().list_indices() if i.columns == ["vector"]))
+    assert (stats.num_indexed_rows, stats.num_unindexed_rows, stats.num_indices) == (11, 0, 1)
+    assert table().stats()["fragment_stats"]["num_fragments"] == 1
+    assert needs_training(table(), "vector_missing")  # no index on a column: train one
 
 
 def test_small_collection_vector_search_in_memory_equals_lancedb_exact_scan(tmp_path):
