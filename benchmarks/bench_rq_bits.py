@@ -1,6 +1,6 @@
-"""IVF_RQ's bits per dimension: build time and recall of the project's vector request for each
-`num_bits`, on real vectors. Chooses `limits.ANN_RQ_BITS`; results in docs/experiments/ingest.md
-("The vector index's bits").
+"""IVF_RQ's bits per dimension and k-means sample: build time, the memory the build adds, and
+recall of the project's vector request for each `num_bits` and `sample_rate`, on real vectors.
+Chose `limits.ANN_RQ_BITS`; results in docs/experiments/ingest.md ("The vector index's bits").
 
     .venv/bin/python benchmarks/bench_rq_bits.py --docs 100000 --encoder data/models/minilm-static
     .venv/bin/python benchmarks/bench_rq_bits.py --docs 30000 --encoder all-MiniLM-L6-v2 [--json]
@@ -8,14 +8,14 @@
 The texts are bench_scale's corpus of --docs documents and its --queries queries (seed 0; made
 from ../shared/eval); their vectors are embedded once (`encode_passages`, `encode_queries`) and
 kept in data/scale/rq-bits/. The vectors go into a LanceDB table in batches of 5,000 rows (as an
-ingest writes them); then, per bits setting, a fresh IVF_RQ index (cosine, LanceDB's default
-partitioning) is built and timed, and every query is sent as the dense source sends it
-(`sources.lance_requests.vector_query`'s request through LanceDB's query builder: cosine, limit
-100, refine ×1 or ×3, the given probes). recall@10 = |served top 10 ∩
-exact top 10| / 10, exact by numpy over every vector, averaged over the queries; p50 is one
-request's wall time. Every partition probed isolates the codes' ordering (the shortlist of 100 is
-chosen by the codes, then re-scored exactly); fewer probes add the partitioning's misses, which
-differ between builds (k-means is trained anew each time).
+ingest writes them); then, per bits and --sample-rate setting, a fresh IVF_RQ index (cosine,
+LanceDB's default number of partitions) is built, timed and its added memory sampled, and every
+query is sent as the dense source sends it (`sources.lance_requests.vector_query`'s request
+through LanceDB's query builder: cosine, limit 100, refine ×1 or ×3, the given probes).
+recall@10 = |served top 10 ∩ exact top 10| / 10, exact by numpy over every vector, averaged over
+the queries; p50 is one request's wall time. Every partition probed isolates the codes' ordering
+(the shortlist of 100 is chosen by the codes, then re-scored exactly); fewer probes add the
+partitioning's misses, which differ between builds (k-means is trained anew each time).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import re
 import shutil
 import statistics
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -59,6 +60,33 @@ def vectors(docs: int, queries: int, encoder_name: str, cache: Path) -> tuple[np
     return d, q
 
 
+def rss_mb() -> float:
+    """This process's resident set now (Linux /proc)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+
+
+class PeakRss:
+    """The highest resident set seen while the block runs, sampled every 20 ms, above the one at
+    its start: what an index build adds to a process's memory."""
+
+    def __enter__(self):
+        self.start = self.peak = rss_mb()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.02):
+            self.peak = max(self.peak, rss_mb())
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()
+        self.added_mb = max(self.peak, rss_mb()) - self.start
+
+
 def run(args) -> dict:
     import lancedb
     import pyarrow as pa
@@ -81,10 +109,12 @@ def run(args) -> dict:
         else:
             table.add(data)
     rows = []
-    for bits in args.bits:
-        started = time.perf_counter()
-        table.create_index("vector", config=IvfRq(distance_type="cosine", num_bits=bits), replace=True)
-        build = time.perf_counter() - started
+    for bits, sample_rate in [(b, r) for b in args.bits for r in args.sample_rate]:
+        with PeakRss() as memory:
+            started = time.perf_counter()
+            table.create_index("vector", config=IvfRq(distance_type="cosine", num_bits=bits, sample_rate=sample_rate),
+                               replace=True)
+            build = time.perf_counter() - started
         for probes in args.probes:
             for refine in (1, 3):
                 recalls, times = [], []
@@ -95,7 +125,8 @@ def run(args) -> dict:
                     times.append(time.perf_counter() - started)
                     top = [int(x) for x in result.column("id").to_pylist()[:10]]
                     recalls.append(len(set(top) & set(exact[i].tolist())) / 10)
-                rows.append({"bits": bits, "build_s": round(build, 2), "probes": probes, "refine": refine,
+                rows.append({"bits": bits, "sample_rate": sample_rate, "build_s": round(build, 2),
+                             "build_added_rss_mb": round(memory.added_mb), "probes": probes, "refine": refine,
                              "recall_at_10": round(float(np.mean(recalls)), 4),
                              "p50_ms": round(1000 * statistics.median(times), 1)})
     shutil.rmtree(work, ignore_errors=True)
@@ -104,9 +135,10 @@ def run(args) -> dict:
 
 def table_text(result: dict) -> str:
     lines = [f"{result['docs']:,} vectors, {result['queries']} queries, encoder {result['encoder']}",
-             "| bits | build s | probes | refine | recall@10 | p50 ms |", "| ---: | ---: | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {r['bits']} | {r['build_s']} | {r['probes']} | ×{r['refine']} | {r['recall_at_10']:.4f} "
-              f"| {r['p50_ms']} |" for r in result["rows"]]
+             "| bits | sample rate | build s | build's added RSS MB | probes | refine | recall@10 | p50 ms |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {r['bits']} | {r['sample_rate']} | {r['build_s']} | {r['build_added_rss_mb']} | {r['probes']} "
+              f"| ×{r['refine']} | {r['recall_at_10']:.4f} | {r['p50_ms']} |" for r in result["rows"]]
     return "\n".join(lines)
 
 
@@ -116,6 +148,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--encoder", default="all-MiniLM-L6-v2")
     parser.add_argument("--bits", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 8])
+    parser.add_argument("--sample-rate", type=lambda s: [int(x) for x in s.split(",")], default=[256],
+                        help="k-means training vectors per partition (LanceDB's sample_rate; default 256)")
     parser.add_argument("--probes", type=lambda s: [int(x) for x in s.split(",")], default=[2, 100])
     parser.add_argument("--cache", type=Path, default=REPO / "data" / "scale" / "rq-bits")
     parser.add_argument("--json", action="store_true")
