@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -19,19 +20,48 @@ import time
 from pathlib import Path
 
 import pytest
+import writer as writer_module
 from writer import documents as writer_documents  # the documents a writer writes
 from writer import write  # the writer's own code, run in this process for setup and re-ingest
 
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.store import GRAPH_KINDS, Store, aux_table_name
 
-WRITER = Path(__file__).with_name("writer.py")
 RUNS = int(os.environ.get("RELIABILITY_RUNS", "1"))
+# Writers are forked from a server that imported lancedb and the store once (the server does not
+# have this folder on its path: writer.py itself, small, is imported by each child).
+FORKSERVER = multiprocessing.get_context("forkserver")
+FORKSERVER.set_forkserver_preload(["lancedb", "retrieval.indexing.pipeline", "retrieval.indexing.writer",
+                                   "retrieval.judging.judgments", "retrieval.store"])
 
 
-def start(db: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(WRITER), str(db), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+class Writer:
+    """One writer.py run in its own process (see writer.run): pid, poll, wait and returncode as a
+    Popen's, its JSON line in a file."""
+
+    def __init__(self, db: Path, args: tuple[str, ...], env: dict | None) -> None:
+        self.out = db.parent / f"writer-{time.monotonic_ns()}.out"
+        self.process = FORKSERVER.Process(target=writer_module.run, args=([str(db), *args], env or {}, str(self.out)))
+        self.process.start()
+        self.pid = self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.exitcode
+
+    def poll(self) -> int | None:
+        return self.process.exitcode
+
+    def wait(self, timeout: float) -> int | None:
+        self.process.join(timeout)
+        return self.process.exitcode
+
+    def output(self) -> str:
+        return self.out.read_text(encoding="utf-8") if self.out.exists() else ""
+
+
+def start(db: Path, *args: str, env: dict | None = None) -> Writer:
+    return Writer(db, args, env)
 
 
 def prepare(db: Path, op: str, name: str, start_: int = 0, count: int = 0, real: bool = False) -> dict:
@@ -39,10 +69,10 @@ def prepare(db: Path, op: str, name: str, start_: int = 0, count: int = 0, real:
     return {"ok": True, **write(Store(str(db)), op, name, start_, count, real=real)}
 
 
-def result(process: subprocess.Popen) -> dict:
-    out, err = process.communicate(timeout=180)
-    assert process.returncode == 0, err[-2000:]
-    return json.loads(out.strip().splitlines()[-1])
+def result(process: Writer) -> dict:
+    process.wait(timeout=180)
+    assert process.returncode == 0, (process.returncode, process.output()[-2000:])
+    return json.loads(process.output().strip().splitlines()[-1])
 
 
 def together(db: Path, tmp: Path, *writers: tuple[str, ...]) -> list[dict]:
@@ -190,7 +220,7 @@ def killed_at(db: Path, tmp: Path, step: str, *args: str) -> None:
     deadline = time.monotonic() + 120
     while not marker.exists():
         if process.poll() is not None:
-            raise AssertionError(f"writer ended before {step}: {process.communicate()}")
+            raise AssertionError(f"writer ended before {step}: {process.returncode} {process.output()}")
         assert time.monotonic() < deadline, f"writer never reached {step}"
         time.sleep(0.01)
     os.kill(process.pid, signal.SIGKILL)

@@ -8,6 +8,10 @@ and written through the store, which is what the protocol under test is; `--real
 the pipeline with the real encoder. `--wait GO_FILE` creates `GO_FILE.ready-<pid>` and waits for
 GO_FILE, so the test can start several writers at the same moment (a barrier).
 With WORKBENCH_PAUSE_AT / WORKBENCH_PAUSE_FILE set, the store stops at that step to be killed.
+
+The tests start writers through `run` in processes forked from a server that has imported this module
+once (multiprocessing's forkserver): each is a real process, killed with `kill -9` like any other,
+that does not pay the ~2 s of importing lancedb each time.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ import json
 import os
 import sys
 import time
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
+import lancedb  # noqa: E402, F401  (imported here, by the fork server, once: the store imports it lazily)
 import numpy as np  # noqa: E402
 
 from retrieval.indexing.derive import document_rows, graph_rows  # noqa: E402
@@ -28,6 +34,10 @@ from retrieval.indexing.pipeline import add_documents, create_collection  # noqa
 from retrieval.indexing.writer import Batch, write_batches  # noqa: E402
 from retrieval.store import CollectionInfo, Store, now_iso  # noqa: E402
 from retrieval.types import Document, ParsedCorpus  # noqa: E402
+
+# A writer forked from the server gets a fresh lancedb runtime (lancedb resets it after a fork); its
+# warning is about a fork in the middle of an operation, and the server never opens a database.
+warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
 
 DIM = 384
 WORDS = "apple river mountain castle bridge garden ocean forest valley desert".split()
@@ -83,14 +93,22 @@ def write(store: Store, op: str, name: str, start: int, count: int, real: bool) 
     raise SystemExit(f"unknown op {op}")
 
 
-def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+def run(argv: list[str], env: dict[str, str], out: str) -> None:
+    """`main` with these arguments and extra environment, printing to the file `out` (a forked writer)."""
+    os.environ.update(env)
+    with open(out, "w", encoding="utf-8") as sys.stdout:
+        main(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = [a for a in argv if not a.startswith("--")]
     db, op, name = args[:3]
     start, count = (int(args[3]), int(args[4])) if len(args) > 4 else (0, 0)
-    real = "--real" in sys.argv
+    real = "--real" in argv
     store = Store(db)
-    if "--wait" in sys.argv:
-        go = Path(sys.argv[sys.argv.index("--wait") + 1])
+    if "--wait" in argv:
+        go = Path(argv[argv.index("--wait") + 1])
         Path(f"{go}.ready-{os.getpid()}").write_text("ready")
         while not go.exists():
             time.sleep(0.005)
