@@ -4,7 +4,8 @@ Playwright for Python with Debian's chromium (never a browser Playwright downloa
 The app runs on its own LanceDB folder and a tiny sample (`WORKBENCH_SAMPLE`: 20 English XQuAD
 paragraphs), so the first-run ingest takes seconds. Every request that leaves the app's own
 server is aborted and recorded; a test that caused one fails. test_browser_scale.py starts a
-second app of its own, on a 50,000-document collection it builds (its module fixtures).
+second app of its own, on a collection it builds large enough for the scaled backends (their
+threshold lowered for that app and its test process; its module fixtures).
 Screenshots go to tests/browser/screenshots/ (git-ignored). The shared pieces are in harness.py
 (also used by benchmarks/bench_ui.py).
 """

@@ -56,13 +56,14 @@ def free_port() -> int:
 
 
 def start_app(db: Path, sample: Path | None, log_path: Path, timeout: float = 60,
-              extra_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+              extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     """`streamlit run app.py` on a free loopback port with its own database and sample; returns
     (process, url) once /_stcore/health answers. Raises RuntimeError (with the log) otherwise.
-    `sample` None: the bundled sample."""
+    `sample` None: the bundled sample; `env`: more environment variables for the server (e.g. a
+    `retrieval.limits` setting)."""
     port = free_port()
     env = {**os.environ, "WORKBENCH_DB": str(db), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "LANCEDB_LOG": "error", "OMP_WAIT_POLICY": "PASSIVE"}
+           "LANCEDB_LOG": "error", "OMP_WAIT_POLICY": "PASSIVE", **(env or {})}
     env.pop("WORKBENCH_SAMPLE", None)
     if sample is not None:
         env["WORKBENCH_SAMPLE"] = str(sample)
@@ -100,12 +101,12 @@ def stop_app(server: subprocess.Popen) -> None:
 
 
 @contextmanager
-def served_app(db: Path, sample: Path | None, log_path: Path):
-    """The app's URL while it runs on `db` (`start_app`; a failed start fails the test), then stopped."""
+def served_app(db: Path, sample: Path | None, log_path: Path, env: dict[str, str] | None = None):
+    """The app's URL while it runs on `db` (`start_app`, with `env`; a failed start fails the test), then stopped."""
     import pytest
 
     try:
-        server, url = start_app(db, sample, log_path)
+        server, url = start_app(db, sample, log_path, env=env)
     except RuntimeError as exc:
         pytest.fail(str(exc))
     try:
