@@ -150,27 +150,45 @@ def two_tabs(browser, ready_app):
 
 def prepare_upload(page, url: str, filename: str, data: bytes, collection: str, existing: bool) -> None:
     """On the Corpus page: upload `filename`, and target a new collection or an existing one."""
-    open_page(page, f"{url}/Corpus", "Corpus")
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
-        files=[{"name": filename, "mimeType": "text/csv", "buffer": data}])
-    page.get_by_text(f"Preview of {filename}").wait_for()
-    harness.wait_idle(page)
-    if existing:
-        page.get_by_text("existing collection", exact=True).click()
-        # The ingest form's picker (key corpus.add_to, class st-key-corpus-add_to), not the "Delete
-        # or clear" section's: same label, and on the page before the radio's rerun draws this one.
-        selector = '[data-testid="stMain"] [class~="st-key-corpus-add_to"] input[role="combobox"]'
-        picker = page.locator(selector)
-        picker.wait_for()
+    prepare_uploads(url, [(page, filename, data, collection, existing)])
+
+
+def prepare_uploads(url: str, uploads: list[tuple]) -> None:
+    """`prepare_upload` for each (page, filename, data, collection, existing) of `uploads`, step by
+    step in every tab before the next step (each tab has its own session: the server runs their
+    scripts meanwhile, rather than one tab waiting for the other's to finish)."""
+    for page, *_ in uploads:
+        page.goto(f"{url}/Corpus")
+    for page, *_ in uploads:
+        page.get_by_role("heading", name="Corpus").wait_for()
         harness.wait_idle(page)
-        harness.choose_option(page, picker, page.get_by_role("option", name=collection, exact=True))
-        page.wait_for_function("([sel, name]) => document.querySelector(sel)?.value === name",
-                               arg=[selector, collection])
-    else:
-        name = page.get_by_role("textbox", name="New collection name", exact=True)
-        name.fill(collection)
-        name.press("Enter")
-    harness.wait_idle(page)
+    for page, filename, data, *_ in uploads:
+        page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
+            files=[{"name": filename, "mimeType": "text/csv", "buffer": data}])
+    for page, filename, *_ in uploads:
+        page.get_by_text(f"Preview of {filename}").wait_for()
+        harness.wait_idle(page)
+    # The ingest form's picker (key corpus.add_to, class st-key-corpus-add_to), not the "Delete or
+    # clear" section's: same label, and on the page before the radio's rerun draws this one.
+    selector = '[data-testid="stMain"] [class~="st-key-corpus-add_to"] input[role="combobox"]'
+    for page, _, _, collection, existing in uploads:
+        if existing:
+            page.get_by_text("existing collection", exact=True).click()
+        else:
+            name = page.get_by_role("textbox", name="New collection name", exact=True)
+            name.fill(collection)
+            name.press("Enter")
+    for page, _, _, collection, existing in uploads:
+        if existing:
+            picker = page.locator(selector)
+            picker.wait_for()
+            harness.wait_idle(page)
+            harness.choose_option(page, picker, page.get_by_role("option", name=collection, exact=True))
+    for page, _, _, collection, existing in uploads:
+        if existing:
+            page.wait_for_function("([sel, name]) => document.querySelector(sel)?.value === name",
+                                   arg=[selector, collection])
+        harness.wait_idle(page)
 
 
 def ingest_at_once(pages) -> None:
@@ -199,8 +217,8 @@ def sidebar_collections(page) -> list[str]:
 
 def test_two_tabs_ingesting_into_different_collections_at_once(two_tabs, ready_app, browser_db):
     a, b = two_tabs
-    prepare_upload(a, ready_app, "harbour-a.csv", rows_csv("alpha", 60), "tabs-alpha", existing=False)
-    prepare_upload(b, ready_app, "harbour-b.csv", rows_csv("beta", 60), "tabs-beta", existing=False)
+    prepare_uploads(ready_app, [(a, "harbour-a.csv", rows_csv("alpha", 60), "tabs-alpha", False),
+                                (b, "harbour-b.csv", rows_csv("beta", 60), "tabs-beta", False)])
     ingest_at_once([a, b])
     a.get_by_text("Ingested 60 documents: collection 'tabs-alpha' now holds 60").wait_for(timeout=240_000)
     b.get_by_text("Ingested 60 documents: collection 'tabs-beta' now holds 60").wait_for(timeout=240_000)
@@ -226,8 +244,8 @@ def test_two_tabs_adding_to_the_same_collection_at_once(two_tabs, ready_app, bro
     a.get_by_role("button", name="Ingest", exact=True).click()
     a.get_by_text("Ingested 5 documents: collection 'tabs-shared' now holds 5").wait_for(timeout=240_000)
     harness.wait_idle(a)
-    prepare_upload(a, ready_app, "harbour-c.csv", rows_csv("gamma", 50), "tabs-shared", existing=True)
-    prepare_upload(b, ready_app, "harbour-d.csv", rows_csv("delta", 50), "tabs-shared", existing=True)
+    prepare_uploads(ready_app, [(a, "harbour-c.csv", rows_csv("gamma", 50), "tabs-shared", True),
+                                (b, "harbour-d.csv", rows_csv("delta", 50), "tabs-shared", True)])
     ingest_at_once([a, b])
     for page in (a, b):
         page.get_by_text("Added 50 documents: collection 'tabs-shared' now holds").wait_for(timeout=240_000)
