@@ -203,7 +203,7 @@ def test_an_id_repeated_in_a_later_batch_writes_nothing(tmp_path, paragraphs):
     assert snapshot(store, "c") == ("absent", [])
     assert not list(store.lock_dir.glob("*.journal.json"))
     # An existing collection: exactly as before, also its graph tables.
-    ingest_stream(store, "c", open_stream(XQUAD / "corpus.jsonl", batch_size=100), model=MINILM)
+    ingest_stream(store, "c", open_stream(paragraphs, batch_size=100), model=MINILM)
     before = snapshot(store, "c")
     items = [{"id": f"new-{i}", "text": r["text"]} for i, r in enumerate(corpus_lines()[:6])]
     items[5]["id"] = "new-0"
