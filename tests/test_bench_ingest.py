@@ -60,17 +60,21 @@ def test_timed_pipeline_restores_every_wrapped_function():
     assert after == before
 
 
-def test_a_small_run_reports_every_key_and_stage(capsys):
-    bench.main([str(REPO / "sample_data" / "xquad" / "corpus.jsonl"), "--docs", "130", "--json"])
+def test_a_small_run_reports_every_key_and_stage(capsys, tmp_path):
+    # 10 of the sample's paragraphs (5 English, their 5 Chinese translations): seconds to embed, not 130 documents twice
+    lines = (REPO / "sample_data" / "xquad" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    source = tmp_path / "corpus.jsonl"
+    source.write_text("\n".join(lines[:5] + lines[60:65]) + "\n", encoding="utf-8")
+    bench.main([str(source), "--docs", "13", "--json"])
 
     result = json.loads(capsys.readouterr().out)
-    assert result["docs"] == 130  # 120 sample paragraphs, then 10 repeated with new ids
+    assert result["docs"] == 13  # 10 sample paragraphs, then 3 repeated with new ids
     assert {"ingest_docs_per_s", "encoder_docs_per_s", "peak_rss_mb", "stages", "device"} <= set(result)
     assert list(result["stages"]) == list(bench.STAGES)
     assert result["device"] in ("cpu", "cuda")
     assert result["stages"]["embed"] > 0 and result["stages"]["tokenise"] > 0 and result["stages"]["entities"] > 0
     assert result["graph"] == "current"
-    assert result["ahead"] == 2 and result["encoder_docs"] == 130
+    assert result["ahead"] == 2 and result["encoder_docs"] == 13
     # read and tokenise ran in the tokenising thread, beside the writing thread's stages
     assert sum(v for k, v in result["stages"].items() if k not in ("read", "tokenise")) <= result["ingest_s"] + 0.01
 

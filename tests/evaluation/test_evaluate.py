@@ -60,6 +60,15 @@ def small_beir(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="module")
+def small_db(small_beir, tmp_path_factory):
+    """A database with `small_beir` ingested as collection 'small' through the CLI, once for the
+    tests that only search it."""
+    db = tmp_path_factory.mktemp("small-db") / "db"
+    assert main(["--db", str(db), "ingest", str(small_beir), "--collection", "small"]) == 0
+    return db
+
+
 class CliRun:
     def __init__(self, returncode, stdout, stderr):
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
@@ -116,9 +125,8 @@ def test_the_cache_collection_follows_the_encoder_backend(small_beir, monkeypatc
     assert beir_collection_name(small_beir, None) == shipped  # what a CPU runs when nothing is set
 
 
-def test_cli_search_json_has_meta_and_errors_are_readable(small_beir, tmp_path, run_cli):
-    db = tmp_path / "db"
-    assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
+def test_cli_search_json_has_meta_and_errors_are_readable(small_db, run_cli):
+    db = small_db
     out = run_cli("search", "small", "How many points did the Panthers defense surrender?", "--json",
                   "--fusion", "rrf", "--weights", "bm25=0.5,dense=0.5", "--k", "10", "--top-k", "3", db=db)
     assert out.returncode == 0, out.stderr
@@ -314,9 +322,8 @@ def test_cli_sweep_rerank_grid(small_beir, tmp_path, run_cli):
     assert bad.returncode == 2 and "--rerank-top-ns needs --rerank-grid" in bad.stderr
 
 
-def test_cli_search_takes_the_combination_and_l2(small_beir, tmp_path, run_cli):
-    db = tmp_path / "db"
-    assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
+def test_cli_search_takes_the_combination_and_l2(small_db, run_cli):
+    db = small_db
     out = run_cli("search", "small", "How many points did the Panthers defense surrender?", "--json",
                   "--fusion", "weighted", "--norm", "l2", "--combination", "harmonic", "--weights",
                   "bm25=0.5,dense=0.5", db=db)
@@ -329,9 +336,8 @@ def test_cli_search_takes_the_combination_and_l2(small_beir, tmp_path, run_cli):
     assert top["score"] == pytest.approx(sum(w for w, _ in parts) / sum(w / x for w, x in parts), abs=1e-12)
 
 
-def test_cli_search_json_meta_covers_every_fused_source(small_beir, tmp_path, run_cli):
-    db = tmp_path / "db"
-    assert run_cli("ingest", str(small_beir), "--collection", "small", db=db).returncode == 0
+def test_cli_search_json_meta_covers_every_fused_source(small_db, run_cli):
+    db = small_db
     sources = ("bm25", "dense", "keyword", "graph")
     out = run_cli("search", "small", "Panthers defense points", "--json", "--fusion", "rrf", "--k", "10",
                   "--weights", "bm25=0.5,dense=0.5,keyword=0.5,graph=0.5", "--keyword", "description=4",

@@ -158,14 +158,18 @@ def test_a_streamed_ingest_holds_what_a_one_shot_ingest_holds(tmp_path, monkeypa
     two = ingest_stream(store, "two", open_stream(XQUAD, batch_size=50), model=MINILM,
                         progress=lambda *r: reports.append(r))
     assert tokenised_in == ["ingest-tokenise"] * 3  # batches tokenised beside the embedding (overlap.py)
-    # The same stream one step after the other (no overlap): exactly the same rows and graph.
+    # A stream one step after the other (no overlap) stores exactly what it stores with the overlap:
+    # 10 paragraphs (5 English, their 5 Chinese translations) in three batches, not the 120 again.
+    small = write_jsonl(tmp_path / "small.jsonl", [{"id": r["_id"], "text": r["text"]} for r in
+                                                   corpus_lines()[55:60] + corpus_lines()[115:120]])
+    four = ingest_stream(store, "four", open_stream(small, batch_size=4), model=MINILM)
     monkeypatch.setattr(pipeline, "AHEAD", 0)
     tokenised_in.clear()
-    three = ingest_stream(store, "three", open_stream(XQUAD, batch_size=50), model=MINILM)
+    three = ingest_stream(store, "three", open_stream(small, batch_size=4), model=MINILM)
     assert tokenised_in == [threading.current_thread().name] * 3
-    assert (three.documents, three.truncated) == (120, 13)
-    assert list(rows_by_id(store, "three").items()) == list(rows_by_id(store, "two").items())  # vectors to the bit
-    assert graph(store, "three") == graph(store, "two")
+    assert (three.documents, three.truncated) == (four.documents, four.truncated) == (10, 2)
+    assert list(rows_by_id(store, "three").items()) == list(rows_by_id(store, "four").items())  # vectors to the bit
+    assert graph(store, "three") == graph(store, "four")
     assert ("ingesting", 50, 120) in reports and ("ingesting", 100, 120) in reports
     assert reports[-1] == ("ingesting", 120, 120)
     assert (two.documents, two.truncated, two.window) == (one.documents, one.truncated, one.window) == (120, 13, 256)
@@ -203,7 +207,7 @@ def test_an_id_repeated_in_a_later_batch_writes_nothing(tmp_path, paragraphs):
     assert snapshot(store, "c") == ("absent", [])
     assert not list(store.lock_dir.glob("*.journal.json"))
     # An existing collection: exactly as before, also its graph tables.
-    ingest_stream(store, "c", open_stream(XQUAD / "corpus.jsonl", batch_size=100), model=MINILM)
+    ingest_stream(store, "c", open_stream(paragraphs, batch_size=100), model=MINILM)
     before = snapshot(store, "c")
     items = [{"id": f"new-{i}", "text": r["text"]} for i, r in enumerate(corpus_lines()[:6])]
     items[5]["id"] = "new-0"

@@ -19,18 +19,18 @@ from retrieval.models.onnx_model import MAX_RUNS_AT_ONCE, OnnxSentenceModel
 
 def test_an_int8_vector_does_not_depend_on_its_batch(int8_export, texts):
     """Dynamic int8 scales its activations over the whole input: batched, a text's vector moved
-    with its neighbours (up to 0.024). Each text runs alone, so alone and among 64 agree."""
+    with its neighbours (up to 0.024). Each text runs alone, so alone and among 16 agree."""
     model = OnnxSentenceModel(int8_export)
     assert model.per_text
-    others = [f"filler passage number {i} about {'bread ' * (i % 37)}and the weather" for i in range(60)]
-    batch = others[:30] + texts + others[30:]  # 64 texts of many lengths, padded batches if batched
-    together = model.encode(batch, batch_size=64)
+    others = [f"filler passage number {i} about {'bread ' * (i * 3)}and the weather" for i in range(12)]
+    batch = others[:6] + texts + others[6:]  # 16 texts of many lengths, padded batches if batched
+    together = model.encode(batch, batch_size=16)
     for i, text in enumerate(texts):
         alone = model.encode([text])[0]
-        assert np.abs(alone - together[30 + i]).max() <= 1e-6
+        assert np.abs(alone - together[6 + i]).max() <= 1e-6
     # the graph itself is batch-dependent: the same texts run as one padded input differ
     padded = model.encode_batch(batch)
-    assert np.abs(padded[30:34] - together[30:34]).max() > 1e-4
+    assert np.abs(padded[6:10] - together[6:10]).max() > 1e-4
 
 
 def test_int8_texts_run_side_by_side_give_the_vectors_of_one_at_a_time(int8_export):

@@ -36,7 +36,8 @@ def sample(tmp_path_factory):
     queries = {q: parsed.queries[q] for q in list(qrels)[:6]}
     qrels = {q: qrels[q] for q in queries}
     store = Store(str(tmp_path_factory.mktemp("plan")))
-    create_collection(store, "plan", ParsedCorpus(documents, queries=queries, qrels=qrels))
+    # English questions on English paragraphs: no cross-lingual vectors (nor their model) to make
+    create_collection(store, "plan", ParsedCorpus(documents, queries=queries, qrels=qrels), cross_lingual=False)
     return store, queries, qrels, documents[-1].id
 
 

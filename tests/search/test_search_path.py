@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from retrieval import limits
+from retrieval.cache import Caches
 from retrieval.indexing.pipeline import create_collection
 from retrieval.indexing.readers.parse import parse_path
 from retrieval.search.config import SearchConfig
@@ -95,7 +96,14 @@ def test_the_fast_path_ranks_and_explains_exactly_as_the_reference(sample):
     store, queries = sample
     # a Workbench per config: a config of smaller depth would reuse a deeper fetch's candidates,
     # and LanceDB's top 20 breaks a score tie at the cut otherwise than the top 20 of its top 100
-    workbenches = {name: Workbench(store) for name in CONFIGS}
+    # (they share what depends on neither config nor depth: the query vectors, embedded once, and
+    # the collection's reads)
+    shared = Caches()
+    workbenches = {}
+    for name in CONFIGS:
+        caches = Caches()
+        caches.query_vectors, caches.loaded = shared.query_vectors, shared.loaded
+        workbenches[name] = Workbench(store, caches=caches)
     asked = {name: [q for i, q in enumerate(queries) if i % (2 if name == "default" else 8) == 0] for name in CONFIGS}
     for name, workbench in workbenches.items():  # in batches, as an evaluation embeds them: far cheaper
         workbench.retriever.embed_queries("paths", asked[name], CONFIGS[name])
