@@ -2,6 +2,11 @@
 
     python writer.py DB OP NAME [START COUNT] [--wait GO_FILE] [--real]
 
+The tests start it as `forked(argv, env, out, err)` in a process forked from a server that has
+imported this module once (multiprocessing's forkserver): a process of its own (own pid, file locks,
+LanceDB connection; killed with `kill -9`) without paying ~2 s of imports (numpy, pyarrow, lancedb)
+per writer. It runs `main` with the test's environment and argv, its stdout and stderr in files.
+
 OP: create | add | clear | delete | rate. Documents are `d<i>` for i in START…START+COUNT−1. By
 default rows are built without a model (deterministic vectors of the MiniLM dimension, real tokens)
 and written through the store, which is what the protocol under test is; `--real` ingests through
@@ -21,7 +26,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
+import lancedb  # noqa: E402, F401  (the Store imports it when it opens a database: here, so a forkserver preloads it)
 import numpy as np  # noqa: E402
+import pandas  # noqa: E402, F401  (as lancedb, imported by a write)
 
 from retrieval.indexing.derive import document_rows, graph_rows  # noqa: E402
 from retrieval.indexing.pipeline import add_documents, create_collection  # noqa: E402
@@ -83,14 +90,15 @@ def write(store: Store, op: str, name: str, start: int, count: int, real: bool) 
     raise SystemExit(f"unknown op {op}")
 
 
-def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = [a for a in argv if not a.startswith("--")]
     db, op, name = args[:3]
     start, count = (int(args[3]), int(args[4])) if len(args) > 4 else (0, 0)
-    real = "--real" in sys.argv
+    real = "--real" in argv
     store = Store(db)
-    if "--wait" in sys.argv:
-        go = Path(sys.argv[sys.argv.index("--wait") + 1])
+    if "--wait" in argv:
+        go = Path(argv[argv.index("--wait") + 1])
         Path(f"{go}.ready-{os.getpid()}").write_text("ready")
         while not go.exists():
             time.sleep(0.005)
@@ -99,6 +107,20 @@ def main() -> None:
     except Exception as exc:  # reported, as a user would see it
         out = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     print(json.dumps(out), flush=True)
+
+
+def forked(argv: list[str], env: dict[str, str], out: str, err: str) -> None:
+    """`main(argv)` in a forked process, as if started with environment `env`, stdout to file
+    `out` and stderr to file `err` (file descriptors 1 and 2, so that native code's output lands there too)."""
+    os.environ.clear()
+    os.environ.update(env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for fd, path in ((1, out), (2, err)):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    main(argv)
 
 
 if __name__ == "__main__":
