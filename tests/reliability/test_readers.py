@@ -8,25 +8,22 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from test_writers import docs, killed_at, prepare, start
+from test_writers import Writer, docs, killed_at, prepare, start
 
 from retrieval.store import Store
 
-READER = Path(__file__).with_name("reader.py")
-
 
 def read(db: Path, name: str, *flags: str) -> dict:
-    """What a reader in a new process sees (reader.py)."""
-    done = subprocess.run([sys.executable, str(READER), str(db), name, *flags], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """What a reader in a new process sees (reader.py, forked as the writers are)."""
+    reader = Writer(db, (name, *flags), None, program="reader")
+    reader.process.join(timeout=300)
+    out, err = reader.outputs()
+    assert reader.process.exitcode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("step", ["add:batch-1", "add:catalogue"])

@@ -34,13 +34,14 @@ FORKS = multiprocessing.get_context("forkserver")
 
 
 class Writer:
-    """A writer process (writer.forked) and the files its stdout and stderr go to."""
+    """A writer process (writer.forked; or a reader: `program="reader"`) and the files its stdout
+    and stderr go to."""
 
-    def __init__(self, db: Path, args: tuple[str, ...], env: dict | None):
+    def __init__(self, db: Path, args: tuple[str, ...], env: dict | None, program: str = "writer"):
         stem = Path(os.environ["WORKBENCH_LOCK_DIR"]) / f"writer-{time.monotonic_ns()}"
         self.out, self.err = stem.with_suffix(".out"), stem.with_suffix(".err")
         self.process = FORKS.Process(target=forked, args=([str(db), *args], {**os.environ, **(env or {})},
-                                                         str(self.out), str(self.err)))
+                                                         str(self.out), str(self.err), program))
         self.process.start()
         self.pid = self.process.pid
 

@@ -17,6 +17,7 @@ With WORKBENCH_PAUSE_AT / WORKBENCH_PAUSE_FILE set, the store stops at that step
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -109,9 +110,10 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(out), flush=True)
 
 
-def forked(argv: list[str], env: dict[str, str], out: str, err: str) -> None:
-    """`main(argv)` in a forked process, as if started with environment `env`, stdout to file
-    `out` and stderr to file `err` (file descriptors 1 and 2, so that native code's output lands there too)."""
+def forked(argv: list[str], env: dict[str, str], out: str, err: str, program: str = "writer") -> None:
+    """`program.main(argv)` (this module's, or reader.py's) in a forked process, as if started
+    with environment `env`, stdout to file `out` and stderr to file `err` (file descriptors 1 and
+    2, so that native code's output lands there too)."""
     os.environ.clear()
     os.environ.update(env)
     sys.stdout.flush()
@@ -120,7 +122,7 @@ def forked(argv: list[str], env: dict[str, str], out: str, err: str) -> None:
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)
         os.close(target)
-    main(argv)
+    importlib.import_module(program).main(argv)
 
 
 if __name__ == "__main__":
