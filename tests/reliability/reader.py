@@ -3,6 +3,9 @@ one JSON line.
 
     python reader.py DB NAME [--no-search] [--delete]
 
+The tests fork it as writer.py is forked (`writer.forked(..., program="reader")`): a new process
+that has not paid for its imports.
+
 Runs `collections list`, `collections stats NAME` and a BM25-only `search` (no model to load)
 through the CLI's own entry point (one process: one interpreter start), then counts the rows a
 search reads (the table at the collection's `state_key`, as `Store.table_at` gives it to the
@@ -31,12 +34,13 @@ def run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def main() -> None:
-    db, name = sys.argv[1:3]
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    db, name = argv[:2]
     _, listed, _ = run("--db", db, "collections", "list")
     stats_code, stats, stats_err = run("--db", db, "collections", "stats", name)
     searched = None
-    if "--no-search" not in sys.argv:
+    if "--no-search" not in argv:
         code, found, err = run("--db", db, "search", name, "document", "--weights",
                                "bm25=1,dense=0,keyword=0,graph=0", "--top-k", "100", "--json")
         searched = sorted(r["id"] for r in json.loads(found)["results"]) if code == 0 else err.strip()
@@ -49,7 +53,7 @@ def main() -> None:
            "stats": json.loads(stats)["doc_count"] if stats_code == 0 else stats_err.strip(),
            "search": searched,
            "rows": rows}
-    if "--delete" in sys.argv:
+    if "--delete" in argv:
         code, _, err = run("--db", db, "collections", "delete", name)
         out["delete"] = [code, err.strip()]
     print(json.dumps(out), flush=True)

@@ -8,25 +8,22 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from test_writers import docs, killed_at, prepare, start
+from test_writers import Writer, docs, killed_at, prepare, start
 
 from retrieval.store import Store
 
-READER = Path(__file__).with_name("reader.py")
-
 
 def read(db: Path, name: str, *flags: str) -> dict:
-    """What a reader in a new process sees (reader.py)."""
-    done = subprocess.run([sys.executable, str(READER), str(db), name, *flags], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """What a reader in a new process sees (reader.py, forked as the writers are)."""
+    reader = Writer(db, (name, *flags), None, program="reader")
+    reader.process.join(timeout=300)
+    out, err = reader.outputs()
+    assert reader.process.exitcode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("step", ["add:batch-1", "add:catalogue"])
@@ -74,7 +71,7 @@ def test_a_reader_never_rolls_back_a_writer_that_is_alive(tmp_path):
     try:
         deadline = time.monotonic() + 120
         while not marker.exists():
-            assert writer.poll() is None and time.monotonic() < deadline, "writer never paused"
+            assert not writer.ended() and time.monotonic() < deadline, "writer never paused"
             time.sleep(0.01)
         version = Store(str(db)).db.open_table("c").version
         seen = read(db, "c", "--no-search")
@@ -83,5 +80,5 @@ def test_a_reader_never_rolls_back_a_writer_that_is_alive(tmp_path):
         assert Store(str(db)).db.open_table("c").version == version
     finally:
         os.kill(writer.pid, signal.SIGKILL)
-        writer.wait(timeout=30)
+        writer.process.join(timeout=30)
     assert read(db, "c") == {"list": [["c", "10 docs"]], "stats": 10, "rows": 10, "search": sorted(docs(0, 10))}

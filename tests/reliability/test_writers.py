@@ -20,44 +20,36 @@ import time
 from pathlib import Path
 
 import pytest
-import writer as writer_module
 from writer import documents as writer_documents  # the documents a writer writes
-from writer import write  # the writer's own code, run in this process for setup and re-ingest
+from writer import forked, write  # the writer's own code, run in this process for setup and re-ingest
 
 from retrieval.judging.judgments import JudgmentStore
 from retrieval.store import GRAPH_KINDS, Store, aux_table_name
 
 RUNS = int(os.environ.get("RELIABILITY_RUNS", "1"))
-# Writers are forked from a server that imported lancedb and the store once (the server does not
-# have this folder on its path: writer.py itself, small, is imported by each child).
-FORKSERVER = multiprocessing.get_context("forkserver")
-FORKSERVER.set_forkserver_preload(["lancedb", "retrieval.indexing.pipeline", "retrieval.indexing.writer",
-                                   "retrieval.judging.judgments", "retrieval.store"])
+# Writers are forked from one server process that has imported writer.py (and so numpy, pyarrow,
+# lancedb) once (conftest.py starts it): each is still a process of its own, killed with kill -9,
+# minus ~2 s of imports.
+FORKS = multiprocessing.get_context("forkserver")
 
 
 class Writer:
-    """One writer.py run in its own process (see writer.run): pid, poll, wait and returncode as a
-    Popen's, its JSON line in a file."""
+    """A writer process (writer.forked; or a reader: `program="reader"`) and the files its stdout
+    and stderr go to."""
 
-    def __init__(self, db: Path, args: tuple[str, ...], env: dict | None) -> None:
-        self.out = db.parent / f"writer-{time.monotonic_ns()}.out"
-        self.process = FORKSERVER.Process(target=writer_module.run, args=([str(db), *args], env or {}, str(self.out)))
+    def __init__(self, db: Path, args: tuple[str, ...], env: dict | None, program: str = "writer"):
+        stem = Path(os.environ["WORKBENCH_LOCK_DIR"]) / f"writer-{time.monotonic_ns()}"
+        self.out, self.err = stem.with_suffix(".out"), stem.with_suffix(".err")
+        self.process = FORKS.Process(target=forked, args=([str(db), *args], {**os.environ, **(env or {})},
+                                                         str(self.out), str(self.err), program))
         self.process.start()
         self.pid = self.process.pid
 
-    @property
-    def returncode(self) -> int | None:
-        return self.process.exitcode
+    def ended(self) -> bool:
+        return self.process.exitcode is not None
 
-    def poll(self) -> int | None:
-        return self.process.exitcode
-
-    def wait(self, timeout: float) -> int | None:
-        self.process.join(timeout)
-        return self.process.exitcode
-
-    def output(self) -> str:
-        return self.out.read_text(encoding="utf-8") if self.out.exists() else ""
+    def outputs(self) -> tuple[str, str]:
+        return tuple(p.read_text(encoding="utf-8") if p.exists() else "" for p in (self.out, self.err))
 
 
 def start(db: Path, *args: str, env: dict | None = None) -> Writer:
@@ -69,10 +61,11 @@ def prepare(db: Path, op: str, name: str, start_: int = 0, count: int = 0, real:
     return {"ok": True, **write(Store(str(db)), op, name, start_, count, real=real)}
 
 
-def result(process: Writer) -> dict:
-    process.wait(timeout=180)
-    assert process.returncode == 0, (process.returncode, process.output()[-2000:])
-    return json.loads(process.output().strip().splitlines()[-1])
+def result(writer: Writer) -> dict:
+    writer.process.join(timeout=180)
+    out, err = writer.outputs()
+    assert writer.process.exitcode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def together(db: Path, tmp: Path, *writers: tuple[str, ...]) -> list[dict]:
@@ -216,16 +209,16 @@ def test_two_real_ingests_through_the_pipeline_both_land(tmp_path):
 def killed_at(db: Path, tmp: Path, step: str, *args: str) -> None:
     """Run a writer that stops at `step`, and kill -9 it there."""
     marker = tmp / f"paused-{time.monotonic_ns()}"
-    process = start(db, *args, env={"WORKBENCH_PAUSE_AT": step, "WORKBENCH_PAUSE_FILE": str(marker)})
+    writer = start(db, *args, env={"WORKBENCH_PAUSE_AT": step, "WORKBENCH_PAUSE_FILE": str(marker)})
     deadline = time.monotonic() + 120
     while not marker.exists():
-        if process.poll() is not None:
-            raise AssertionError(f"writer ended before {step}: {process.returncode} {process.output()}")
+        if writer.ended():
+            raise AssertionError(f"writer ended before {step}: {writer.outputs()}")
         assert time.monotonic() < deadline, f"writer never reached {step}"
         time.sleep(0.01)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-    assert process.returncode == -signal.SIGKILL
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.process.join(timeout=30)
+    assert writer.process.exitcode == -signal.SIGKILL
 
 
 def snapshot(store: Store, name: str) -> tuple:

@@ -2,42 +2,40 @@
 
     python writer.py DB OP NAME [START COUNT] [--wait GO_FILE] [--real]
 
+The tests start it as `forked(argv, env, out, err)` in a process forked from a server that has
+imported this module once (multiprocessing's forkserver): a process of its own (own pid, file locks,
+LanceDB connection; killed with `kill -9`) without paying ~2 s of imports (numpy, pyarrow, lancedb)
+per writer. It runs `main` with the test's environment and argv, its stdout and stderr in files.
+
 OP: create | add | clear | delete | rate. Documents are `d<i>` for i in START…START+COUNT−1. By
 default rows are built without a model (deterministic vectors of the MiniLM dimension, real tokens)
 and written through the store, which is what the protocol under test is; `--real` ingests through
 the pipeline with the real encoder. `--wait GO_FILE` creates `GO_FILE.ready-<pid>` and waits for
 GO_FILE, so the test can start several writers at the same moment (a barrier).
 With WORKBENCH_PAUSE_AT / WORKBENCH_PAUSE_FILE set, the store stops at that step to be killed.
-
-The tests start writers through `run` in processes forked from a server that has imported this module
-once (multiprocessing's forkserver): each is a real process, killed with `kill -9` like any other,
-that does not pay the ~2 s of importing lancedb each time.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 import time
-import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-import lancedb  # noqa: E402, F401  (imported here, by the fork server, once: the store imports it lazily)
+import lancedb  # noqa: E402, F401  (the Store imports it when it opens a database: here, so a forkserver preloads it)
 import numpy as np  # noqa: E402
+import pandas  # noqa: E402, F401  (as lancedb, imported by a write)
 
 from retrieval.indexing.derive import document_rows, graph_rows  # noqa: E402
 from retrieval.indexing.pipeline import add_documents, create_collection  # noqa: E402
 from retrieval.indexing.writer import Batch, write_batches  # noqa: E402
 from retrieval.store import CollectionInfo, Store, now_iso  # noqa: E402
 from retrieval.types import Document, ParsedCorpus  # noqa: E402
-
-# A writer forked from the server gets a fresh lancedb runtime (lancedb resets it after a fork); its
-# warning is about a fork in the middle of an operation, and the server never opens a database.
-warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
 
 DIM = 384
 WORDS = "apple river mountain castle bridge garden ocean forest valley desert".split()
@@ -93,13 +91,6 @@ def write(store: Store, op: str, name: str, start: int, count: int, real: bool) 
     raise SystemExit(f"unknown op {op}")
 
 
-def run(argv: list[str], env: dict[str, str], out: str) -> None:
-    """`main` with these arguments and extra environment, printing to the file `out` (a forked writer)."""
-    os.environ.update(env)
-    with open(out, "w", encoding="utf-8") as sys.stdout:
-        main(argv)
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = [a for a in argv if not a.startswith("--")]
@@ -117,6 +108,21 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # reported, as a user would see it
         out = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     print(json.dumps(out), flush=True)
+
+
+def forked(argv: list[str], env: dict[str, str], out: str, err: str, program: str = "writer") -> None:
+    """`program.main(argv)` (this module's, or reader.py's) in a forked process, as if started
+    with environment `env`, stdout to file `out` and stderr to file `err` (file descriptors 1 and
+    2, so that native code's output lands there too)."""
+    os.environ.clear()
+    os.environ.update(env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for fd, path in ((1, out), (2, err)):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    importlib.import_module(program).main(argv)
 
 
 if __name__ == "__main__":
