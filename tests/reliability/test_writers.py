@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,11 @@ class Writer:
         self.out, self.err = stem.with_suffix(".out"), stem.with_suffix(".err")
         self.process = FORKS.Process(target=forked, args=([str(db), *args], {**os.environ, **(env or {})},
                                                          str(self.out), str(self.err), program))
-        self.process.start()
+        # multiprocessing has a child run the parent's __main__ again (by its path or name); in a
+        # test process that may be app.py, left there by a test that ran the app: a bare one.
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+            self.process.start()
         self.pid = self.process.pid
 
     def ended(self) -> bool:
