@@ -16,13 +16,13 @@ from ui.judging.queue import (
     NEXT,
     current_pair,
     full_queue,
+    judged_set,
     pending_pairs,
     progress_text,
     queue_controls,
     queue_window,
 )
 from ui.search import views
-from ui.state import memo_read
 
 GRADE_BUTTONS = ((0, "0 · not relevant"), (1, "1 · related"), (2, "2 · relevant"), (3, "3 · perfect"))
 SCALE_GUIDELINES = """\
@@ -65,9 +65,7 @@ def judging_session(workbench, collection: str, set_name: str, rater: str) -> No
         st.info("Pick at least one config whose top 10s make the pool.")
         return
     try:
-        queries, notes, ratings, consensus = memo_read(workbench, ("judge.set", collection, set_name), lambda: (
-            judgments.queries(collection, set_name), judgments.notes(collection, set_name),
-            judgments.ratings_of(collection, set_name), judgments.qrels(collection, set_name)))
+        queries, notes, ratings, consensus = judged_set(workbench, collection, set_name)
         queue = full_queue(workbench, collection, set_name, selection, names, consensus)
     except Exception as exc:
         views.show_error(exc)

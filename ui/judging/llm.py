@@ -13,9 +13,8 @@ import streamlit as st
 from retrieval.judging.raters import agreement, is_llm_rater
 from retrieval.types import RetrievalError
 from ui.judging.agreement import rater_label
-from ui.judging.queue import CONFIG_A, CONFIG_B, NEXT, full_queue
+from ui.judging.queue import CONFIG_A, CONFIG_B, NEXT, full_queue, judged_set
 from ui.search import views
-from ui.state import memo_read
 
 LLM_RUN_KEY = "judge.llm_run"
 
@@ -89,10 +88,8 @@ def llm_run_panel(workbench, collection: str, set_name: str, settings) -> None:
                                                                                            [CONFIG_A, CONFIG_B])
     budget = st.session_state.get("judge.budget", 100)
     try:
-        # the queue as the grading tab shows it: ordered given the judgments so far (read once
-        # until the next write, as the grading tab reads it: a rerun reads nothing)
-        consensus = memo_read(workbench, ("judge.consensus", collection, set_name),
-                              lambda: workbench.judgments.qrels(collection, set_name))
+        # the queue as the grading tab shows it: ordered given the judgments so far (its read)
+        consensus = judged_set(workbench, collection, set_name)[3]
         queue = full_queue(workbench, collection, set_name, selection, names, consensus)[:budget]
         pairs = [(c.query_id, c.doc_id) for c in queue]
         items = queue_items(workbench, collection, set_name, pairs, settings)

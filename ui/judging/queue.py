@@ -30,6 +30,15 @@ def progress_text(done: int, total: int, rater: str, judged_queries: int, querie
             f"'{set_name}' have judgments")
 
 
+def judged_set(workbench, collection: str, set_name: str) -> tuple:
+    """(queries, notes, ratings, consensus qrels) of a query set, read once until the next write
+    (`memo_read`): the grading and LLM tabs, drawn on every rerun, share the one read."""
+    judgments = workbench.judgments
+    return memo_read(workbench, ("judge.set", collection, set_name), lambda: (
+        judgments.queries(collection, set_name), judgments.notes(collection, set_name),
+        judgments.ratings_of(collection, set_name), judgments.qrels(collection, set_name)))
+
+
 def config_choices(workbench) -> dict[str, SearchConfig]:
     """The configs a queue can compare: the Search/Compare pages' A and B, the defaults, BM25
     alone, and every saved config."""
