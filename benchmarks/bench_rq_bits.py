@@ -37,6 +37,7 @@ import numpy as np
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 import bench_scale  # benchmarks/ is the script's folder
+from bench_clicks import memory_mb
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS_PER_ADD = 5_000
@@ -60,18 +61,12 @@ def vectors(docs: int, queries: int, encoder_name: str, cache: Path) -> tuple[np
     return d, q
 
 
-def rss_mb() -> float:
-    """This process's resident set now (Linux /proc)."""
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
-
-
 class PeakRss:
     """The highest resident set seen while the block runs, sampled every 20 ms, above the one at
     its start: what an index build adds to a process's memory."""
 
     def __enter__(self):
-        self.start = self.peak = rss_mb()
+        self.start = self.peak = memory_mb("VmRSS")
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -79,12 +74,12 @@ class PeakRss:
 
     def _sample(self) -> None:
         while not self._done.wait(0.02):
-            self.peak = max(self.peak, rss_mb())
+            self.peak = max(self.peak, memory_mb("VmRSS"))
 
     def __exit__(self, *exc) -> None:
         self._done.set()
         self._thread.join()
-        self.added_mb = max(self.peak, rss_mb()) - self.start
+        self.added_mb = max(self.peak, memory_mb("VmRSS")) - self.start
 
 
 def run(args) -> dict:
