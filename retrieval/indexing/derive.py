@@ -20,6 +20,7 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 
+from retrieval.indexing.seen_ids import SeenIds
 from retrieval.models import embed  # `embed.load_encoder` looked up per call: a test may swap the encoder
 from retrieval.store import XL_COLUMN, Progress, collection_schema
 from retrieval.text.entity_tables import graph_table_rows
@@ -33,22 +34,26 @@ DOCUMENT_FIELDS = ("id", "title", "text", "metadata", "parent_id", "chunk_index"
 _INT32_FIELDS = ("chunk_index", "start_line", "end_line")
 
 
-def check_documents(documents: list[Document], seen: set[str] | None = None) -> list[Document]:
+def check_documents(documents: list[Document], seen: SeenIds | None = None) -> list[Document]:
     """Last line of defence before a write (parsers report problems with row numbers first):
     no empty id, no document with neither a title nor a text, no id twice. `seen`: the ids of the
     batches before (a streaming ingest), updated with these. Returns `documents`."""
     if not documents:
         raise IngestError("No documents to ingest")
     problems = []
-    seen = set() if seen is None else seen
-    for doc in documents:
+    seen = SeenIds() if seen is None else seen
+    ids = [doc.id for doc in documents]
+    earlier = seen.seen_before(ids)
+    in_batch: set[str] = set()
+    for doc, seen_earlier in zip(documents, earlier, strict=True):
         if not doc.id or not doc.id.strip():
             problems.append("a document has an empty id")
-        elif doc.id in seen:
+        elif seen_earlier or doc.id in in_batch:
             problems.append(f"id {doc.id!r} appears more than once")
-        seen.add(doc.id)
+        in_batch.add(doc.id)
         if not (doc.text or "").strip() and not (doc.title or "").strip():
             problems.append(f"document {doc.id!r} has neither a title nor a text")
+    seen.add(ids)
     if problems:
         raise IngestError("Documents rejected; nothing was written", problems, skippable=True)
     return documents

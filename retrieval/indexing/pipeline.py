@@ -54,6 +54,7 @@ from retrieval.indexing.graph import OFF, graph_inline, graph_setting
 from retrieval.indexing.indexes import index_for_size
 from retrieval.indexing.overlap import Ahead
 from retrieval.indexing.readers.stream import DocumentStream
+from retrieval.indexing.seen_ids import SeenIds
 from retrieval.indexing.writer import Batch, clash_error, open_write
 from retrieval.models import embed
 from retrieval.models.embed import E5, default_model_for
@@ -228,7 +229,7 @@ def write_documents(store: Store, info: CollectionInfo, batches: Iterable[list[D
     embed = embedding or functools.partial(embed_here, progress=embed_progress)
     inline = graph_inline(info.doc_count + count, info)
     ingested = datetime.now(UTC)
-    seen: set[str] = set()
+    seen = SeenIds()  # every batch's ids, 8 bytes each (a set of str grew ~92 MB at 1M)
     # Appended documents are tokenised as the collection's own were (its recorded analyser).
     analyse = analyser(info.tokenizer)
     records = (document_records(check_documents(batch, seen), stage_progress, analyse) for batch in batches)

@@ -28,6 +28,7 @@ from retrieval.indexing.readers.formats import (
 )
 from retrieval.indexing.readers.options import ColumnMapping, ParseOptions
 from retrieval.indexing.readers.parse import parse_bytes
+from retrieval.indexing.seen_ids import SeenIds
 from retrieval.judging.qrels import json_problem, read_rows
 from retrieval.text.encoding import evident_utf8_line, mixed_encodings
 from retrieval.text.json_values import parse_json
@@ -86,14 +87,15 @@ class DocumentStream:
         with a problem."""
         pending: list[Document] = []
         self.skipped.clear()  # a pass over the stream lists what it skips (the pipeline may read it twice)
-        seen: set[str] = set()  # skip_invalid: ids already yielded (a repeat in a later batch or file is left out)
+        seen = SeenIds()  # skip_invalid: ids already yielded (a repeat in a later batch or file is left out)
         for file in self.files:
             for documents in self._documents_of(file):
                 if self.options.skip_invalid:
-                    kept = [d for d in documents if d.id not in seen]
-                    self.skipped += [f"{file.name}: id {d.id!r} was read already" for d in documents
-                                     if d.id in seen]
-                    seen.update(d.id for d in kept)
+                    before = seen.seen_before([d.id for d in documents])
+                    kept = [d for d, read in zip(documents, before, strict=True) if not read]
+                    self.skipped += [f"{file.name}: id {d.id!r} was read already"
+                                     for d, read in zip(documents, before, strict=True) if read]
+                    seen.add([d.id for d in kept])
                     documents = kept
                 pending.extend(documents)
                 while len(pending) >= self.batch_size:
