@@ -14,6 +14,7 @@ The write side (only the Workbench calls it):
                    (`SourceSpec.derives`); a new collection's model and cross-lingual vectors
     derive.py      one batch: check, tokenise, embed (`EmbedBatches`, the embedding UDF), rows,
                    entities, truncation count
+    seen_ids.py    the ids a stream has met, as 64-bit hashes (`SeenIds`): no id twice, 8 bytes each
     writer.py      the journaled write of one or many batches (`open_write`), and the deferred
                    entity graph's (`write_graph`)
     indexes.py     full-text index after every write; by size: ANN indexes, id index, compaction

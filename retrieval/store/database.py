@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import retrieval.store.journal as store_journal
+from retrieval import limits
 from retrieval.store.catalogue import Catalogue, CollectionInfo, info_from_entry
 from retrieval.store.locks import WriterLock, counts_as_write, lock_dir
 from retrieval.store.names import display_name, hashed, labels, table_name_for
@@ -39,6 +40,15 @@ from retrieval.types import NameBeingCreated, RetrievalError
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 
+def bound_io_threads(uri: str, environ: dict[str, str] | os._Environ = os.environ) -> None:
+    """For a local database, LanceDB's IO threads as `limits.LANCE_LOCAL_IO_THREADS` says
+    (the machine's cores, 2 to 8), unless `LANCE_IO_THREADS` is set already: LanceDB reads it
+    for the whole process, so the first local `Store` decides, and a later object-storage one
+    in the same process gets the same (object storage first: LanceDB's default of 64 stays)."""
+    if not is_remote(uri):
+        environ.setdefault("LANCE_IO_THREADS", str(limits.LANCE_LOCAL_IO_THREADS))
+
+
 class Store(StoredReads):
     """Collections and their catalogue in one LanceDB database."""
 
@@ -50,6 +60,8 @@ class Store(StoredReads):
         # Interval 0: every read sees the latest committed version, also another process's
         # (on object storage: one small manifest request per read, see docs/scale.md).
         import lancedb  # here, not at import: `python -m retrieval --help` needs no LanceDB
+
+        bound_io_threads(self.uri)
 
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0),
                                   storage_options=self.storage_options)
