@@ -32,3 +32,4 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # documents 40.9 ms together against 31.5 for the slower alone; with 2 threads 32.3 ms,
 # docs/experiments/peers.md). Read once, when Lance first computes.
 os.environ.setdefault("LANCE_CPU_THREADS", str(max(2, (os.cpu_count() or 2) - 2)))
+# (LANCE_IO_THREADS depends on where the database is: set by the first local Store, store/database.py.)
