@@ -11,7 +11,7 @@ from retrieval.store.database import bound_io_threads
 
 
 def test_a_local_database_gets_the_cores_and_a_set_value_or_object_storage_is_left_alone():
-    assert limits.LANCE_LOCAL_IO_THREADS == min(8, max(2, os.cpu_count() or 2))
+    assert min(8, max(2, os.cpu_count() or 2)) == limits.LANCE_LOCAL_IO_THREADS
     environ: dict[str, str] = {}
     bound_io_threads("s3://bucket/db", environ)
     assert environ == {}  # LanceDB's default for object storage (64) stays
