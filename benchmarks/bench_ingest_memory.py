@@ -9,7 +9,7 @@ number appended so no two texts are equal), then ingested into a fresh database 
 its own process (`python -m retrieval ingest`'s streaming path: `open_stream` +
 `ingest_stream`; the one-shot path: `parse_path` + `create_collection`), which reports its peak
 RSS (`ru_maxrss`) and time. The streaming path's peak should stay flat as N grows (one batch of
-texts, tokens and vectors in memory, plus the set of ids and the entity counts); the one-shot
+texts, tokens and vectors in memory, plus the ids as 8-byte hashes and the entity counts); the one-shot
 path's grows with N. Run it under `nice -n 19` on a shared machine.
 """
 
