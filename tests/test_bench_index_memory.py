@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import lancedb
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("bench_index_memory", REPO / "benchmarks" / "bench_index_memory.py")
@@ -31,6 +32,7 @@ def test_the_table_is_laid_out_as_a_streamed_ingest_writes_it(tmp_path):
     assert abs(float((vectors[0] ** 2).sum()) - 1) < 1e-5
 
 
+@pytest.mark.slow  # four processes that each import LanceDB: ~10 s on 2 cores
 def test_every_step_runs_in_its_own_process_and_reports_its_peak(capsys):
     bench.main(["--docs", "3000", "--source", str(XQUAD), "--json"])
     out = json.loads(capsys.readouterr().out)
