@@ -92,6 +92,7 @@ class Reference:
         return getattr(self._source, name)
 
 
+@pytest.mark.slow  # 10.5 s on 2 cores, after its fixture (4.9 s): the reference path on every source and query
 def test_the_fast_path_ranks_and_explains_exactly_as_the_reference(sample):
     store, queries = sample
     # a Workbench per config: a config of smaller depth would reuse a deeper fetch's candidates,
