@@ -11,7 +11,7 @@ import os
 import threading
 import unicodedata
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, MutableMapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -40,7 +40,7 @@ from retrieval.types import NameBeingCreated, RetrievalError
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 
-def bound_io_threads(uri: str, environ: dict[str, str] | os._Environ = os.environ) -> None:
+def bound_io_threads(uri: str, environ: MutableMapping[str, str] = os.environ) -> None:
     """For a local database, LanceDB's IO threads as `limits.LANCE_LOCAL_IO_THREADS` says
     (the machine's cores, 2 to 8), unless `LANCE_IO_THREADS` is set already: LanceDB reads it
     for the whole process, so the first local `Store` decides, and a later object-storage one
