@@ -111,8 +111,8 @@ SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 # local `Store` unless already set; LanceDB's own default is 8 locally, 64 on object storage,
 # which is left alone). Each IO thread keeps its read-ahead in memory while an index is built
 # or the files are compacted: at 1M documents on 2 cores (bench_ingest.py, static encoder) the
-# ingest's peak RSS was 1,689 MB with 8 and 1,455 with 2, at the same speed (4,030 and 4,305
-# docs/s); the IVF_RQ build alone added +650–800 MB with 8, +430–520 with 2; a search
+# ingest's peak RSS was 1,515–1,798 MB with 8 (four runs) and 1,381–1,625 with 2 (three), at
+# the same speed; the IVF_RQ build alone added +650–800 MB with 8, +430–520 with 2; a search
 # (vector + refine, full text) took the same time (docs/experiments/ingest.md). More IO threads
 # than cores do not read a local disk faster.
 LANCE_LOCAL_IO_THREADS = min(8, max(2, os.cpu_count() or 2))
