@@ -13,7 +13,7 @@ streaming writer does (`readers.stream.STREAM_BATCH`: one data file each). Then 
 `indexing.indexes.index_for_size` and the writer run after the stream, in their order: the
 full-text index (`index_text`), IVF_RQ (`build_vector_index`, `limits.ANN_RQ_BITS`), the id BTREE
 (`build_id_index`), the compaction (`compact`'s `optimize`), each in a fresh process that opens
-the table, samples its RSS every 0.2 s (/proc/self/status) and reports the seconds, its RSS
+the table, samples its RSS every 20 ms (`bench_rq_bits.PeakRss`) and reports the seconds, its RSS
 before the step (LanceDB imported, the table open) and its peak. Keys of --json: `sizes`, a list
 of {`docs`, `steps`: {step: {`s`, `base_mb`, `peak_mb`, `added_mb`}}} (`added_mb` the largest
 over --repeat runs).
@@ -28,7 +28,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -37,13 +36,6 @@ REPO = Path(__file__).resolve().parents[1]
 STEPS = ("fts", "ivf_rq", "id_btree", "compaction")
 WRITE_ROWS = 2048  # the streaming writer's batch (readers.stream.STREAM_BATCH)
 DIM = 384
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def make_table(path: Path, docs: int, source: Path) -> None:
@@ -73,42 +65,30 @@ def make_table(path: Path, docs: int, source: Path) -> None:
 
 
 def run_step(path: Path, step: str) -> dict:
-    """One step on the table at `path`, in this process: seconds, RSS before, peak."""
+    """One step on the table at `path`, in this process, as the product builds it (`indexes`):
+    seconds, RSS before, peak (`bench_rq_bits.PeakRss`)."""
     import lancedb
+    from bench_rq_bits import PeakRss  # benchmarks/ is the script's folder
 
     from retrieval import limits
-    from retrieval.indexing.indexes import ann_index_options
+    from retrieval.indexing.indexes import ann_index_options, index_text
 
     table = lancedb.connect(str(path)).open_table("c")
     table.count_rows()
-    base, peak, done = rss_mb(), [rss_mb()], threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], rss_mb())
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
     started = time.perf_counter()
-    with warnings.catch_warnings():
+    with PeakRss() as rss, warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        if step == "fts":  # as indexes.index_text builds it
-            table.create_fts_index("tokens", use_tantivy=False, replace=True, base_tokenizer="whitespace",
-                                   lower_case=False, stem=False, remove_stop_words=False, ascii_folding=False,
-                                   max_token_length=None)
-        elif step == "ivf_rq":  # as indexes.build_vector_index builds it
-            table.create_index(metric="cosine", index_type="IVF_RQ", vector_column_name="vector", replace=True,
-                               **ann_index_options(limits.ANN_INDEX))
+        if step == "fts":
+            index_text(table, "tokens")
+        elif step == "ivf_rq":  # as indexes.build_vector_index builds it, without a Store's lock
+            table.create_index(metric="cosine", index_type=limits.ANN_INDEX, vector_column_name="vector",
+                               replace=True, **ann_index_options(limits.ANN_INDEX))
         elif step == "id_btree":
             table.create_scalar_index("id", index_type="BTREE", replace=True)
         elif step == "compaction":
             table.optimize()
     seconds = time.perf_counter() - started
-    done.set()
-    sampler.join()
-    peak[0] = max(peak[0], rss_mb())
-    base_mb, peak_mb = round(base), round(peak[0])
+    base_mb, peak_mb = round(rss.start), round(rss.start + rss.added_mb)
     return {"s": round(seconds, 1), "base_mb": base_mb, "peak_mb": peak_mb, "added_mb": peak_mb - base_mb}
 
 
