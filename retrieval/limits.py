@@ -112,7 +112,8 @@ SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 # which is left alone). Each IO thread keeps its read-ahead in memory while an index is built
 # or the files are compacted: at 1M documents on 2 cores (bench_ingest.py, static encoder) the
 # ingest's peak RSS was 1,515–1,798 MB with 8 (four runs) and 1,381–1,625 with 2 (three), at
-# the same speed; the IVF_RQ build alone added +650–800 MB with 8, +430–520 with 2; a search
+# the same speed; the compaction alone added 519–553 MB with 8, 449–459 with 2 (the IVF_RQ
+# build's 531–687 varies as much between runs as between the settings); a search
 # (vector + refine, full text) took the same time (docs/experiments/ingest.md). More IO threads
 # than cores do not read a local disk faster.
 LANCE_LOCAL_IO_THREADS = min(8, max(2, os.cpu_count() or 2))
