@@ -117,6 +117,13 @@ SCALE_DOCS = _env_int("WORKBENCH_SCALE_DOCS", 50_000, 1, 1_000_000_000)
 # (vector + refine, full text) took the same time (docs/experiments/ingest.md). More IO threads
 # than cores do not read a local disk faster.
 LANCE_LOCAL_IO_THREADS = min(8, max(2, os.cpu_count() or 2))
+# The LanceDB caches (metadata, index) of a write's own connection (`Store.write_connection`): a
+# streamed ingest commits one version per batch, and LanceDB's default caches keep every version's
+# manifest — +97 MB over the 489 appends of 1M documents, against +47 with 16 MB caches, and the
+# connection is dropped with them when the write ends. LanceDB alone, appends of 2,048 rows then
+# the index steps in one process: peak 860–876 MB with the searches' connection, 764–768 with
+# this one (100k: 419 either way; docs/experiments/ingest.md). Searches keep LanceDB's defaults.
+WRITE_CACHE_BYTES = 16 << 20
 # The vector index of a scaled collection (`indexing.indexes.build_vector_index`) and how it is searched
 # (`sources.dense.DenseSource`). IVF_RQ (RaBitQ codes per partition) is scanned far faster than
 # IVF_SQ's 8-bit codes, so it affords the probes a recall of 0.98 needs with a real model; its

@@ -72,7 +72,10 @@ class CollectionWriter:
         self.op = "create" if create else "add"
         self.batches = 0  # batches written
         self.truncated = 0  # of the rows written
-        self._table = None if create else store.db.open_table(info.name)
+        # The write's own connection (`Store.write_connection`): the manifests its appends load
+        # are freed with it at the end, not kept in the searches' caches.
+        self._db = store.write_connection()
+        self._table = None if create else self._db.open_table(info.name)
         self._entities: dict[str, dict] = {}  # entity id -> row, counts over every batch (small next to texts)
         self._before: int | None = 0 if create else info.truncated
 
@@ -93,7 +96,7 @@ class CollectionWriter:
         times; its entity counts are merged in memory and written by `finish`."""
         name, info = self.info.name, self.info
         if self._table is None:
-            self._table = self.store.db.create_table(name, batch.rows, schema=collection_schema(info.dim, info.xl_dim))
+            self._table = self._db.create_table(name, batch.rows, schema=collection_schema(info.dim, info.xl_dim))
         else:
             clashes = self.store.existing_ids(name, batch.rows.column("id").to_pylist()) if not self.create else ()
             if clashes:
@@ -112,9 +115,9 @@ class CollectionWriter:
             table_name = aux_table_name(self.info.name, kind)
             data = pa.Table.from_pylist(rows[kind], schema=schemas[kind])
             if table_name not in existing:
-                self.store.db.create_table(table_name, data, schema=schemas[kind])
+                self._db.create_table(table_name, data, schema=schemas[kind])
             elif data.num_rows:
-                self.store.db.open_table(table_name).add(data)
+                self._db.open_table(table_name).add(data)
         for row in rows["entities"]:
             known = self._entities.get(row["id"])
             if known is None:
@@ -134,12 +137,12 @@ class CollectionWriter:
         if not self.graph:
             self.info.graph = self.info.graph if self.info.graph == "off" else "pending"  # off: until asked
         elif entities_table in set(store.table_names()):
-            handle = store.db.open_table(entities_table)
+            handle = self._db.open_table(entities_table)
             merged = merge_entities(handle.to_arrow().to_pylist(), self._entities.values())
             handle.add(pa.Table.from_pylist(merged, schema=schema), mode="overwrite")
         else:
             merged = merge_entities([], self._entities.values())
-            store.db.create_table(entities_table, pa.Table.from_pylist(merged, schema=schema), schema=schema)
+            self._db.create_table(entities_table, pa.Table.from_pylist(merged, schema=schema), schema=schema)
         crash_point(f"{self.op}:graph")
         info = self.info
         languages = table.search().select(["language"]).limit(None).to_arrow().column("language")
@@ -152,6 +155,7 @@ class CollectionWriter:
         info.updated = now_iso()
         store.write_info(info)
         crash_point(f"{self.op}:catalogue")
+        self._table = self._db = None  # the write connection and its caches go with the write
 
 
 # What an add's batches were derived from (vector columns, their models and sizes) and which

@@ -75,6 +75,18 @@ class Store(StoredReads):
         self._locks_guard = threading.Lock()
         self.catalogue = Catalogue(self.db, self._lock(CATALOGUE_TABLE), self.table_names)
 
+    def write_connection(self):
+        """A LanceDB connection of its own for one write's appends (`indexing.writer`), with small
+        caches (`limits.WRITE_CACHE_BYTES`): what a stream of appends loads — a manifest per
+        committed batch — is freed with it when the write ends, instead of staying in the
+        searches' caches. Same database, options and read consistency as `db`."""
+        import lancedb
+
+        session = lancedb.Session(index_cache_size_bytes=limits.WRITE_CACHE_BYTES,
+                                  metadata_cache_size_bytes=limits.WRITE_CACHE_BYTES)
+        return lancedb.connect(self.uri, read_consistency_interval=timedelta(0),
+                               storage_options=self.storage_options, session=session)
+
     # ---- tables, locks and versions --------------------------------------------------------
     def _lock(self, name: str) -> WriterLock:
         """The writer lock of `name`: a validated collection name (which recovers the collection
