@@ -122,7 +122,8 @@ LANCE_LOCAL_IO_THREADS = min(8, max(2, os.cpu_count() or 2))
 # manifest — +97 MB over the 489 appends of 1M documents, against +47 with 16 MB caches, and the
 # connection is dropped with them when the write ends. LanceDB alone, appends of 2,048 rows then
 # the index steps in one process: peak 860–876 MB with the searches' connection, 764–768 with
-# this one (100k: 419 either way; docs/experiments/ingest.md). Searches keep LanceDB's defaults.
+# this one (100k: 419 either way); a 1M static-encoder ingest's stream ends at 779–784 MB instead
+# of 901–909 (docs/experiments/ingest.md). Searches keep LanceDB's defaults.
 WRITE_CACHE_BYTES = 16 << 20
 # The vector index of a scaled collection (`indexing.indexes.build_vector_index`) and how it is searched
 # (`sources.dense.DenseSource`). IVF_RQ (RaBitQ codes per partition) is scanned far faster than
