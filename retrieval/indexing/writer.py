@@ -238,6 +238,11 @@ def write_graph(store: Store, name: str, version: int, tables: dict[str, pa.Tabl
             raise GraphOutdated(f"{name!r} changed while its entity graph was built (version {version} → "
                                 f"{table.version}, created {created} → {info.created})")
         with store.transaction(name, "graph", [name, *graph_table_names(name)]):
+            # First, as every write moves the collection's version before it touches another of
+            # its tables: a cache keyed by the state before the write (read while it runs, when
+            # `sources.graph.load_index` does not wait for it) is then never current again, also
+            # when the write is rolled back (a restore is a new version too).
+            table.delete("false")  # a new version of the collection: caches key on it
             existing = set(store.table_names())
             for kind in GRAPH_KINDS:
                 table_name = aux_table_name(name, kind)
@@ -246,7 +251,6 @@ def write_graph(store: Store, name: str, version: int, tables: dict[str, pa.Tabl
                 else:
                     store.db.create_table(table_name, tables[kind], schema=tables[kind].schema)
                 crash_point(f"graph:{kind}")
-            table.delete("false")  # a new version of the collection: caches key on it
             info.graph = ""
             info.updated = now_iso()
             store.write_info(info)

@@ -88,9 +88,13 @@ def query_entities(query: str, known: Mapping[str, frozenset]) -> tuple[dict[str
 
 def load_index(store, collection: str, today: date | None = None) -> GraphIndex:
     """The collection's graph index at its current state (the Workbench caches it per state)."""
-    # Under the writer lock: a write bumps the collection's version before it writes the entity
-    # tables, and an index read in between would pair new chunks with old entities.
-    with store.writer_lock(collection):
+    # A write commits a batch's rows before their entity links, and the entities table last, so
+    # an index read in between pairs the new documents with fewer entities than they have. Under
+    # the writer lock when it is free; while a write holds it — a streamed add, for as long as
+    # the stream runs — read anyway, as the other sources do: the new documents may lack some
+    # entities until the write ends, and the state key carries a mark meanwhile
+    # (`Store.state_key`), so such an index is never served after the write.
+    with store.lock_if_free(collection):
         return _read_index(store, collection, today or datetime.now(UTC).date())
 
 

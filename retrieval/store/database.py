@@ -39,6 +39,9 @@ from retrieval.types import NameBeingCreated, RetrievalError
 
 os.environ.setdefault("LANCEDB_LOG", "error")
 
+# Appended to a state key's incarnation while a write to the collection is in progress (`state_key`).
+WRITING_MARK = "+writing"
+
 
 def bound_io_threads(uri: str, environ: MutableMapping[str, str] = os.environ) -> None:
     """For a local database, LanceDB's IO threads as `limits.LANCE_LOCAL_IO_THREADS` says
@@ -104,6 +107,21 @@ class Store(StoredReads):
         one state holds it too. Taking it first recovers the collection from a dead writer's
         journal."""
         return self._lock(validate_collection_name(name))
+
+    @contextmanager
+    def lock_if_free(self, name: str) -> Iterator[bool]:
+        """Collection `name`'s writer lock for a reader that wants a write's steps apart but must
+        not wait for a long write (a streamed add holds the lock until it ends): True with the
+        lock held when nobody held it, else False and no lock (the state key is marked meanwhile,
+        `state_key`)."""
+        lock = self.writer_lock(name)
+        if not lock.try_acquire():
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.__exit__(None, None, None)
 
     def transaction(self, name: str, op: str, tables: Iterable[str]) -> AbstractContextManager[None]:
         """A write of `op` to collection `name` touching `tables` (LanceDB table names), all or
@@ -186,7 +204,7 @@ class Store(StoredReads):
         if kept is not None and kept[0] == state:
             return kept[1]
         self.table(name)
-        if self._incarnations.get(name) != state[0]:
+        if self._incarnations.get(name) != state[0].removesuffix(WRITING_MARK):
             raise RetrievalError(f"collection {name!r} was deleted or restored while it was being read: search again")
         handle = self.db.open_table(name)
         handle.checkout(state[1])
@@ -208,7 +226,11 @@ class Store(StoredReads):
         if recorded is not None and name in self._handles and recorded != self._incarnations.get(name):
             self.forget_handle(name)  # created again elsewhere since this process opened it
         table = self.table(name)
-        return (self._incarnations[name], table.version)
+        # While a write's journal is there (its writer alive: `table` recovered a dead one's), a
+        # mark: what a cache reads mid-write (a batch's rows before its entity links) is never
+        # served once the write has ended, also at the version it ended on.
+        writing = WRITING_MARK if store_journal.journal_path(self, name).exists() else ""
+        return (self._incarnations[name] + writing, table.version)
 
     def recover_abandoned(self, name: str) -> bool:
         """Before a read of collection `name`: if a journal is there and nobody holds the writer

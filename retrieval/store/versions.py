@@ -191,6 +191,14 @@ class StoreAtVersion(Store):
         is stopped by `transaction`."""
         return contextlib.nullcontext() if name == self.pinned else super().writer_lock(name)
 
+    @contextlib.contextmanager
+    def lock_if_free(self, name: str):
+        if name != self.pinned:
+            with super().lock_if_free(name) as taken:
+                yield taken
+        else:
+            yield True  # nothing changes a version: as good as the lock
+
     def transaction(self, name: str, op: str, tables):
         if name == self.pinned:
             raise RetrievalError(f"{self._info.label!r} is open read-only at version {self.pinned_version}: "

@@ -1,0 +1,93 @@
+"""The graph source during a write: a streamed add holds the collection's writer lock until it
+ends, and the graph index is read meanwhile without waiting for it (`sources.graph.load_index`);
+what it reads then is keyed by a marked state (`Store.state_key`), never served after the write."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+
+import numpy as np
+
+from retrieval.indexing.derive import document_rows, graph_rows
+from retrieval.indexing.writer import Batch, open_write, write_batches
+from retrieval.sources.graph import load_index
+from retrieval.store import CollectionInfo, Store, now_iso
+from retrieval.store.database import WRITING_MARK
+from retrieval.types import Document
+
+DIM = 384
+TEXTS = ["200年，曹操在官渡击败袁绍。", "208年，曹操在赤壁败给周瑜。",
+         "210年，周瑜在巴丘病逝。", "234年，诸葛亮在渭南病逝。"]
+
+
+class FixedEncoder:
+    """Deterministic unit vectors of MiniLM's dimension, without a model."""
+
+    class spec:  # mirrors Encoder.spec
+        name, dim = "all-MiniLM-L6-v2", DIM
+
+    def encode_passages(self, texts, progress=None):
+        vectors = np.random.default_rng(len(texts)).normal(size=(len(texts), DIM)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def batch(ids: range) -> Batch:
+    docs = [Document(f"d{i}", TEXTS[i % len(TEXTS)]) for i in ids]
+    return Batch(document_rows(docs, FixedEncoder()), graph_rows(docs, datetime.now(UTC)))
+
+
+def people(index, doc_id: str) -> set:
+    return set(index.entities[doc_id].get("person", ()))
+
+
+def test_a_graph_read_does_not_wait_for_a_write_and_is_not_served_after_it(tmp_path):
+    store = Store(str(tmp_path / "db"))
+    now = now_iso()
+    info = CollectionInfo(name="g", model="all-MiniLM-L6-v2", dim=DIM, tokenizer="jieba", language="zh",
+                          doc_count=0, created=now, updated=now, lancedb_version="x")
+    write_batches(store, info, True, [batch(range(2))])
+    before = store.state_key("g")
+    assert not before[0].endswith(WRITING_MARK)
+    assert people(load_index(store, "g"), "d1") == {"曹操", "周瑜"}
+
+    appended, release, failed = threading.Event(), threading.Event(), []
+
+    def add() -> None:  # a streamed add: the lock held between its batches
+        try:
+            with open_write(store, store.info("g"), False) as writer:
+                writer.append(batch(range(2, 4)))
+                appended.set()
+                release.wait(60)
+        except BaseException as exc:  # reported by the asserts below
+            failed.append(exc)
+            appended.set()
+
+    writer_thread = threading.Thread(target=add)
+    writer_thread.start()
+    try:
+        assert appended.wait(60) and not failed
+        during = store.state_key("g")
+        assert during == (before[0] + WRITING_MARK, during[1]) and during[1] > before[1]
+        assert store.table_at("g", during).count_rows() == 4  # a marked state reads as any other
+
+        read: list = []
+        reader = threading.Thread(target=lambda: read.append(load_index(store, "g")))
+        reader.start()
+        reader.join(30)
+        assert read, "the graph index waited for the write"
+        (mid,) = read
+        # The batch's rows and entity links are committed; the entities table is written when the
+        # write ends, so a new document's link to an entity the collection had (周瑜) is found,
+        # one to a new entity (诸葛亮) is not yet.
+        assert sorted(mid.ids) == ["d0", "d1", "d2", "d3"]
+        assert people(mid, "d1") == {"曹操", "周瑜"} and people(mid, "d2") == {"周瑜"}
+        assert people(mid, "d3") == set()
+    finally:
+        release.set()
+        writer_thread.join(60)
+    assert not failed
+    after = store.state_key("g")
+    assert after[0] == before[0] and after != during  # the mid-write index's key is not current
+    index = load_index(store, "g")
+    assert people(index, "d2") == {"周瑜"} and people(index, "d3") == {"诸葛亮"}
