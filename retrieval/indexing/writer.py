@@ -89,6 +89,8 @@ class CollectionWriter:
             self._before = stored_truncated()
         name = self.info.name
         if legacy_graph_rows is not None and not self.store.has_graph_tables(name) and self._table.count_rows():
+            # The collection's version moves first, as in every write (docs/reliability.md).
+            self._table.delete("false")
             self._graph(legacy_graph_rows())
 
     def append(self, batch: Batch) -> None:

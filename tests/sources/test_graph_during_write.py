@@ -91,3 +91,34 @@ def test_a_graph_read_does_not_wait_for_a_write_and_is_not_served_after_it(tmp_p
     assert after[0] == before[0] and after != during  # the mid-write index's key is not current
     index = load_index(store, "g")
     assert people(index, "d2") == {"周瑜"} and people(index, "d3") == {"诸葛亮"}
+
+
+def test_an_add_to_a_collection_without_graph_tables_moves_its_version_before_writing_them(tmp_path, monkeypatch):
+    """Ingested before the entity tables existed: an add first writes them for the stored
+    documents (`CollectionWriter.start`), after moving the collection's version, so a state key
+    read before the add is never current again once a graph table has changed."""
+    from retrieval.indexing import writer as writer_module
+
+    store = Store(str(tmp_path / "db"))
+    now = now_iso()
+    info = CollectionInfo(name="old", model="all-MiniLM-L6-v2", dim=DIM, tokenizer="jieba", language="zh",
+                          doc_count=0, created=now, updated=now, lancedb_version="x")
+    write_batches(store, info, True, [batch(range(2))])
+    for kind in ("entities", "event_entities", "event_times"):
+        store.db.drop_table(f"_{kind}__old")
+    before = store.state_key("old")
+    seen: list[int] = []
+    write_graph_rows = writer_module.CollectionWriter._graph
+
+    def recorded(self, rows):
+        seen.append(store.db.open_table("old").version)
+        return write_graph_rows(self, rows)
+
+    monkeypatch.setattr(writer_module.CollectionWriter, "_graph", recorded)
+    stored = [Document(f"d{i}", TEXTS[i]) for i in range(2)]
+    with open_write(store, store.info("old"), False,
+                    legacy_graph_rows=lambda: graph_rows(stored, datetime.now(UTC))) as writer:
+        writer.append(batch(range(2, 4)))
+    assert len(seen) == 2 and seen[0] > before[1]  # the stored documents' graph rows, then the batch's
+    index = load_index(store, "old")
+    assert index.from_tables and people(index, "d1") == {"曹操", "周瑜"} and people(index, "d3") == {"诸葛亮"}
