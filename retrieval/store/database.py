@@ -225,12 +225,14 @@ class Store(StoredReads):
         recorded = self.recorded_incarnation(validate_collection_name(name))
         if recorded is not None and name in self._handles and recorded != self._incarnations.get(name):
             self.forget_handle(name)  # created again elsewhere since this process opened it
-        table = self.table(name)
+        version = self.table(name).version
         # While a write's journal is there (its writer alive: `table` recovered a dead one's), a
         # mark: what a cache reads mid-write (a batch's rows before its entity links) is never
-        # served once the write has ended, also at the version it ended on.
+        # served once the write has ended, also at the version it ended on. Looked for after the
+        # version is read: no journal then means the write had not begun (and moves the version
+        # before anything else) or has ended (and what is read from now on is its last state).
         writing = WRITING_MARK if store_journal.journal_path(self, name).exists() else ""
-        return (self._incarnations[name] + writing, table.version)
+        return (self._incarnations[name] + writing, version)
 
     def recover_abandoned(self, name: str) -> bool:
         """Before a read of collection `name`: if a journal is there and nobody holds the writer

@@ -7,29 +7,17 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 
-import numpy as np
+from model_free import FixedEncoder, new_info
 
 from retrieval.indexing.derive import document_rows, graph_rows
 from retrieval.indexing.writer import Batch, open_write, write_batches
 from retrieval.sources.graph import load_index
-from retrieval.store import CollectionInfo, Store, now_iso
+from retrieval.store import Store
 from retrieval.store.database import WRITING_MARK
 from retrieval.types import Document
 
-DIM = 384
 TEXTS = ["200年，曹操在官渡击败袁绍。", "208年，曹操在赤壁败给周瑜。",
          "210年，周瑜在巴丘病逝。", "234年，诸葛亮在渭南病逝。"]
-
-
-class FixedEncoder:
-    """Deterministic unit vectors of MiniLM's dimension, without a model."""
-
-    class spec:  # mirrors Encoder.spec
-        name, dim = "all-MiniLM-L6-v2", DIM
-
-    def encode_passages(self, texts, progress=None):
-        vectors = np.random.default_rng(len(texts)).normal(size=(len(texts), DIM)).astype(np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def batch(ids: range) -> Batch:
@@ -43,9 +31,7 @@ def people(index, doc_id: str) -> set:
 
 def test_a_graph_read_does_not_wait_for_a_write_and_is_not_served_after_it(tmp_path):
     store = Store(str(tmp_path / "db"))
-    now = now_iso()
-    info = CollectionInfo(name="g", model="all-MiniLM-L6-v2", dim=DIM, tokenizer="jieba", language="zh",
-                          doc_count=0, created=now, updated=now, lancedb_version="x")
+    info = new_info("g", "zh")
     write_batches(store, info, True, [batch(range(2))])
     before = store.state_key("g")
     assert not before[0].endswith(WRITING_MARK)
@@ -100,9 +86,7 @@ def test_an_add_to_a_collection_without_graph_tables_moves_its_version_before_wr
     from retrieval.indexing import writer as writer_module
 
     store = Store(str(tmp_path / "db"))
-    now = now_iso()
-    info = CollectionInfo(name="old", model="all-MiniLM-L6-v2", dim=DIM, tokenizer="jieba", language="zh",
-                          doc_count=0, created=now, updated=now, lancedb_version="x")
+    info = new_info("old", "zh")
     write_batches(store, info, True, [batch(range(2))])
     for kind in ("entities", "event_entities", "event_times"):
         store.db.drop_table(f"_{kind}__old")

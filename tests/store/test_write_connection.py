@@ -9,27 +9,14 @@ import weakref
 from datetime import UTC, datetime
 
 import lancedb
-import numpy as np
 import pyarrow as pa
+from model_free import FixedEncoder, new_info
 
 from retrieval import limits
 from retrieval.indexing.derive import document_rows, graph_rows
 from retrieval.indexing.writer import Batch, write_batches
-from retrieval.store import CollectionInfo, Store, now_iso
+from retrieval.store import Store
 from retrieval.types import Document
-
-DIM = 384
-
-
-class FixedEncoder:
-    """Deterministic unit vectors of MiniLM's dimension, without a model."""
-
-    class spec:  # mirrors Encoder.spec
-        name, dim = "all-MiniLM-L6-v2", DIM
-
-    def encode_passages(self, texts, progress=None):
-        vectors = np.random.default_rng(len(texts)).normal(size=(len(texts), DIM)).astype(np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def test_it_opens_the_same_database_with_small_caches_of_its_own(tmp_path, monkeypatch):
@@ -71,9 +58,7 @@ def test_a_write_appends_through_it_and_drops_it_at_the_end(tmp_path, monkeypatc
         return connection
 
     monkeypatch.setattr(Store, "write_connection", recorded)
-    now = now_iso()
-    info = CollectionInfo(name="c", model="all-MiniLM-L6-v2", dim=DIM, tokenizer="t", language="en",
-                          doc_count=0, created=now, updated=now, lancedb_version="x")
+    info = new_info("c")
     # Three batches, each committed while the write's connection is alive.
     alive_during: list[bool] = []
 
