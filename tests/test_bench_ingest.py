@@ -69,7 +69,9 @@ def test_a_small_run_reports_every_key_and_stage(capsys, tmp_path):
 
     result = json.loads(capsys.readouterr().out)
     assert result["docs"] == 13  # 10 sample paragraphs, then 3 repeated with new ids
-    assert {"ingest_docs_per_s", "encoder_docs_per_s", "peak_rss_mb", "stages", "device"} <= set(result)
+    assert {"ingest_docs_per_s", "encoder_docs_per_s", "peak_rss_mb", "stream_peak_rss_mb", "stages",
+            "device"} <= set(result)
+    assert 0 < result["stream_peak_rss_mb"] <= result["peak_rss_mb"]  # a high-water mark, taken earlier
     assert list(result["stages"]) == list(bench.STAGES)
     assert result["device"] in ("cpu", "cuda")
     assert result["stages"]["embed"] > 0 and result["stages"]["tokenise"] > 0 and result["stages"]["entities"] > 0
@@ -87,3 +89,16 @@ def test_one_step_after_the_other_and_the_encoder_on_a_sample(capsys):
     assert (result["docs"], result["ahead"], result["encoder_docs"], result["graph"]) == (30, 0, 20, "off")
     assert result["stages"]["wait"] == 0 and result["stages"]["entities"] == 0
     assert sum(result["stages"].values()) <= result["ingest_s"] + 0.01  # one thread: the stages add up
+
+
+def test_the_timer_notes_the_peak_rss_when_a_stage_first_begins(monkeypatch):
+    marks = iter([100.0, 250.0, 999.0])
+    monkeypatch.setattr(bench, "peak_rss_mb", lambda: next(marks))
+    timer = bench.StageTimer()
+    write, indexes = timer.timed("write", lambda: None), timer.timed("indexes", lambda: None)
+    write()
+    write()  # only the first start of a stage is noted
+    indexes()
+    indexes()
+    assert timer.peak_mb_at_start == {"write": 100.0, "indexes": 250.0}
+    assert next(marks) == 999.0  # read twice, no more
