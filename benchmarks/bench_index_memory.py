@@ -11,8 +11,8 @@ rows of `id`, `tokens` (vaswani's texts, lower-cased words, repeated) and a 384-
 (random unit vectors, 16,384 distinct ones repeated), appended 2,048 rows at a time as the
 streaming writer does (`readers.stream.STREAM_BATCH`: one data file each). Then the steps
 `indexing.indexes.index_for_size` and the writer run after the stream, in their order: the
-full-text index (`index_text`), IVF_RQ (`build_vector_index`, `limits.ANN_RQ_BITS`), the id BTREE
-(`build_id_index`), the compaction (`compact`'s `optimize`), each in a fresh process that opens
+full-text index (`index_text`), IVF_RQ (`index_vectors`, `limits.ANN_RQ_BITS`), the id BTREE
+(`index_ids`), the compaction (`compact`'s `optimize`), each in a fresh process that opens
 the table, samples its RSS every 20 ms (`bench_rq_bits.PeakRss`) and reports the seconds, its RSS
 before the step (LanceDB imported, the table open) and its peak. Keys of --json: `sizes`, a list
 of {`docs`, `steps`: {step: {`s`, `base_mb`, `peak_mb`, `added_mb`}}} (`added_mb` the largest
@@ -70,8 +70,7 @@ def run_step(path: Path, step: str) -> dict:
     import lancedb
     from bench_rq_bits import PeakRss  # benchmarks/ is the script's folder
 
-    from retrieval import limits
-    from retrieval.indexing.indexes import ann_index_options, index_text
+    from retrieval.indexing.indexes import index_ids, index_text, index_vectors
 
     table = lancedb.connect(str(path)).open_table("c")
     table.count_rows()
@@ -81,10 +80,9 @@ def run_step(path: Path, step: str) -> dict:
         if step == "fts":
             index_text(table, "tokens")
         elif step == "ivf_rq":  # as indexes.build_vector_index builds it, without a Store's lock
-            table.create_index(metric="cosine", index_type=limits.ANN_INDEX, vector_column_name="vector",
-                               replace=True, **ann_index_options(limits.ANN_INDEX))
+            index_vectors(table)
         elif step == "id_btree":
-            table.create_scalar_index("id", index_type="BTREE", replace=True)
+            index_ids(table)
         elif step == "compaction":
             table.optimize()
     seconds = time.perf_counter() - started

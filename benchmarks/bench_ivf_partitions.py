@@ -62,7 +62,7 @@ def vector_copy(source_db: Path, work: Path, collection: str):
 
 
 def run(args) -> dict:
-    from retrieval.indexing.indexes import ann_index_options
+    from retrieval.indexing.indexes import index_vectors
     from retrieval.models.embed import load_encoder
     from retrieval.sources.lance_requests import LanceRequest, RowIdMap, vector_query
 
@@ -81,8 +81,7 @@ def run(args) -> dict:
     rows = []
     for partitions, probes_list in parse_plan(args.plan):
         started, cpu = time.perf_counter(), time.process_time()
-        table.create_index(metric="cosine", index_type=args.index, num_partitions=partitions,
-                           vector_column_name="vector", replace=True, **ann_index_options(args.index))
+        index_vectors(table, index_type=args.index, num_partitions=partitions)
         built = (time.perf_counter() - started, time.process_time() - cpu)
         handle = db.open_table("vectors")
         handle.checkout(table.version)

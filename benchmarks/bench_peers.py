@@ -63,9 +63,8 @@ LanceDB's `add` of the pre-computed vectors into a fresh table of a minimal sche
 string, vector fixed-size list of float32) in a scratch database: `db.create_table(name,
 schema=schema)` then `table.add(batch)` per 50,000 rows read from the collection (the reading is
 outside the clock), then, timed on its own, `create_fts_index("text", use_tantivy=False)` (LanceDB's
-default tokenizer) and from 50k documents `create_index(metric="cosine",
-index_type=limits.ANN_INDEX, vector_column_name="vector", **ann_index_options(…))` (the project's
-index type and options, IVF_RQ with 4-bit codes).
+default tokenizer) and from 50k documents the ANN index as the project builds it
+(`indexes.index_vectors`: cosine, IVF_RQ with 4-bit codes).
 """
 
 from __future__ import annotations
@@ -299,7 +298,7 @@ def lancedb_add(db: Path, scratch: Path, log, batch_rows: int = 50_000) -> dict:
     import pyarrow as pa
 
     from retrieval import limits
-    from retrieval.indexing.indexes import ann_index_options
+    from retrieval.indexing.indexes import index_vectors
 
     source = lancedb.connect(str(db)).open_table(COLLECTION)
     dim = source.schema.field("vector").type.list_size
@@ -329,8 +328,7 @@ def lancedb_add(db: Path, scratch: Path, log, batch_rows: int = 50_000) -> dict:
         ann_wall = ann_cpu = 0.0
         if n >= limits.SCALE_DOCS:
             t, c = time.perf_counter(), time.process_time()
-            table.create_index(metric="cosine", index_type=limits.ANN_INDEX, vector_column_name="vector",
-                               **ann_index_options(limits.ANN_INDEX))
+            index_vectors(table)
             ann_wall, ann_cpu = time.perf_counter() - t, time.process_time() - c
     shutil.rmtree(scratch, ignore_errors=True)
     return {"rows": n, "batch_rows": batch_rows, "add_s": add_wall, "add_cpu_s": add_cpu,

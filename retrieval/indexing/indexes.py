@@ -60,13 +60,19 @@ def build_vector_index(store: Store, name: str, index_type: str | None = None, n
     The dense source then asks LanceDB to re-score its shortlist with full vectors
     (`refine_factor`), so reported similarities stay exact. Bumps the collection version.
     """
-    index_type = index_type or limits.ANN_INDEX
     with store.writer_lock(name):
-        table = store.table(name)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            table.create_index(metric="cosine", index_type=index_type, num_partitions=num_partitions,
-                               vector_column_name=column, replace=True, **ann_index_options(index_type))
+        index_vectors(store.table(name), column, index_type, num_partitions)
+
+
+def index_vectors(table, column: str = "vector", index_type: str | None = None,
+                  num_partitions: int | None = None) -> None:
+    """(Re)build the ANN index of `column` on a LanceDB table (cosine, `limits.ANN_INDEX` unless
+    `index_type` says otherwise, its options from `ann_index_options`); the caller holds the lock."""
+    index_type = index_type or limits.ANN_INDEX
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        table.create_index(metric="cosine", index_type=index_type, num_partitions=num_partitions,
+                           vector_column_name=column, replace=True, **ann_index_options(index_type))
 
 
 @counts_as_write
@@ -74,9 +80,15 @@ def build_id_index(store: Store, name: str) -> None:
     """A BTREE index on `id` for a large collection: reading 100 candidates' rows by id
     (`Store.documents`) at 1M documents took 681 ms without it and 160 ms with it (built in
     0.7 s; docs/experiments/scale.md). Bumps the collection version."""
-    with store.writer_lock(name), warnings.catch_warnings():
+    with store.writer_lock(name):
+        index_ids(store.table(name))
+
+
+def index_ids(table) -> None:
+    """(Re)build the BTREE index on `id` of a LanceDB table; the caller holds the lock."""
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        store.table(name).create_scalar_index("id", index_type="BTREE", replace=True)
+        table.create_scalar_index("id", index_type="BTREE", replace=True)
 
 
 def needs_training(table, column: str) -> bool:
