@@ -28,16 +28,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 import lancedb  # noqa: E402, F401  (the Store imports it when it opens a database: here, so a forkserver preloads it)
-import numpy as np  # noqa: E402
 import pandas  # noqa: E402, F401  (as lancedb, imported by a write)
+from model_free import FixedEncoder, new_info  # noqa: E402  (tests/: on PYTHONPATH, conftest.py)
 
 from retrieval.indexing.derive import document_rows, graph_rows  # noqa: E402
 from retrieval.indexing.pipeline import add_documents, create_collection  # noqa: E402
 from retrieval.indexing.writer import Batch, write_batches  # noqa: E402
-from retrieval.store import CollectionInfo, Store, now_iso  # noqa: E402
+from retrieval.store import Store  # noqa: E402
 from retrieval.types import Document, ParsedCorpus  # noqa: E402
 
-DIM = 384
 WORDS = "apple river mountain castle bridge garden ocean forest valley desert".split()
 
 
@@ -46,27 +45,13 @@ def documents(start: int, count: int) -> list[Document]:
                      metadata={"n": i}) for i in range(start, start + count)]
 
 
-class FixedEncoder:
-    """Deterministic unit vectors: no model load, so a writer starts in about a second."""
-
-    class spec:  # mirrors Encoder.spec
-        name, dim = "all-MiniLM-L6-v2", DIM
-
-    def encode_passages(self, texts, progress=None):
-        rng = np.random.default_rng(len(texts))
-        vectors = rng.normal(size=(len(texts), DIM)).astype(np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
 def write(store: Store, op: str, name: str, start: int, count: int, real: bool) -> dict:
     docs = documents(start, count)
     if op == "create":
         if real:
             info = create_collection(store, name, ParsedCorpus(docs), model="all-MiniLM-L6-v2").info
         else:
-            now = now_iso()
-            info = CollectionInfo(name=name, model="all-MiniLM-L6-v2", dim=DIM, tokenizer="t", language="en",
-                                  doc_count=len(docs), created=now, updated=now, lancedb_version="x")
+            info = new_info(name)
             batch = Batch(document_rows(docs, FixedEncoder()), graph_rows(docs, datetime.now(UTC)))
             info = write_batches(store, info, True, [batch])
         return {"doc_count": info.doc_count}
