@@ -125,6 +125,14 @@ LANCE_LOCAL_IO_THREADS = min(8, max(2, os.cpu_count() or 2))
 # this one (100k: 419 either way); a 1M static-encoder ingest's stream ends at 779–784 MB instead
 # of 901–909 (docs/experiments/ingest.md). Searches keep LanceDB's defaults.
 WRITE_CACHE_BYTES = 16 << 20
+# glibc's mmap threshold for the whole process (`store.allocator.fix_mmap_threshold`, set when a
+# `Store` opens unless glibc's own MALLOC_MMAP_THRESHOLD_ is set; 0 leaves glibc's default, which
+# rises to 32 MiB and then keeps LanceDB's freed buffers in its threads' arenas). LanceDB alone at
+# 1M rows, the index steps in one process: peak RSS 792 MB by default, 505 with 1 MiB. Static-
+# encoder ingests (bench_ingest.py): peak 812 MB against 899 at 100k, 1,142 against 1,234 at 1M
+# (means of 3-4 runs; 1,132-1,158 against 1,143-1,310), ~5 % slower (each large buffer is mapped
+# anew); 4 and 8 MiB saved about half as much (docs/experiments/ingest.md).
+MALLOC_MMAP_THRESHOLD = _env_int("WORKBENCH_MALLOC_MMAP_THRESHOLD", 1 << 20, 0, 32 << 20)
 # The vector index of a scaled collection (`indexing.indexes.build_vector_index`) and how it is searched
 # (`sources.dense.DenseSource`). IVF_RQ (RaBitQ codes per partition) is scanned far faster than
 # IVF_SQ's 8-bit codes, so it affords the probes a recall of 0.98 needs with a real model; its

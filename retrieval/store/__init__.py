@@ -14,6 +14,7 @@ module:
     side_tables.py  keyed side tables beside the collections (saved configs, snapshots, models)
     versions.py     a collection as it was at a version (`StoreAtVersion`), time travel
     names.py        display names in any script and the safe table names derived from them
+    allocator.py    glibc's mmap threshold, fixed when a Store opens (large freed buffers go back)
 
 Writer protocol (docs/reliability.md). Every write to a collection (create, add, clear, delete,
 ratings, indexes) holds the collection's writer lock (`Store.writer_lock`), so one writer at a

@@ -19,6 +19,7 @@ from typing import Any
 
 import retrieval.store.journal as store_journal
 from retrieval import limits
+from retrieval.store.allocator import fix_mmap_threshold
 from retrieval.store.catalogue import Catalogue, CollectionInfo, info_from_entry
 from retrieval.store.locks import WriterLock, counts_as_write, lock_dir
 from retrieval.store.names import display_name, hashed, labels, table_name_for
@@ -65,6 +66,7 @@ class Store(StoredReads):
         import lancedb  # here, not at import: `python -m retrieval --help` needs no LanceDB
 
         bound_io_threads(self.uri)
+        fix_mmap_threshold(limits.MALLOC_MMAP_THRESHOLD)
 
         self.db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0),
                                   storage_options=self.storage_options)
