@@ -22,8 +22,7 @@ import os
 import platform
 from collections.abc import Mapping
 
-M_MMAP_THRESHOLD = -3  # glibc's malloc.h
-GLIBC_MMAP_THRESHOLD_MAX = 32 << 20  # glibc refuses larger (DEFAULT_MMAP_THRESHOLD_MAX, 64-bit)
+M_MMAP_THRESHOLD = -3  # glibc's malloc.h; glibc refuses a threshold above 32 MiB (64-bit)
 
 
 def fix_mmap_threshold(threshold: int, environ: Mapping[str, str] = os.environ, libc=None) -> bool:

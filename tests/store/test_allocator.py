@@ -62,7 +62,7 @@ PROBE = textwrap.dedent("""
 
 
 def mapped_growth(tmp_path: Path, threshold: str) -> int:
-    env = {**os.environ, "WORKBENCH_MALLOC_MMAP_THRESHOLD": threshold, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "WORKBENCH_MALLOC_MMAP_THRESHOLD": threshold}
     env.pop("MALLOC_MMAP_THRESHOLD_", None)
     out = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / f"db{threshold}")], env=env, cwd=REPO,
                          capture_output=True, text=True, check=True).stdout
