@@ -41,7 +41,7 @@ def test_the_threshold_is_set_unless_zero_or_chosen_for_glibc_already():
 # to 4 MiB), and a 2 MiB block is allocated. With the threshold fixed at 1 MiB the 2 MiB block is
 # a mapping of its own (mapped bytes grow by it), else it comes from the heap (they do not).
 PROBE = textwrap.dedent("""
-    import ctypes, os, sys
+    import ctypes, sys
     from retrieval.store import Store
 
     class Mallinfo2(ctypes.Structure):
