@@ -89,8 +89,7 @@ class CollectionWriter:
             self._before = stored_truncated()
         name = self.info.name
         if legacy_graph_rows is not None and not self.store.has_graph_tables(name) and self._table.count_rows():
-            # The collection's version moves first, as in every write (docs/reliability.md).
-            self._table.delete("false")
+            move_version(self._table)
             self._graph(legacy_graph_rows())
 
     def append(self, batch: Batch) -> None:
@@ -221,6 +220,16 @@ def write_batches(store: Store, info: CollectionInfo, create: bool, batches: Ite
     return writer.info
 
 
+def move_version(table) -> None:
+    """An empty commit (a delete of no rows): a new version of the collection's table, so its state
+    key changes. A write that touches its other tables (the entity graph's) calls it first, as
+    every write moves the collection's version before anything else (docs/reliability.md): a
+    cache keyed by the state before the write (read while it runs, when `sources.graph.load_index`
+    does not wait for it) is then never current again, also when the write is rolled back (a
+    restore is a new version too)."""
+    table.delete("false")
+
+
 @counts_as_write
 def write_graph(store: Store, name: str, version: int, tables: dict[str, pa.Table],
                 created: str | None = None, incarnation: str | None = None) -> CollectionInfo:
@@ -240,11 +249,7 @@ def write_graph(store: Store, name: str, version: int, tables: dict[str, pa.Tabl
             raise GraphOutdated(f"{name!r} changed while its entity graph was built (version {version} → "
                                 f"{table.version}, created {created} → {info.created})")
         with store.transaction(name, "graph", [name, *graph_table_names(name)]):
-            # First, as every write moves the collection's version before it touches another of
-            # its tables: a cache keyed by the state before the write (read while it runs, when
-            # `sources.graph.load_index` does not wait for it) is then never current again, also
-            # when the write is rolled back (a restore is a new version too).
-            table.delete("false")  # a new version of the collection: caches key on it
+            move_version(table)
             existing = set(store.table_names())
             for kind in GRAPH_KINDS:
                 table_name = aux_table_name(name, kind)

@@ -18,6 +18,7 @@ pages are zeroed by the kernel (`limits.MALLOC_MMAP_THRESHOLD`, docs/experiments
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 from collections.abc import Mapping
@@ -40,6 +41,7 @@ def fix_mmap_threshold(threshold: int, environ: Mapping[str, str] = os.environ, 
     return libc.mallopt(M_MMAP_THRESHOLD, threshold) == 1
 
 
+@functools.cache  # loaded once: every Store asks
 def process_glibc():
     """This process's glibc (`ctypes.CDLL`), or None under another C library (musl, macOS)."""
     if platform.libc_ver()[0] != "glibc":
